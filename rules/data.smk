@@ -1,0 +1,105 @@
+# Data: the adaptation corpus D, a disjoint held-out set, and the MT test set, per language.
+
+
+rule extract_l10n_pairs:
+    """English->target pairs from a Debian libreoffice-l10n package (embedded default; stand-in for CC-100/FLORES)."""
+    input:
+        deb=l10n_deb,
+    output:
+        pairs="results/data/{lang}/l10n/pairs.tsv",
+        report="results/data/{lang}/l10n/pairs_report.json",
+    log:
+        "results/logs/extract_l10n_pairs/{lang}.log",
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        min_words=config["data"]["l10n_min_english_words"],
+    shell:
+        "python -m workflow_scripts.l10n --deb {input.deb:q} --lang {wildcards.lang} --min-words {params.min_words}"
+        " --out {output.pairs} --report {output.report} --log {log} 2>> {log}"
+
+
+rule split_l10n:
+    """Seeded disjoint split of the l10n pairs into D (target side), held-out text and MT test pairs."""
+    input:
+        pairs="results/data/{lang}/l10n/pairs.tsv",
+    output:
+        train="results/data/{lang}/l10n/train.txt",
+        heldout="results/data/{lang}/l10n/heldout.txt",
+        mt="results/data/{lang}/l10n/mt.tsv",
+        report="results/data/{lang}/l10n/split_report.json",
+    log:
+        "results/logs/split_l10n/{lang}.log",
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        n_train=config["data"]["n_train"],
+        n_heldout=config["data"]["n_heldout"],
+        n_mt=config["data"]["n_mt"],
+        seed=config["seed"],
+        label=L10N_LABEL,
+    shell:
+        "python -m workflow_scripts.corpus split --pairs {input.pairs} --n-train {params.n_train}"
+        " --n-heldout {params.n_heldout} --n-mt {params.n_mt} --seed {params.seed} --label {params.label:q}"
+        " --out-train {output.train} --out-heldout {output.heldout} --out-mt {output.mt}"
+        " --report {output.report} --log {log} 2>> {log}"
+
+
+localrules:
+    download_cc100,
+
+
+rule download_cc100:
+    """Fetch a CC-100 per-language file once (run where the network is: the login node on HPC)."""
+    output:
+        "results/downloads/cc100/{lang}.txt.xz",
+    log:
+        "results/logs/download_cc100/{lang}.log",
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        url=cc100_url,
+    shell:
+        "curl --fail --location --retry 3 --continue-at - --output {output}.part {params.url:q} 2>> {log}"
+        " && mv {output}.part {output}"
+
+
+rule sample_cc100:
+    """Stream a CC-100 per-language file once and sample D plus a disjoint held-out set (reservoir sampling)."""
+    input:
+        corpus=cc100_path,
+    output:
+        train="results/data/{lang}/cc100/train.txt",
+        heldout="results/data/{lang}/cc100/heldout.txt",
+        report="results/data/{lang}/cc100/sample_report.json",
+    log:
+        "results/logs/sample_cc100/{lang}.log",
+    benchmark:
+        "results/benchmarks/sample_cc100/{lang}.tsv"
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        n_train=config["data"]["n_train"],
+        n_heldout=config["data"]["n_heldout"],
+        seed=config["seed"],
+    shell:
+        "python -m workflow_scripts.corpus sample --input {input.corpus:q} --n {params.n_train}"
+        " --n-heldout {params.n_heldout} --seed {params.seed} --out-train {output.train}"
+        " --out-heldout {output.heldout} --report {output.report} --log {log} 2>> {log}"
+
+
+rule flores_mt:
+    """The MT test set from FLORES-200 devtest (hub id or local mirror of openlanguagedata/flores_plus)."""
+    output:
+        mt="results/data/{lang}/flores/mt.tsv",
+    log:
+        "results/logs/flores_mt/{lang}.log",
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        root=flores_root,
+        n=config["data"]["n_mt"],
+        seed=config["seed"],
+    shell:
+        "python -m workflow_scripts.corpus flores --root {params.root:q} --lang {wildcards.lang} --n {params.n}"
+        " --seed {params.seed} --out {output.mt} --log {log} 2>> {log}"

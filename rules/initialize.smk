@@ -1,0 +1,25 @@
+# Target parameter initialization of the new embedding and LM-head rows (paper 002 section 4).
+
+
+rule initialize:
+    """Resize the source model to T_t and set the new rows by the named method; writes a loadable HF folder."""
+    input:
+        source="results/models/{model}/source",
+        tokenizer="results/{model}/{lang}/tokenizer/aux{aux}.k{k}",
+    output:
+        model=directory("results/{model}/{lang}/init/{init}.aux{aux}.k{k}"),
+        report="results/{model}/{lang}/init/{init}.aux{aux}.k{k}.report.json",
+    log:
+        "results/logs/initialize/{model}.{lang}.{init}.aux{aux}.k{k}.log",
+    benchmark:
+        "results/benchmarks/initialize/{model}.{lang}.{init}.aux{aux}.k{k}.tsv"
+    conda:
+        "../envs/workflow.yaml"
+    threads: 2
+    params:
+        seed=config["seed"],
+        pad=config["tokenizer"]["pad_to_multiple_of"],
+    shell:
+        "python -m workflow_scripts.initialize --source-model {input.source} --target-tokenizer {input.tokenizer}"
+        " --method {wildcards.init} --seed {params.seed} --pad-to-multiple-of {params.pad}"
+        " --out {output.model} --report {output.report} --threads {threads} --log {log} 2>> {log}"

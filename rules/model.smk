@@ -1,0 +1,19 @@
+# Source models as plain Hugging Face folders (GGUF package -> safetensors once; hub or local folder; random for tests).
+
+
+rule prepare_source_model:
+    """Materialize a config `models` entry as a save_pretrained folder (safetensors + tokenizer)."""
+    output:
+        model=directory("results/models/{model}/source"),
+        info="results/models/{model}/source_info.json",
+    log:
+        "results/logs/prepare_source_model/{model}.log",
+    benchmark:
+        "results/benchmarks/prepare_source_model/{model}.tsv"
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        spec=model_spec_json,
+    shell:
+        "python -m workflow_scripts.source_model --spec {params.spec:q} --out {output.model}"
+        " --info {output.info} --log {log} 2>> {log}"

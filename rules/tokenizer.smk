@@ -1,0 +1,43 @@
+# Auxiliary tokenizer on D and the expanded target tokenizer T_t (a real BPE over V_s + V_new).
+
+
+rule train_aux_tokenizer:
+    """T_aux with |V_aux| tokens trained on D, by the route the source tokenizer's family requires."""
+    input:
+        source="results/models/{model}/source",
+        corpus=corpus_train_file,
+    output:
+        "results/{model}/{lang}/tokenizer/aux{aux}/tokenizer.json",
+    log:
+        "results/logs/train_aux_tokenizer/{model}.{lang}.aux{aux}.log",
+    benchmark:
+        "results/benchmarks/train_aux_tokenizer/{model}.{lang}.aux{aux}.tsv"
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        seed=config["seed"],
+    shell:
+        "python -m workflow_scripts.vocab aux --source-tokenizer {input.source} --corpus {input.corpus}"
+        " --vocab-size {wildcards.aux} --seed {params.seed} --out {output} --log {log} 2>> {log}"
+
+
+rule expand_tokenizer:
+    """V_new = the k most frequent aux tokens not in V_s, appended as BPE vocabulary entries and merges."""
+    input:
+        source="results/models/{model}/source",
+        aux="results/{model}/{lang}/tokenizer/aux{aux}/tokenizer.json",
+        corpus=corpus_train_file,
+        heldout=corpus_heldout_file,
+    output:
+        tokenizer=directory("results/{model}/{lang}/tokenizer/aux{aux}.k{k}"),
+        report="results/{model}/{lang}/tokenizer/aux{aux}.k{k}.report.json",
+    log:
+        "results/logs/expand_tokenizer/{model}.{lang}.aux{aux}.k{k}.log",
+    benchmark:
+        "results/benchmarks/expand_tokenizer/{model}.{lang}.aux{aux}.k{k}.tsv"
+    conda:
+        "../envs/workflow.yaml"
+    shell:
+        "python -m workflow_scripts.vocab expand --source-tokenizer {input.source} --aux {input.aux}"
+        " --corpus {input.corpus} --heldout {input.heldout} --k {wildcards.k} --out {output.tokenizer}"
+        " --report {output.report} --log {log} 2>> {log}"

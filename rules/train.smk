@@ -1,0 +1,30 @@
+# Language-adaptive pre-training (LAPT): CPT-only on the source model, or the expanded model after initialization.
+
+
+rule lapt:
+    """Train exactly the parameters the procedure names; checkpoints let a killed job resume where it stopped."""
+    input:
+        model=lapt_input_model,
+        corpus=corpus_train_file,
+    output:
+        model=directory("results/{model}/{lang}/{method}/model"),
+        stats="results/{model}/{lang}/{method}/train_stats.json",
+        loss="results/{model}/{lang}/{method}/loss.tsv",
+    log:
+        "results/logs/lapt/{model}.{lang}.{method}.log",
+    benchmark:
+        "results/benchmarks/lapt/{model}.{lang}.{method}.tsv"
+    conda:
+        "../envs/workflow.yaml"
+    threads: 2
+    params:
+        procedure=method_attr("procedure"),
+        objective=method_attr("objective"),
+        seq_len=method_attr("seq_len"),
+        hparams=hparams_json,
+        checkpoints="results/{model}/{lang}/{method}/checkpoints",
+    shell:
+        "python -m workflow_scripts.lapt --model {input.model} --train {input.corpus} --procedure {params.procedure}"
+        " --objective {params.objective} --seq-len {params.seq_len} --hparams {params.hparams:q}"
+        " --out {output.model} --stats {output.stats} --loss-curve {output.loss}"
+        " --checkpoint-dir {params.checkpoints} --threads {threads} --log {log} 2>> {log}"

@@ -1,0 +1,465 @@
+"""The data stage: the adaptation corpus D, the held-out text and the MT test set (paper 002, §6.2, §6.4).
+
+Three sources, one module:
+- ``split``: a list of (English, target) pairs (the embedded default's LibreOffice stand-in, see l10n.py) cut into the
+  MT test set, a held-out target-text set and D, disjoint by target string.
+- ``sample``: D (30K lines) and the held-out set (up to 100K lines) sampled uniformly at random, in one streaming pass,
+  from a CC-100 per-language file (``th.txt.xz``: one paragraph a line, documents separated by blank lines).
+- ``flores``: the MT test set, 500 random FLORES-200 devtest sentences, from the ``openlanguagedata/flores_plus``
+  parquet layout (a local folder or the hub).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import lzma
+import math
+import random
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+from workflow_scripts.io import setup_logging, write_json, write_text
+
+# The paper's ten languages (ISO 639-1) and their FLORES-200 / FLORES+ codes ({iso_639_3}_{iso_15924}).
+FLORES_CODES: dict[str, str] = {
+    "ar": "arb_Arab",
+    "my": "mya_Mymr",
+    "de": "deu_Latn",
+    "el": "ell_Grek",
+    "hi": "hin_Deva",
+    "ja": "jpn_Jpan",
+    "si": "sin_Sinh",
+    "sw": "swh_Latn",
+    "te": "tel_Telu",
+    "th": "tha_Thai",
+}
+FLORES_ENGLISH = "eng_Latn"
+FLORES_HUB_ID = "openlanguagedata/flores_plus"
+
+_BLOCK_BYTES = 1 << 22  # decompressed bytes handled per block when streaming; the result does not depend on it
+
+
+def _mean_chars(lines: Sequence[str]) -> float:
+    return round(sum(map(len, lines)) / len(lines), 2) if lines else 0.0
+
+
+def _write_lines(path: str | Path, lines: Sequence[str]) -> None:
+    """One sentence a line, atomically; a line break inside a sentence would silently shift every later line."""
+    for s in lines:
+        if "\n" in s or "\r" in s:
+            raise ValueError(f"{path}: refusing to write a sentence that contains a line break: {s[:80]!r}")
+    write_text(path, "".join(f"{s}\n" for s in lines))
+
+
+def _write_pairs(path: str | Path, pairs: Sequence[tuple[str, str]]) -> None:
+    """``English<TAB>target`` a line, atomically."""
+    for en, tgt in pairs:
+        if any(c in s for s in (en, tgt) for c in "\t\n\r"):
+            raise ValueError(f"{path}: refusing to write a pair that contains a tab or line break: {(en, tgt)!r}")
+    write_text(path, "".join(f"{en}\t{tgt}\n" for en, tgt in pairs))
+
+
+def read_pairs_tsv(path: str | Path) -> list[tuple[str, str]]:
+    """Read ``English<TAB>target`` lines; any line without exactly one tab is an error naming the file and line."""
+    pairs = []
+    with open(path, encoding="utf-8", newline="\n") as f:
+        for i, line in enumerate(f, 1):
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) != 2:
+                raise ValueError(f"{path}:{i}: expected 'English<TAB>target', found {len(fields)} field(s)")
+            pairs.append((fields[0], fields[1]))
+    return pairs
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# split: pairs → MT test set, held-out text, D
+
+
+def split_pairs(
+    pairs: Sequence[tuple[str, str]], *, n_train: int | None, n_heldout: int, n_mt: int, seed: int
+) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+    """Seeded uniform shuffle of the pairs, then disjoint slices: MT test pairs, held-out targets, D's targets.
+
+    The pairs are sorted before shuffling, so the split depends only on the set of pairs and the seed. ``n_train`` None
+    or 0 means all remaining pairs. Pairs must be unique on both sides (l10n.clean_pairs guarantees it); this is checked
+    because disjointness by target string rests on it.
+    """
+    if min(n_heldout, n_mt, n_train or 0) < 0:
+        raise ValueError(f"negative size requested: n_train={n_train}, n_heldout={n_heldout}, n_mt={n_mt}")
+    for side, name in ((0, "English"), (1, "target")):
+        if len({p[side] for p in pairs}) != len(pairs):
+            raise ValueError(f"the pairs are not unique on the {name} side; deduplicate them first (l10n.clean_pairs)")
+    want = n_mt + n_heldout + (n_train or 1)  # "all remaining" still needs at least one line of D
+    if len(pairs) < want:
+        asked = f"n_mt={n_mt} + n_heldout={n_heldout} + n_train={n_train or 'all remaining (at least 1)'}"
+        raise ValueError(f"too few pairs: {len(pairs)} available, {want} asked for ({asked})")
+    order = sorted(pairs)
+    random.Random(seed).shuffle(order)
+    mt = order[:n_mt]
+    heldout = [t for _, t in order[n_mt : n_mt + n_heldout]]
+    rest = order[n_mt + n_heldout :]
+    train = [t for _, t in (rest[:n_train] if n_train else rest)]
+    return train, heldout, mt
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# sample: streaming reservoir sampling of a CC-100 file
+
+
+@contextlib.contextmanager
+def open_text_stream(path: str | Path, *, external: bool = True) -> Iterator[BinaryIO]:
+    """Open a plain, .gz or .xz file (chosen by suffix) for binary reading.
+
+    With ``external``, a compressed file is decompressed by the ``xz``/``gzip`` program when it is installed: it runs
+    in its own process, in parallel with the Python loop that reads it (decompression is the bottleneck). A failed
+    decompressor raises; it never passes as a short file.
+    """
+    path = Path(path)
+    tool = {".xz": "xz", ".gz": "gzip"}.get(path.suffix)
+    if tool and external and shutil.which(tool):
+        if not path.is_file():
+            raise FileNotFoundError(path)
+        proc = subprocess.Popen([tool, "-dc", "--", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            yield proc.stdout
+        finally:
+            proc.stdout.close()
+            if proc.poll() is None:  # left early (an exception): stop the decompressor
+                proc.kill()
+            err = proc.stderr.read().decode(errors="replace").strip()
+            proc.stderr.close()
+            rc = proc.wait()
+        if rc != 0:
+            raise OSError(f"{tool} -dc {path} failed with exit status {rc}: {err}")
+        return
+    opener = {".xz": lzma.open, ".gz": gzip.open}.get(path.suffix, open)
+    with opener(path, "rb") as f:
+        yield f
+
+
+def _blocks(f, block_bytes: int) -> Iterator[bytes]:
+    """Chunks of whole lines (each ends with a newline, except possibly the file's last chunk)."""
+    carry = b""
+    while chunk := f.read(block_bytes):
+        chunk = carry + chunk
+        cut = chunk.rfind(b"\n") + 1
+        carry = chunk[cut:]
+        if cut:
+            yield chunk[:cut]
+    if carry:
+        yield carry
+
+
+def _decode_block(block: bytes) -> tuple[list[str], int]:
+    """The block's lines decoded as UTF-8 (strict, line by line) and the number of lines that failed to decode."""
+    body = block[:-1] if block.endswith(b"\n") else block
+    try:
+        # A newline byte never occurs inside a UTF-8 sequence, so the block decodes iff every line does: decode the
+        # block at C speed and fall back to line by line only for the rare block with a bad line.
+        return body.decode("utf-8").split("\n"), 0
+    except UnicodeDecodeError:
+        lines, bad = [], 0
+        for raw in body.split(b"\n"):
+            try:
+                lines.append(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                bad += 1
+        return lines, bad
+
+
+def _unit(rng: random.Random) -> float:
+    """Uniform on the open interval (0, 1)."""
+    u = rng.random()
+    while u == 0.0:
+        u = rng.random()
+    return u
+
+
+def _skip(rng: random.Random, w: float) -> int:
+    """Algorithm L's geometric skip: how many items to pass over before the next replacement."""
+    if w >= 1.0:
+        return 0
+    if w <= 0.0:
+        return 1 << 62
+    return math.floor(math.log(_unit(rng)) / math.log1p(-w))
+
+
+def sample_lines(
+    path: str | Path,
+    *,
+    n: int,
+    n_heldout: int,
+    seed: int,
+    min_chars: int = 1,
+    oversample: float = 0.05,
+    block_bytes: int = _BLOCK_BYTES,
+    external: bool = True,
+) -> tuple[list[str], list[str], dict]:
+    """Sample ``n`` lines (D) and ``n_heldout`` more (held-out) uniformly at random in one pass over a large text file.
+
+    Cleaning, counted in the stats: lines that are not valid UTF-8 are skipped; trailing whitespace is stripped; lines
+    left shorter than ``min_chars`` (empty and whitespace-only lines always) are skipped; a carriage return inside a
+    line becomes a space (it would split the line when read back in text mode). Reservoir sampling (Li's Algorithm L,
+    seeded) draws ``(n + n_heldout) * (1 + oversample)`` distinct line positions; the reservoir is shuffled and read in
+    order, keeping the first occurrence of each string, the first ``n`` for D and the next ``n_heldout`` for the
+    held-out set. So both sets are duplicate-free and disjoint by string as well as by position, and a string that
+    occurs m times in the file is proportionally likelier to be drawn (as in the corpus). The result does not depend
+    on ``block_bytes`` nor on ``external`` (see open_text_stream).
+    """
+    if n < 1 or n_heldout < 0 or min_chars < 1 or oversample < 0:
+        raise ValueError(
+            f"invalid request: n={n}, n_heldout={n_heldout}, min_chars={min_chars}, oversample={oversample}"
+        )
+    want = n + n_heldout
+    k = want + math.ceil(want * oversample)
+    rng = random.Random(seed)
+    reservoir: list[str] = []
+    w = math.exp(math.log(_unit(rng)) / k)
+    nxt = k + _skip(rng, w)  # index (among valid lines) of the next line that enters the full reservoir
+    seen = 0  # valid lines before the current block
+    total = empty = short = invalid = cr = 0
+    nbytes = 0
+    start = time.perf_counter()
+    with open_text_stream(path, external=external) as f:
+        for block in _blocks(f, block_bytes):
+            nbytes += len(block)
+            parts, bad = _decode_block(block)
+            invalid += bad
+            total += len(parts) + bad
+            stripped = list(map(str.rstrip, parts))
+            empty += stripped.count("")
+            valid = [s for s in stripped if len(s) >= min_chars] if min_chars > 1 else [s for s in stripped if s]
+            short += len(stripped) - len(valid)
+            if b"\r" in block and any("\r" in s for s in valid):  # rare: test the bytes first, at C speed
+                cr += sum("\r" in s for s in valid)
+                valid = [s.replace("\r", " ") for s in valid]
+            if len(reservoir) < k:
+                reservoir.extend(valid[: k - len(reservoir)])
+            end = seen + len(valid)
+            while nxt < end:  # only the replacements cost Python steps: about k * ln(N / k) in all
+                reservoir[rng.randrange(k)] = valid[nxt - seen]
+                w *= math.exp(math.log(_unit(rng)) / k)
+                nxt += _skip(rng, w) + 1
+            seen = end
+    seconds = time.perf_counter() - start
+    short -= empty
+    if seen < want:
+        raise ValueError(
+            f"{path}: too few valid lines: {seen} (of {total} lines; {empty} empty, {invalid} invalid UTF-8, {short} "
+            f"shorter than {min_chars} characters), but n={n} + n_heldout={n_heldout} = {want} asked for"
+        )
+    rng.shuffle(reservoir)
+    chosen: dict[str, None] = {}
+    duplicates = 0
+    for s in reservoir:
+        if s in chosen:
+            duplicates += 1
+        else:
+            chosen[s] = None
+            if len(chosen) == want:
+                break
+    if len(chosen) < want:
+        raise ValueError(
+            f"{path}: only {len(chosen)} distinct lines among the {len(reservoir)} sampled ({seen} valid lines), but "
+            f"{want} asked for; raise oversample (now {oversample}) or ask for fewer"
+        )
+    unique = list(chosen)
+    sample, heldout = unique[:n], unique[n:]
+    stats = {
+        "input": str(path),
+        "seed": seed,
+        "lines_total": total,
+        "lines_valid": seen,
+        "skipped_empty": empty,
+        "skipped_invalid_utf8": invalid,
+        "skipped_short": short,
+        "min_chars": min_chars,
+        "carriage_returns_replaced": cr,
+        "reservoir_size": len(reservoir),
+        "duplicates_skipped": duplicates,
+        "n_sample": len(sample),
+        "n_heldout": len(heldout),
+        "mean_chars_sample": _mean_chars(sample),
+        "mean_chars_heldout": _mean_chars(heldout),
+        "decompressed_bytes": nbytes,
+        "seconds": round(seconds, 3),
+        "lines_per_second": round(total / seconds) if seconds > 0 else None,
+    }
+    return sample, heldout, stats
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# flores: the MT test set from FLORES-200 (openlanguagedata/flores_plus layout)
+
+
+def flores_code(lang: str) -> str:
+    """The FLORES code of one of the paper's languages (``th`` → ``tha_Thai``); FLORES codes pass through."""
+    if lang in FLORES_CODES:
+        return FLORES_CODES[lang]
+    if re.fullmatch(r"[a-z]{3}_[A-Z][a-z]{3}", lang):
+        return lang
+    raise ValueError(f"unknown language {lang!r}: use one of {sorted(FLORES_CODES)} or a FLORES code like 'tha_Thai'")
+
+
+def _flores_files(root: Path, split: str, code: str) -> list[Path]:
+    """One language's parquet file(s) for a split: ``{split}/{code}.parquet`` or shards ``{split}/{code}-*.parquet``."""
+    files = sorted(root.glob(f"{split}/{code}.parquet")) or sorted(root.glob(f"**/{split}/{code}-*.parquet"))
+    if not files:
+        raise FileNotFoundError(
+            f"no FLORES parquet for {code} in {root} (expected {root / split / (code + '.parquet')})"
+        )
+    return files
+
+
+def _read_parquet(files: list[Path]):
+    import pandas as pd
+
+    try:
+        return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    except ImportError as e:
+        raise ImportError(
+            f"reading FLORES parquet ({files[0]}) needs a parquet engine: add pyarrow to requirements.txt ({e})"
+        ) from e
+
+
+def _flores_root(root_or_hub_id: str | Path, split: str, codes: list[str]) -> Path:
+    """An existing folder is used as is; otherwise ``owner/name`` is a hub dataset id (only needed files fetched)."""
+    root = Path(root_or_hub_id)
+    if root.is_dir():
+        return root
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", str(root_or_hub_id)):
+        raise FileNotFoundError(
+            f"FLORES root {root_or_hub_id!r} is neither a folder nor a hub id like {FLORES_HUB_ID!r}"
+        )
+    from huggingface_hub import snapshot_download
+
+    # flores_plus is gated: accept its terms on the hub once and provide a token (HF_TOKEN or `hf auth login`).
+    patterns = [f"*{split}/{c}*.parquet" for c in codes]
+    return Path(snapshot_download(repo_id=str(root_or_hub_id), repo_type="dataset", allow_patterns=patterns))
+
+
+def _clean_ws(text: str) -> str:
+    # Collapse all whitespace: the output is TSV, where a tab or newline inside a sentence would corrupt the file.
+    return " ".join(str(text).split())
+
+
+def align_flores(en, tgt, *, n: int | None = None, seed: int = 0) -> list[tuple[str, str]]:
+    """Join two FLORES data frames (``id`` and ``text`` columns) on ``id``; a seeded random ``n`` rows, in id order."""
+    cols = []
+    for name, df in (("English", en), ("target", tgt)):
+        text_col = "text" if "text" in df.columns else "sentence"  # flores_plus says text, facebook/flores sentence
+        if "id" not in df.columns or text_col not in df.columns:
+            raise ValueError(f"FLORES {name} table needs 'id' and 'text' columns, has {list(df.columns)}")
+        if df["id"].duplicated().any():
+            raise ValueError(f"FLORES {name} table has duplicate ids")
+        cols.append(dict(zip(df["id"].tolist(), df[text_col].tolist(), strict=True)))
+    en_by_id, tgt_by_id = cols
+    if set(en_by_id) != set(tgt_by_id):
+        only_en, only_tgt = len(set(en_by_id) - set(tgt_by_id)), len(set(tgt_by_id) - set(en_by_id))
+        raise ValueError(f"FLORES tables are not aligned: {only_en} ids only in English, {only_tgt} only in the target")
+    ids = sorted(en_by_id)
+    if n is not None:
+        if n > len(ids):
+            raise ValueError(f"too few FLORES sentences: {len(ids)} available, n={n} asked for")
+        ids = sorted(random.Random(seed).sample(ids, n))
+    return [(_clean_ws(en_by_id[i]), _clean_ws(tgt_by_id[i])) for i in ids]
+
+
+def load_flores_pairs(
+    root_or_hub_id: str | Path, lang_code: str, split: str = "devtest", n: int | None = None, seed: int = 0
+) -> list[tuple[str, str]]:
+    """English→target FLORES-200 pairs for the MT task (paper 002 §6.4: 500 random devtest sentences), from a local
+    ``openlanguagedata/flores_plus`` folder (``{split}/{iso_639_3}_{iso_15924}.parquet``) or that hub dataset."""
+    code = flores_code(lang_code)
+    root = _flores_root(root_or_hub_id, split, [FLORES_ENGLISH, code])
+    en_files, tgt_files = _flores_files(root, split, FLORES_ENGLISH), _flores_files(root, split, code)
+    return align_flores(_read_parquet(en_files), _read_parquet(tgt_files), n=n, seed=seed)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# command line
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("split", help="pairs TSV → D, held-out text, MT test set")
+    s.add_argument("--pairs", required=True, help="TSV: English<TAB>target, one pair a line")
+    s.add_argument("--n-train", type=int, default=0, help="size of D; 0 = all remaining pairs")
+    s.add_argument("--n-heldout", type=int, required=True)
+    s.add_argument("--n-mt", type=int, required=True)
+    s.add_argument("--seed", type=int, required=True)
+    s.add_argument("--out-train", required=True)
+    s.add_argument("--out-heldout", required=True)
+    s.add_argument("--out-mt", required=True)
+    s.add_argument("--report", required=True)
+    s.add_argument("--label", help="what the data is, e.g. 'stand-in for CC-100 / FLORES-200: ...'")
+    s.add_argument("--log")
+
+    c = sub.add_parser("sample", help="uniform sample of D and held-out lines from a CC-100 file (plain, .gz, .xz)")
+    c.add_argument("--input", required=True)
+    c.add_argument("--n", type=int, required=True)
+    c.add_argument("--n-heldout", type=int, required=True)
+    c.add_argument("--seed", type=int, required=True)
+    c.add_argument("--min-chars", type=int, default=1)
+    c.add_argument("--oversample", type=float, default=0.05, help="extra reservoir share that absorbs duplicates")
+    c.add_argument("--out-train", required=True)
+    c.add_argument("--out-heldout", required=True)
+    c.add_argument("--report", required=True)
+    c.add_argument("--log")
+
+    fl = sub.add_parser("flores", help="FLORES-200 English→target pairs (flores_plus parquet layout)")
+    fl.add_argument("--root", required=True, help=f"local folder or hub id ({FLORES_HUB_ID})")
+    fl.add_argument("--lang", required=True, help=f"one of {sorted(FLORES_CODES)} or a FLORES code")
+    fl.add_argument("--split", default="devtest")
+    fl.add_argument("--n", type=int, default=500, help="random sentences; 0 = all")
+    fl.add_argument("--seed", type=int, required=True)
+    fl.add_argument("--out", required=True, help="TSV: English<TAB>target")
+    fl.add_argument("--log")
+
+    a = p.parse_args(argv)
+    log = setup_logging(a.log)
+    if a.command == "split":
+        pairs = read_pairs_tsv(a.pairs)
+        train, heldout, mt = split_pairs(pairs, n_train=a.n_train, n_heldout=a.n_heldout, n_mt=a.n_mt, seed=a.seed)
+        report = {
+            "source": a.label,
+            "pairs_file": str(a.pairs),
+            "pairs_in": len(pairs),
+            "seed": a.seed,
+            "counts": {"train": len(train), "heldout": len(heldout), "mt": len(mt)},
+            "mean_chars_per_line": {
+                "train": _mean_chars(train),
+                "heldout": _mean_chars(heldout),
+                "mt_english": _mean_chars([e for e, _ in mt]),
+                "mt_target": _mean_chars([t for _, t in mt]),
+            },
+        }
+        _write_lines(a.out_train, train)
+        _write_lines(a.out_heldout, heldout)
+        _write_pairs(a.out_mt, mt)
+        write_json(a.report, report)
+    elif a.command == "sample":
+        sample, heldout, report = sample_lines(
+            a.input, n=a.n, n_heldout=a.n_heldout, seed=a.seed, min_chars=a.min_chars, oversample=a.oversample
+        )
+        _write_lines(a.out_train, sample)
+        _write_lines(a.out_heldout, heldout)
+        write_json(a.report, report)
+    else:
+        pairs = load_flores_pairs(a.root, a.lang, a.split, n=a.n or None, seed=a.seed)
+        _write_pairs(a.out, pairs)
+        report = {"command": "flores", "root": str(a.root), "lang": a.lang, "split": a.split, "pairs": len(pairs)}
+    log.info("%s", report)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,562 @@
+"""Language-adaptive pre-training (LAPT) of a source or expanded model on the adaptation corpus D (paper 002 §5, §6.6).
+
+A plain PyTorch loop (no HF Trainer) so that the trained parameter set and resuming are explicit:
+
+- Data: every non-blank line of D is tokenized with the model folder's tokenizer (no BOS/EOS added per line), the
+  sentences are joined with one EOS token between consecutive sentences, concatenated into one stream and cut into
+  blocks of ``seq_len`` tokens; the last partial block is dropped (§6.4). Blocks are reshuffled every epoch by a
+  generator seeded with ``seed + epoch``, so the order is a function of the seed alone (resume does not depend on RNG state).
+- Procedures (§5): ``2x2LS`` trains the bottom-2 and top-2 transformer layers, the input embeddings, the LM head (tied or
+  not), the final norm and any extra heads; ``full`` trains everything; ``lora`` adds rank-8 LoRA (alpha 32, dropout 0.05,
+  Table 13) to all linear layers, trains the embeddings and LM head fully, and merges the adapters before saving.
+  Frozen parameters get ``requires_grad=False`` and are left out of the optimizer, so weight decay and Adam momentum
+  cannot move them: they stay bit-identical. New procedures plug into ``PROCEDURES``; 2-stage is two runs of this step
+  (embeddings and head first, then ``lora``), and EEVE's row-level stages need a row mask restored after each step.
+- Objectives: ``clm``; ``mtp`` adds one extra head, initialized from the LM head, that predicts token t+2 from the same
+  final hidden state; the loss is the sum of both token-averaged losses. The extra head is not saved.
+- Optimization: AdamW (betas, eps, weight decay on matrices only, like HF Trainer), cosine schedule with linear warmup,
+  gradient clipping at 1.0 (HF Trainer's default), bf16 autocast and gradient checkpointing on CUDA, fp32 on CPU.
+- Resume: every ``checkpoint_every`` optimizer steps and at the end, ``<checkpoint-dir>/checkpoint.pt`` is replaced
+  atomically with the trainable parameters only, optimizer, scheduler, step, RNG states and loss history. A rerun with
+  the same arguments continues from it and reaches the same result as an uninterrupted run. The checkpoint is deleted
+  only after the model, loss curve and stats are all written (a crash in between resumes at the final step and just
+  rewrites the outputs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import random
+import resource
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workflow_scripts.io import (
+    atomic_path,
+    read_lines,
+    seed_everything,
+    set_threads,
+    setup_logging,
+    write_json,
+    write_text,
+)
+
+log = logging.getLogger("vocabexp.lapt")
+
+OBJECTIVES = ("clm", "mtp")
+CHECKPOINT_FILE = "checkpoint.pt"
+
+# Paper 002 §6.6 and Table 13. Table 13 lists "warmup steps 100" while the text/METHODS give 5%: the ratio is the default,
+# set warmup_steps to follow Table 13 literally (it overrides the ratio when not null).
+DEFAULT_HPARAMS: dict[str, Any] = {
+    "epochs": 2,
+    "batch_size": 8,
+    "lr": 1e-4,
+    "scheduler": "cosine",
+    "warmup_ratio": 0.05,
+    "warmup_steps": None,
+    "weight_decay": 0.01,
+    "adam_beta1": 0.9,
+    "adam_beta2": 0.999,
+    "adam_eps": 1e-8,
+    "max_grad_norm": 1.0,
+    "seed": 42,
+    "max_steps": None,
+    "grad_accum": 1,
+    "checkpoint_every": 50,
+    "log_every": 10,
+    "lora_r": 8,
+    "lora_alpha": 32,
+    "lora_dropout": 0.05,
+}
+# Changing these does not change the result, so a checkpoint written under other values may still be resumed.
+_RESUME_NEUTRAL = ("checkpoint_every", "log_every")
+
+
+def resolve_hparams(overrides: dict[str, Any] | None) -> dict[str, Any]:
+    """The paper's defaults updated with ``overrides``; unknown keys are an error naming the allowed ones."""
+    overrides = dict(overrides or {})
+    unknown = sorted(set(overrides) - set(DEFAULT_HPARAMS))
+    if unknown:
+        raise ValueError(f"unknown LAPT hparams {unknown}; allowed keys: {sorted(DEFAULT_HPARAMS)}")
+    hp = {**DEFAULT_HPARAMS, **overrides}
+    if hp["scheduler"] != "cosine":
+        raise ValueError(f"hparams.scheduler={hp['scheduler']!r}: only 'cosine' (paper 002 Table 13) is implemented")
+    for key in ("epochs", "batch_size", "grad_accum", "checkpoint_every", "log_every"):
+        if int(hp[key]) < 1:
+            raise ValueError(f"hparams.{key} must be >= 1, got {hp[key]!r}")
+    if hp["max_steps"] is not None and int(hp["max_steps"]) < 1:
+        raise ValueError(f"hparams.max_steps must be null or >= 1, got {hp['max_steps']!r}")
+    return hp
+
+
+# ----------------------------------------------------------------------------------------------------------- data
+
+
+def pack_blocks(token_lists: list[list[int]], eos_id: int, seq_len: int) -> tuple[list[list[int]], int]:
+    """Join sentences with one EOS between consecutive ones, concatenate, and cut into full blocks of ``seq_len``.
+
+    Returns the blocks and the length of the whole stream (the remainder ``stream % seq_len`` is dropped).
+    """
+    stream: list[int] = []
+    for i, ids in enumerate(token_lists):
+        if i:
+            stream.append(eos_id)
+        stream.extend(ids)
+    n_blocks = len(stream) // seq_len
+    return [stream[b * seq_len : (b + 1) * seq_len] for b in range(n_blocks)], len(stream)
+
+
+def build_blocks(lines: list[str], tokenizer, seq_len: int, source: str = "corpus"):
+    """Tokenize D (one sentence a line) and pack it into a [n_blocks, seq_len] LongTensor (paper 002 §6.4).
+
+    Blank lines are skipped. Raises ValueError naming ``source`` when D is too short for a single block.
+    """
+    import torch
+
+    if seq_len < 3:
+        raise ValueError(f"seq_len must be at least 3 (mtp predicts t+2), got {seq_len}")
+    eos = tokenizer.eos_token_id
+    if eos is None:
+        raise ValueError(f"the tokenizer of the model has no EOS token; it is needed to join the sentences of {source}")
+    sentences = [line for line in lines if line.strip()]
+    token_lists = tokenizer(sentences, add_special_tokens=False)["input_ids"] if sentences else []
+    blocks, n_tokens = pack_blocks(token_lists, eos, seq_len)
+    if not blocks:
+        raise ValueError(
+            f"{source}: {len(sentences)} sentences give {n_tokens} tokens (EOS joins included), fewer than one block of "
+            f"seq_len={seq_len}; use a smaller seq_len (at most {max(n_tokens, 1)}) or more text"
+        )
+    return torch.tensor(blocks, dtype=torch.long), n_tokens
+
+
+# ----------------------------------------------------------------------------------------------------- procedures
+
+
+def _decoder_parts(model):
+    """The transformer layer list and the final norm of a decoder-only HF model (Llama, Gemma, Mistral, ...)."""
+    base = model.base_model
+    layers = getattr(base, "layers", None)
+    norm = getattr(base, "norm", None)
+    if layers is None or norm is None:
+        raise ValueError(
+            f"{type(model).__name__}: cannot find `layers` and `norm` on {type(base).__name__}; "
+            "add this architecture to workflow_scripts.lapt._decoder_parts"
+        )
+    return layers, norm
+
+
+def _set_trainable(model, modules) -> None:
+    model.requires_grad_(False)
+    for m in modules:
+        m.requires_grad_(True)
+
+
+def _prepare_2x2ls(model, hp: dict[str, Any]):
+    """2x2 LS (paper 002 §5, Remy et al. 2024): bottom-2 and top-2 layers, embeddings, LM head and final norm."""
+    layers, norm = _decoder_parts(model)
+    if len(layers) < 4:
+        raise ValueError(f"2x2LS needs at least 4 transformer layers, the model has {len(layers)}")
+    picked = [layers[0], layers[1], layers[-2], layers[-1]]
+    _set_trainable(model, [*picked, norm, model.get_input_embeddings(), model.get_output_embeddings()])
+    return model
+
+
+def _prepare_full(model, hp: dict[str, Any]):
+    """All parameters (CPT with full fine-tuning)."""
+    model.requires_grad_(True)
+    return model
+
+
+def _prepare_lora(model, hp: dict[str, Any]):
+    """LoRA on all linear layers (paper 002 §5; rank, alpha, dropout of Table 13); embeddings and LM head fully trained.
+
+    The embedding and head are trained in place rather than through peft's modules_to_save, which would untie a tied
+    head and save copies; merge_and_unload then gives back the plain model.
+    """
+    from peft import LoraConfig, get_peft_model
+
+    emb, head = model.get_input_embeddings(), model.get_output_embeddings()
+    config = LoraConfig(
+        r=int(hp["lora_r"]),
+        lora_alpha=hp["lora_alpha"],
+        lora_dropout=hp["lora_dropout"],
+        target_modules="all-linear",  # peft excludes the output layer from "all-linear"
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+    peft_model = get_peft_model(model, config)
+    emb.requires_grad_(True)
+    head.requires_grad_(True)
+    return peft_model
+
+
+def _finalize_lora(model):
+    return model.merge_and_unload()
+
+
+@dataclass(frozen=True)
+class Procedure:
+    """How a training procedure selects (and possibly adds) trainable parameters, and how it unwraps before saving."""
+
+    prepare: Callable[[Any, dict[str, Any]], Any]
+    finalize: Callable[[Any], Any] = lambda model: model
+
+
+PROCEDURES: dict[str, Procedure] = {
+    "2x2LS": Procedure(_prepare_2x2ls),
+    "full": Procedure(_prepare_full),
+    "lora": Procedure(_prepare_lora, _finalize_lora),
+}
+
+
+# ------------------------------------------------------------------------------------------------------- objective
+
+
+class LossComputer:
+    """Token-summed training losses for ``clm`` or ``mtp`` (paper 002 §5; Gloeckle et al. 2024 with one extra head).
+
+    For mtp the extra head reads the LM head's input (captured by a forward hook, so any wrapper works) and predicts t+2.
+    """
+
+    def __init__(self, model, objective: str, output_embeddings):
+        import torch
+
+        if objective not in OBJECTIVES:
+            raise ValueError(f"unknown objective {objective!r}; expected one of {OBJECTIVES}")
+        self.model = model
+        self.objective = objective
+        self.extra_head = None
+        self._hidden = None
+        self.softcap = getattr(model.config, "final_logit_softcapping", None)
+        if objective == "mtp":
+            w = output_embeddings.weight
+            head = torch.nn.Linear(w.shape[1], w.shape[0], bias=False, device=w.device, dtype=w.dtype)
+            with torch.no_grad():
+                head.weight.copy_(w)  # initialized from the LM head (§5), then trained as its own copy
+            self.extra_head = head
+            output_embeddings.register_forward_hook(self._capture)
+
+    def _capture(self, module, inputs, output) -> None:
+        self._hidden = inputs[0]
+
+    def extra_parameters(self) -> list[tuple[str, Any]]:
+        return [] if self.extra_head is None else [("mtp_head.weight", self.extra_head.weight)]
+
+    def __call__(self, ids, n1: int, n2: int):
+        """Loss of one micro-batch, normalized by the optimizer step's predicted positions ``n1`` (t+1) and ``n2`` (t+2).
+
+        Normalizing by the whole step's counts gives every token the same weight whatever the accumulation split.
+        """
+        import torch
+        import torch.nn.functional as F
+
+        logits = self.model(input_ids=ids, use_cache=False).logits
+        loss = F.cross_entropy(logits[:, :-1].float().flatten(0, 1), ids[:, 1:].flatten(), reduction="sum") / n1
+        if self.extra_head is None:
+            return loss
+        logits2 = self.extra_head(self._hidden[:, :-2])
+        self._hidden = None
+        if self.softcap:  # Gemma2 caps the LM head's logits; treat the extra head alike
+            logits2 = torch.tanh(logits2 / self.softcap) * self.softcap
+        return loss + F.cross_entropy(logits2.float().flatten(0, 1), ids[:, 2:].flatten(), reduction="sum") / n2
+
+
+# -------------------------------------------------------------------------------------------------------- training
+
+
+def _rng_state() -> dict[str, Any]:
+    import numpy as np
+    import torch
+
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    import numpy as np
+    import torch
+
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _peak_memory(device) -> tuple[int, str]:
+    import torch
+
+    if device.type == "cuda":
+        return int(torch.cuda.max_memory_allocated(device)), "cuda_max_memory_allocated"
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024, "ru_maxrss"  # Linux reports KiB
+
+
+def schedule_lengths(n_blocks: int, hp: dict[str, Any]) -> dict[str, int]:
+    """Micro-batches and optimizer steps per epoch, total steps (capped by max_steps) and warmup steps."""
+    micro = math.ceil(n_blocks / int(hp["batch_size"]))
+    per_epoch = math.ceil(micro / int(hp["grad_accum"]))
+    total = per_epoch * int(hp["epochs"])
+    if hp["max_steps"] is not None:
+        total = min(total, int(hp["max_steps"]))
+    warmup = int(hp["warmup_steps"]) if hp["warmup_steps"] is not None else math.ceil(float(hp["warmup_ratio"]) * total)
+    return {"micro_per_epoch": micro, "steps_per_epoch": per_epoch, "total_steps": total, "warmup_steps": warmup}
+
+
+def _epoch_order(n_blocks: int, seed: int, epoch: int):
+    import torch
+
+    return torch.randperm(n_blocks, generator=torch.Generator().manual_seed(seed + epoch))
+
+
+def train(
+    model_dir: str | Path,
+    train_file: str | Path,
+    out_dir: str | Path,
+    *,
+    procedure: str,
+    objective: str = "clm",
+    seq_len: int,
+    hparams: dict[str, Any] | None = None,
+    checkpoint_dir: str | Path,
+    loss_curve: str | Path | None = None,
+) -> dict[str, Any]:
+    """Run LAPT (paper 002 §5, §6.6) from ``model_dir`` on ``train_file``, resuming from ``checkpoint_dir`` if present.
+
+    Writes the trained HF model folder to ``out_dir`` (and the loss curve TSV); returns the stats dictionary.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, get_cosine_schedule_with_warmup
+
+    if procedure not in PROCEDURES:
+        raise ValueError(f"unknown procedure {procedure!r}; implemented: {sorted(PROCEDURES)}")
+    if objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r}; expected one of {OBJECTIVES}")
+    hp = resolve_hparams(hparams)
+    wall_start = time.time()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    use_bf16 = device.type == "cuda"
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    blocks, corpus_tokens = build_blocks(read_lines(train_file), tokenizer, seq_len, source=str(train_file))
+    n_blocks = blocks.shape[0]
+    lengths = schedule_lengths(n_blocks, hp)
+    total_steps, per_epoch = lengths["total_steps"], lengths["steps_per_epoch"]
+
+    seed_everything(int(hp["seed"]))  # LoRA's init and dropout draw from torch's RNG
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).to(device)
+    output_embeddings = model.get_output_embeddings()
+    proc = PROCEDURES[procedure]
+    model = proc.prepare(model, hp)
+    if use_bf16:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    loss_fn = LossComputer(model, objective, output_embeddings)
+
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad] + loss_fn.extra_parameters()
+    trainable_names = [n for n, _ in named]
+    n_trainable = sum(p.numel() for _, p in named)
+    n_total = sum(p.numel() for p in model.parameters()) + sum(p.numel() for _, p in loss_fn.extra_parameters())
+    # Weight decay on matrices only; biases and norm weights are exempt, as in HF Trainer.
+    groups = [
+        {"params": [p for _, p in named if p.ndim >= 2], "weight_decay": float(hp["weight_decay"])},
+        {"params": [p for _, p in named if p.ndim < 2], "weight_decay": 0.0},
+    ]
+    optimizer = torch.optim.AdamW(
+        [g for g in groups if g["params"]],
+        lr=float(hp["lr"]),
+        betas=(float(hp["adam_beta1"]), float(hp["adam_beta2"])),
+        eps=float(hp["adam_eps"]),
+    )
+    scheduler = get_cosine_schedule_with_warmup(optimizer, lengths["warmup_steps"], total_steps)
+
+    fingerprint = {
+        "model": str(Path(model_dir).resolve()),
+        "train": str(Path(train_file).resolve()),
+        "procedure": procedure,
+        "objective": objective,
+        "seq_len": seq_len,
+        "n_blocks": n_blocks,
+        "hparams": {k: v for k, v in hp.items() if k not in _RESUME_NEUTRAL},
+        "trainable": trainable_names,
+    }
+    ckpt_dir = Path(checkpoint_dir)
+    ckpt_path = ckpt_dir / CHECKPOINT_FILE
+    step, history, train_seconds, tokens_seen, resumed_from = 0, [], 0.0, 0, []
+    if ckpt_path.exists():
+        ckpt = torch.load(ckpt_path, map_location=device, weights_only=False)  # our own file: holds RNG tuples
+        if ckpt["fingerprint"] != fingerprint:
+            diff = sorted(k for k in fingerprint if ckpt["fingerprint"].get(k) != fingerprint[k])
+            raise ValueError(
+                f"checkpoint {ckpt_path} was written by a run with different {diff}; delete {ckpt_dir} to start over"
+            )
+        params = dict(named)
+        with torch.no_grad():
+            for name, tensor in ckpt["trainable"].items():
+                params[name].copy_(tensor)
+        optimizer.load_state_dict(ckpt["optimizer"])
+        scheduler.load_state_dict(ckpt["scheduler"])
+        step, history = ckpt["step"], ckpt["history"]
+        train_seconds, tokens_seen = ckpt["train_seconds"], ckpt["tokens_seen"]
+        resumed_from = [*ckpt["resumed_from"], step]
+        _set_rng_state(ckpt["rng"])
+        log.info("resuming from %s at step %d of %d", ckpt_path, step, total_steps)
+        del ckpt
+
+    def save_checkpoint() -> None:
+        state = {
+            "fingerprint": fingerprint,
+            "trainable": {n: p.detach().cpu().clone() for n, p in named},
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "step": step,
+            "history": history,
+            "train_seconds": train_seconds,
+            "tokens_seen": tokens_seen,
+            "resumed_from": resumed_from,
+            "rng": _rng_state(),
+        }
+        with atomic_path(ckpt_path) as tmp:
+            torch.save(state, tmp)
+
+    log.info(
+        "LAPT %s/%s seq_len=%d: %d blocks, %d steps/epoch, %d steps (warmup %d), %d of %d parameters trainable, %s%s",
+        procedure, objective, seq_len, n_blocks, per_epoch, total_steps, lengths["warmup_steps"], n_trainable, n_total,
+        device, " bf16 autocast" if use_bf16 else " fp32",
+    )  # fmt: skip
+    bs, ga, micro_per_epoch = int(hp["batch_size"]), int(hp["grad_accum"]), lengths["micro_per_epoch"]
+    params_only = [p for _, p in named]
+    order, order_epoch = None, -1
+    while step < total_steps:
+        t0 = time.time()
+        epoch, in_epoch = divmod(step, per_epoch)
+        if epoch != order_epoch:
+            order, order_epoch = _epoch_order(n_blocks, int(hp["seed"]), epoch), epoch
+        micro = range(in_epoch * ga, min((in_epoch + 1) * ga, micro_per_epoch))
+        batches = [blocks[order[m * bs : (m + 1) * bs]] for m in micro]
+        n1_total = sum(b.shape[0] * (seq_len - 1) for b in batches)
+        n2_total = sum(b.shape[0] * (seq_len - 2) for b in batches)
+        lr = scheduler.get_last_lr()[0]
+        step_loss = 0.0
+        for batch in batches:
+            ids = batch.to(device)
+            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16):
+                loss = loss_fn(ids, n1_total, n2_total)
+            loss.backward()
+            step_loss += float(loss.detach())
+        if hp["max_grad_norm"] is not None:
+            torch.nn.utils.clip_grad_norm_(params_only, float(hp["max_grad_norm"]))
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        tokens_seen += sum(b.numel() for b in batches)
+        train_seconds += time.time() - t0
+        history.append(
+            {"step": step, "epoch": round(step / per_epoch, 4), "lr": lr, "loss": step_loss, "tokens_seen": tokens_seen}
+        )
+        if step % int(hp["log_every"]) == 0 or step == total_steps:
+            log.info(
+                "step %d/%d epoch %.3f lr %.3e loss %.4f (%.0f tokens/s)",
+                step, total_steps, step / per_epoch, lr, step_loss, tokens_seen / max(train_seconds, 1e-9),
+            )  # fmt: skip
+        if step % int(hp["checkpoint_every"]) == 0 or step == total_steps:
+            save_checkpoint()
+    if not history:
+        raise RuntimeError("no optimizer step was taken")  # total_steps >= 1 whenever there is a block
+
+    model = proc.finalize(model)
+    model.eval()
+    if use_bf16:
+        model.gradient_checkpointing_disable()
+    with atomic_path(out_dir) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+    if loss_curve:
+        rows = ["step\tepoch\tlr\tloss\ttokens_seen"]
+        rows += [f"{h['step']}\t{h['epoch']}\t{h['lr']:.8e}\t{h['loss']:.6f}\t{h['tokens_seen']}" for h in history]
+        write_text(loss_curve, "\n".join(rows) + "\n")
+    peak, peak_kind = _peak_memory(device)
+    return {
+        "procedure": procedure,
+        "objective": objective,
+        "seq_len": seq_len,
+        "hparams": hp,
+        "steps": step,
+        "steps_per_epoch": per_epoch,
+        "warmup_steps": lengths["warmup_steps"],
+        "blocks": n_blocks,
+        "tokens_per_epoch": n_blocks * seq_len,
+        "corpus_tokens": corpus_tokens,
+        "dropped_tokens": corpus_tokens - n_blocks * seq_len,
+        "tokens_seen": tokens_seen,
+        "trainable_parameters": n_trainable,
+        "total_parameters": n_total,
+        "train_seconds": round(train_seconds, 3),
+        "wall_seconds_this_run": round(time.time() - wall_start, 3),
+        "tokens_per_second": round(tokens_seen / max(train_seconds, 1e-9), 2),
+        "peak_memory_bytes": peak,
+        "peak_memory_kind": peak_kind,
+        "device": str(device),
+        "precision": "bf16 autocast, fp32 weights" if use_bf16 else "fp32",
+        "threads": torch.get_num_threads(),
+        "first_loss": history[0]["loss"],
+        "final_loss": history[-1]["loss"],
+        "resumed_from": resumed_from,
+        "data_note": "sentences joined with one EOS between them, no BOS; last partial block dropped",
+    }
+
+
+def remove_checkpoint(checkpoint_dir: str | Path) -> None:
+    """Delete the resume checkpoint, and its folder when nothing else is in it."""
+    ckpt_dir = Path(checkpoint_dir)
+    (ckpt_dir / CHECKPOINT_FILE).unlink(missing_ok=True)
+    if ckpt_dir.is_dir() and not any(ckpt_dir.iterdir()):
+        ckpt_dir.rmdir()
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, help="HF model folder with its tokenizer (source or initialized expanded)")
+    p.add_argument("--train", required=True, help="adaptation corpus D, one sentence a line")
+    p.add_argument("--procedure", required=True, choices=sorted(PROCEDURES))
+    p.add_argument("--objective", default="clm", choices=OBJECTIVES)
+    p.add_argument("--seq-len", type=int, required=True)
+    p.add_argument("--hparams", default="{}", help=f"JSON dict overriding {json.dumps(DEFAULT_HPARAMS)}")
+    p.add_argument("--out", required=True, help="output HF model folder")
+    p.add_argument("--stats", required=True, help="output JSON with counts, timing and memory")
+    p.add_argument("--loss-curve", required=True, help="output TSV: step, epoch, lr, loss, tokens_seen")
+    p.add_argument("--checkpoint-dir", required=True, help="resume folder (deleted once all outputs are written)")
+    p.add_argument("--threads", type=int)
+    p.add_argument("--log")
+    a = p.parse_args(argv)
+    setup_logging(a.log)
+    set_threads(a.threads)
+    stats = train(
+        a.model,
+        a.train,
+        a.out,
+        procedure=a.procedure,
+        objective=a.objective,
+        seq_len=a.seq_len,
+        hparams=json.loads(a.hparams),
+        checkpoint_dir=a.checkpoint_dir,
+        loss_curve=a.loss_curve,
+    )
+    write_json(a.stats, stats)
+    # Only now is the run complete: a crash before this line resumes at the final step and rewrites the outputs.
+    remove_checkpoint(a.checkpoint_dir)
+    log.info("LAPT done: %s", {k: stats[k] for k in ("steps", "first_loss", "final_loss", "tokens_per_second")})
+
+
+if __name__ == "__main__":
+    sys.exit(main())
