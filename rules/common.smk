@@ -15,9 +15,13 @@ shell.prefix(
     + shlex.quote(workflow.basedir)
     + "${{PYTHONPATH:+:$PYTHONPATH}}; "
 )
-from workflow_scripts.grid import ConfigError, check_config, slug_regex  # noqa: E402
+from workflow_scripts.grid import ConfigError, check_config, schema_errors, slug_regex  # noqa: E402
 
-validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+SCHEMA = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
+_problems = schema_errors(config, SCHEMA)
+if _problems:
+    raise WorkflowError("invalid configuration:\n  - " + "\n  - ".join(_problems))
+validate(config, schema=str(SCHEMA), set_default=True)  # fills the schema's defaults
 try:
     METHODS = check_config(
         config, Path.cwd()

@@ -127,12 +127,14 @@ def open_text_stream(path: str | Path, *, external: bool = True) -> Iterator[Bin
         if not path.is_file():
             raise FileNotFoundError(path)
         proc = subprocess.Popen([tool, "-dc", "--", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        finished = False
         try:
             yield proc.stdout
+            finished = True
         finally:
-            proc.stdout.close()
-            if proc.poll() is None:  # left early (an exception): stop the decompressor
+            if not finished:  # left early on an exception: stop the decompressor rather than wait for it
                 proc.kill()
+            proc.stdout.close()
             err = proc.stderr.read().decode(errors="replace").strip()
             proc.stderr.close()
             rc = proc.wait()
@@ -244,7 +246,7 @@ def sample_lines(
                 reservoir.extend(valid[: k - len(reservoir)])
             end = seen + len(valid)
             while nxt < end:  # only the replacements cost Python steps: about k * ln(N / k) in all
-                reservoir[rng.randrange(k)] = valid[nxt - seen]
+                reservoir[rng.randrange(max(1, k - 1))] = valid[nxt - seen]
                 w *= math.exp(math.log(_unit(rng)) / k)
                 nxt += _skip(rng, w) + 1
             seen = end

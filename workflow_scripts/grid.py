@@ -130,6 +130,29 @@ def expand_methods(entries: list[dict], defaults: dict | None = None) -> list[Me
     return list(out.values())
 
 
+def _relevant(error):
+    """For a oneOf/anyOf failure, the error of the alternative whose type matched (e.g. the enum, not 'not an array')."""
+    same_type = [e for e in error.context or [] if e.validator != "type"]
+    return _relevant(same_type[0]) if len(same_type) == 1 else error
+
+
+def schema_errors(config: dict, schema_path: str | Path) -> list[str]:
+    """Validate ``config`` against the YAML JSON-schema; one short line per problem, naming the key path."""
+    import jsonschema
+    import yaml
+
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    lines = []
+    for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
+        error = _relevant(error)
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+        if "propertyNames" in error.schema_path:
+            path = f"{path}.{error.instance}" if path else str(error.instance)
+        lines.append(f"{path or '<top level>'}: {error.message}")
+    return lines
+
+
 def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
     """Semantic checks beyond the JSON schema; raise ConfigError naming the key. Returns the expanded methods."""
     workdir = Path(workdir)

@@ -1,0 +1,134 @@
+"""The grid: method expansion, path slugs, and configuration errors that name the key."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+from workflow_scripts.grid import ConfigError, check_config, expand_methods, schema_errors, slug_regex
+
+SCHEMA = REPO / "schemas" / "config.schema.yaml"
+
+
+def load(name: str) -> dict:
+    return yaml.safe_load((REPO / name).read_text())
+
+
+def test_expand_methods_product_labels_and_slugs():
+    methods = expand_methods(
+        [{"init": "none", "procedure": "none"}, {"init": "none"}, {"init": ["Random", "Mean"], "k": [50, 100]}],
+        {"procedure": "2x2LS", "seq_len": 512, "objective": "clm"},
+    )
+    assert [m.slug for m in methods] == [
+        "Source",
+        "CPT-only.2x2LS.clm.L512",
+        "Random.k50.2x2LS.clm.L512",
+        "Random.k100.2x2LS.clm.L512",
+        "Mean.k50.2x2LS.clm.L512",
+        "Mean.k100.2x2LS.clm.L512",
+    ]
+    assert [m.label for m in methods[:3]] == ["Source", "CPT-only", "Random"]
+    source = methods[0]
+    assert (source.k, source.objective, source.seq_len, source.hparams) == (None, None, None, ())
+    cell = methods[5].cell("smollm2", "th", 4000)
+    assert cell == {
+        "model": "smollm2",
+        "language": "th",
+        "method": "Mean.k100.2x2LS.clm.L512",
+        "label": "Mean",
+        "init": "Mean",
+        "procedure": "2x2LS",
+        "objective": "clm",
+        "seq_len": 512,
+        "k": 100,
+        "aux_vocab_size": 4000,
+    }
+
+
+def test_initialized_but_untrained_method_has_its_own_slug():
+    (m,) = expand_methods([{"init": "Mean", "procedure": "none", "k": 100}])
+    assert m.slug == "Mean.k100.notrain" and m.expands and not m.trains
+
+
+def test_duplicate_methods_collapse_but_conflicting_hparams_fail():
+    assert len(expand_methods([{"init": "Mean"}, {"init": "Mean"}])) == 1
+    with pytest.raises(ConfigError, match="twice with different hparams"):
+        expand_methods(
+            [
+                {"init": "Mean", "procedure": "2x2LS", "hparams": {"lr": 1e-4}},
+                {"init": "Mean", "procedure": "2x2LS", "hparams": {"lr": 1e-3}},
+            ]
+        )
+
+
+def test_slug_regex_matches_exactly_the_configured_slugs():
+    import re
+
+    methods = expand_methods([{"init": "none", "procedure": "none"}, {"init": "Mean", "procedure": "2x2LS"}])
+    pattern = re.compile(f"^({slug_regex(methods)})$")
+    assert pattern.match("Source") and pattern.match("Mean.k100.2x2LS.clm.L2048")
+    assert not pattern.match("Mean.k100.2x2LS.clm.L204") and not pattern.match("Mean")
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "configs/test.yaml", "configs/paper.yaml"])
+def test_shipped_configs_are_valid(name):
+    config = load(name)
+    assert schema_errors(config, SCHEMA) == []
+    # the paper grid downloads CC-100, so it needs no local files; the others name committed files
+    methods = check_config(config, REPO)
+    assert methods
+
+
+def test_paper_config_covers_the_papers_models_and_languages():
+    config = load("configs/paper.yaml")
+    assert {spec["path"] for spec in config["models"].values()} == {
+        "meta-llama/Llama-2-7b-hf",
+        "meta-llama/Meta-Llama-3-8B",
+        "google/gemma-2-9b",
+    }
+    assert set(config["languages"]) == {"ar", "my", "de", "el", "hi", "ja", "si", "sw", "te", "th"}
+
+
+BAD = [
+    (lambda c: c["languages"].update(xx=c["languages"]["th"]), "languages.xx: 'xx' is not one of"),
+    (lambda c: c["methods"].append({"init": "Meen"}), "methods[3].init: 'Meen' is not one of"),
+    (lambda c: c["methods"].append({"init": "Mean", "foo": 1}), "methods[3]: Additional properties"),
+    (lambda c: c["methods"].append({"init": "Mean", "k": 0}), "methods[3].k: 0 is less than the minimum of 1"),
+    (lambda c: c["evaluation"].update(tasks=["mt", "bleu"]), "evaluation.tasks[1]: 'bleu' is not one of"),
+    (lambda c: c["models"]["tiny"].update(layers=3), "models.tiny: Additional properties are not allowed ('layers'"),
+]
+
+
+@pytest.mark.parametrize(("mutate", "message"), BAD)
+def test_schema_errors_name_the_key(mutate, message):
+    config = copy.deepcopy(load("configs/test.yaml"))
+    mutate(config)
+    errors = schema_errors(config, SCHEMA)
+    assert len(errors) == 1 and errors[0].startswith(message), errors
+
+
+SEMANTIC = [
+    (lambda c: c["models"].update(loc={"kind": "local", "path": "no/such/folder"}), "models.loc.path: local model folder"),
+    (lambda c: c["models"].update(hub={"kind": "hub"}), "models.hub.path is required for kind 'hub'"),
+    (lambda c: c["languages"]["th"]["corpus"].update(deb="missing.deb"), "languages.th.corpus.deb: file 'missing.deb'"),
+    (
+        lambda c: c["languages"]["th"].update(corpus={"kind": "cc100"}),
+        "languages.th.corpus: give exactly one of path and url",
+    ),
+    (lambda c: c["methods"].append({"init": "Align"}), "methods: init 'Align' (method Align.k50.2x2LS.clm.L64) is not"),
+    (lambda c: c["evaluation"].update(tasks=["sum"]), "evaluation.tasks: task 'sum' is not implemented yet"),
+]
+
+
+@pytest.mark.parametrize(("mutate", "message"), SEMANTIC)
+def test_semantic_errors_name_the_key(mutate, message):
+    config = copy.deepcopy(load("configs/test.yaml"))
+    mutate(config)
+    assert schema_errors(config, SCHEMA) == []
+    config.setdefault("evaluation", {}).setdefault("tasks", ["mt"])
+    with pytest.raises(ConfigError) as info:
+        check_config(config, REPO)
+    assert message in str(info.value)

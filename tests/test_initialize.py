@@ -1,0 +1,442 @@
+"""Initialization of new rows (workflow_scripts/initialize.py): expected rows are built here from the definitions."""
+
+from __future__ import annotations
+
+import glob
+import json
+import shutil
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+import torch
+
+from workflow_scripts.initialize import (
+    INIT_METHODS,
+    bytes_to_unicode,
+    find_new_tokens,
+    initialize,
+    main,
+    map_decode_encode,
+    map_full_tokenizer_on_piece,
+    source_subwords,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+B2U = bytes_to_unicode()
+
+
+def u(data: bytes) -> str:
+    """A byte string in the byte-level BPE alphabet."""
+    return "".join(B2U[b] for b in data)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Builders: tokenizers, expansions, tiny models.
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def expand_tokenizer(src_dir: Path, out_dir: Path, merges: list[tuple[str, str]], pieces: list[str] = ()) -> Path:
+    """Copy a tokenizer folder and append vocabulary entries (``pieces``, then each merge's result) and merges."""
+    shutil.copytree(src_dir, out_dir)
+    spec = json.loads((src_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab, old = spec["model"]["vocab"], spec["model"]["merges"]
+    next_id = max([*vocab.values(), *(t["id"] for t in spec["added_tokens"])]) + 1
+    for piece in [*pieces, *(a + b for a, b in merges)]:
+        assert piece not in vocab, piece
+        vocab[piece] = next_id
+        next_id += 1
+    old.extend([a, b] if not old or isinstance(old[0], list) else f"{a} {b}" for a, b in merges)
+    (out_dir / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+    return out_dir
+
+
+def save_tokenizer(tok, out_dir: Path, **special) -> Path:
+    from transformers import PreTrainedTokenizerFast
+
+    PreTrainedTokenizerFast(tokenizer_object=tok, **special).save_pretrained(out_dir)
+    return out_dir
+
+
+def byte_level_source(out_dir: Path) -> Path:
+    """Byte-level BPE: id = byte value for the 256 bytes, then "à¸" (E0 B8), "ï¿" (EF BF), "ï¿½" (U+FFFD)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {u(bytes([b])): b for b in range(256)}
+    vocab.update({"à¸": 256, "ï¿": 257, "ï¿½": 258})
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[("à", "¸"), ("ï", "¿"), ("ï¿", "½")]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    return save_tokenizer(tok, out_dir)
+
+
+def sentencepiece_source(out_dir: Path) -> Path:
+    """SentencePiece-style BPE (byte fallback, "▁" metaspace): <unk> <s> </s>, <0x00>..<0xFF> at 3..258, then pieces."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    vocab.update({f"<0x{b:02X}>": 3 + b for b in range(256)})
+    vocab.update({"▁": 259, "ก": 260, "า": 261, "ม": 262, "▁ก": 263})
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[("▁", "ก")], unk_token="<unk>", byte_fallback=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False)
+    tok.decoder = decoders.Sequence(
+        [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
+    )
+    return save_tokenizer(tok, out_dir, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+
+
+def tiny_model(tok_dir: Path, out_dir: Path, emb: torch.Tensor, head: torch.Tensor | None) -> Path:
+    """A 1-layer Llama over the tokenizer in ``tok_dir`` with the given rows (head None = tied), saved with it."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    n, d = emb.shape
+    cfg = LlamaConfig(
+        vocab_size=n,
+        hidden_size=d,
+        intermediate_size=2 * d,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        tie_word_embeddings=head is None,
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(cfg)
+    with torch.no_grad():
+        model.get_input_embeddings().weight.copy_(emb)
+        if head is not None:
+            model.lm_head.weight.copy_(head)
+    model.save_pretrained(out_dir)
+    AutoTokenizer.from_pretrained(tok_dir).save_pretrained(out_dir)
+    return out_dir
+
+
+def hand_rows(n: int, d: int, a: int, b: int) -> torch.Tensor:
+    """Distinct, hand-reproducible rows: row i, column j = ((i + 1)(j + a) mod b) + i / 512."""
+    i = torch.arange(n, dtype=torch.float32)[:, None]
+    j = torch.arange(d, dtype=torch.float32)[None, :]
+    return ((i + 1) * (j + a)) % b + i / 512
+
+
+def load(model_dir: Path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return AutoModelForCausalLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
+
+
+def rows(model) -> tuple[torch.Tensor, torch.Tensor]:
+    return model.get_input_embeddings().weight.detach(), model.get_output_embeddings().weight.detach()
+
+
+def mean(matrix: torch.Tensor, ids: list[int]) -> torch.Tensor:
+    return torch.stack([matrix[i] for i in ids]).double().mean(0).float()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Byte-level BPE with partial-UTF-8 tokens: the mapping, and the two wrong ones.
+# --------------------------------------------------------------------------------------------------------------------
+
+# New tokens: " " + first two bytes of ก (partial), ก (E0 B8 81, whole), ก + first two bytes of the next Thai char.
+BYTE_MERGES = [("Ġ", "à¸"), ("à¸", "ģ"), ("à¸ģ", "à¸")]
+# Source ids spelling each of them, by hand: Ġ is byte 0x20 (id 32), "à¸" id 256, ģ is byte 0x81 (id 129).
+BYTE_EXPECTED = {259: [32, 256], 260: [256, 129], 261: [256, 129, 256]}
+
+
+@pytest.fixture(scope="module")
+def byte_case(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("byte_case")
+    src_tok = byte_level_source(root / "src_tok")
+    tgt_tok = expand_tokenizer(src_tok, root / "tgt_tok", BYTE_MERGES)
+    emb, head = hand_rows(259, 6, 3, 29), hand_rows(259, 6, 5, 31) - 7
+    src = tiny_model(src_tok, root / "src_model", emb, head)
+    return {"root": root, "src": src, "tgt_tok": tgt_tok, "emb": emb, "head": head}
+
+
+def test_byte_level_expansion_is_a_real_bpe(byte_case):
+    from transformers import AutoTokenizer
+
+    tgt = AutoTokenizer.from_pretrained(byte_case["tgt_tok"])
+    text = " กก"  # bytes 20 | E0 B8 81 | E0 B8 81: "Ġà¸" then "ģ" then "à¸ģ"
+    assert tgt.encode(text, add_special_tokens=False) == [259, 129, 260]
+    assert tgt.decode(tgt.encode(text, add_special_tokens=False)) == text
+
+
+def test_mean_byte_level_uses_exactly_the_byte_tokens_rows(byte_case, tmp_path):
+    out = tmp_path / "tgt_model"
+    report = initialize(byte_case["src"], byte_case["tgt_tok"], out, "Mean", seed=0)
+    model, tok = load(out)
+    emb, head = rows(model)
+    assert len(tok) == 262 and model.config.vocab_size == 262 and not report["tied"]
+    for new_id, ids in BYTE_EXPECTED.items():
+        assert torch.allclose(emb[new_id], mean(byte_case["emb"], ids), atol=1e-6)
+        assert torch.allclose(head[new_id], mean(byte_case["head"], ids), atol=1e-6)
+        assert not torch.allclose(emb[new_id], byte_case["emb"][258], atol=1e-3)
+    # Source rows are bit-identical.
+    assert torch.equal(emb[:259], byte_case["emb"]) and torch.equal(head[:259], byte_case["head"])
+    by_id = {r["id"]: r for r in report["tokens"]}
+    assert {i: by_id[i]["source_ids"] for i in BYTE_EXPECTED} == BYTE_EXPECTED
+    assert [by_id[i]["partial_utf8"] for i in (259, 260, 261)] == [True, False, True]
+    assert by_id[260]["text"] == "ก" and by_id[259]["text"] == " \\xe0\\xb8"
+    assert report["fallbacks"] == {"input": {}, "output": {}}
+    assert report["mapping_diagnostics"]["bpe_model_mapping_uses_replacement_char"] == []
+
+
+def test_the_two_wrong_mappings_give_other_rows(byte_case):
+    from transformers import AutoTokenizer
+
+    src = AutoTokenizer.from_pretrained(byte_case["src"])
+    tgt = AutoTokenizer.from_pretrained(byte_case["tgt_tok"])
+    tokens = {t.id: t for t in find_new_tokens(src, tgt)}
+    bpe = src.backend_tokenizer.model
+    assert {i: source_subwords(bpe, t.piece)[0] for i, t in tokens.items()} == BYTE_EXPECTED
+    # (2) decode → encode: " " + E0 B8 decodes to " \ufffd", which encodes to Ġ + the U+FFFD token (258).
+    assert map_decode_encode(src, tgt, tokens[259]) == [32, 258]
+    assert map_decode_encode(src, tgt, tokens[261]) == [256, 129, 258]
+    # (1) full tokenizer on the printed piece "Ġà¸": its characters are UTF-8 encoded again, C4 A0 | C3 A0 | C2 B8.
+    assert map_full_tokenizer_on_piece(src, tokens[259]) == [0xC4, 0xA0, 0xC3, 0xA0, 0xC2, 0xB8]
+    emb = byte_case["emb"]
+    right = mean(emb, BYTE_EXPECTED[259])
+    for wrong in (mean(emb, [32, 258]), mean(emb, [0xC4, 0xA0, 0xC3, 0xA0, 0xC2, 0xB8])):
+        assert (wrong - right).abs().max() > 0.5
+
+
+def test_cli_writes_model_and_report(byte_case, tmp_path):
+    out, rep, log = tmp_path / "m", tmp_path / "r.json", tmp_path / "init.log"
+    args = ["--source-model", str(byte_case["src"]), "--target-tokenizer", str(byte_case["tgt_tok"])]
+    main([*args, "--method", "Mean", "--seed", "1", "--out", str(out), "--report", str(rep), "--threads", "1"])
+    main([*args, "--method", "Mean", "--seed", "1", "--out", str(out), "--report", str(rep), "--log", str(log)])
+    report = json.loads(rep.read_text(encoding="utf-8"))
+    assert report["method"] == "Mean" and report["vocab"]["new"] == 3 and log.read_text()
+    stats = report["stats"]["input"]
+    new_norm = float(torch.stack([mean(byte_case["emb"], ids) for ids in BYTE_EXPECTED.values()]).norm(dim=1).mean())
+    assert stats["mean_l2_norm_new"] == pytest.approx(new_norm, rel=1e-5)
+    assert stats["mean_l2_norm_source"] == pytest.approx(float(byte_case["emb"].norm(dim=1).mean()), rel=1e-5)
+    assert set(report["stats"]) == {"input", "output"} and (out / "tokenizer.json").is_file()
+    assert sorted(INIT_METHODS) == ["Mean", "Random"]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# SentencePiece-style BPE (byte fallback, "▁").
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_mean_sentencepiece_style(tmp_path):
+    from transformers import AutoTokenizer
+
+    src_tok = sentencepiece_source(tmp_path / "src_tok")
+    # New: ข (264; not in V_s at all), ▁กา (265), ขา (266).
+    tgt_tok = expand_tokenizer(src_tok, tmp_path / "tgt_tok", [("▁ก", "า"), ("ข", "า")], pieces=["ข"])
+    tgt = AutoTokenizer.from_pretrained(tgt_tok)
+    assert tgt.encode("กา ขา", add_special_tokens=False) == [265, 259, 266]
+    emb = hand_rows(264, 4, 2, 23)
+    src = tiny_model(src_tok, tmp_path / "src_model", emb, None)
+    report = initialize(src, tgt_tok, tmp_path / "out", "Mean", seed=0)
+    model, _ = load(tmp_path / "out")
+    got, _ = rows(model)
+    kho = [3 + 0xE0, 3 + 0xB8, 3 + 0x82]  # ข = U+0E02 = E0 B8 82, through byte fallback
+    expected = {264: kho, 265: [263, 261], 266: [*kho, 261]}
+    for new_id, ids in expected.items():
+        assert torch.allclose(got[new_id], mean(emb, ids), atol=1e-6)
+    assert {r["id"]: r["source_ids"] for r in report["tokens"]} == expected
+    assert [r["text"] for r in report["tokens"]] == ["ข", " กา", "ขา"]
+    assert torch.equal(got[:264], emb) and report["tied"] and not report["byte_level"]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Random.
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_random_matches_source_statistics_and_is_seeded(tmp_path):
+    src_tok = byte_level_source(tmp_path / "src_tok")
+    chars = [u(bytes([b])) for b in range(256)]
+    merges = [(a, b) for a in chars[:50] for b in chars[:50]][:2000]  # 2000 new two-byte tokens, ids 259..2258
+    tgt_tok = expand_tokenizer(src_tok, tmp_path / "tgt_tok", merges)
+    g = torch.Generator().manual_seed(0)
+    d = 6
+    # Non-normal source columns with unlike means and spreads: exponential and uniform.
+    emb = 3.0 * torch.arange(d) - 5 + 0.3 * (torch.arange(d) + 1) * torch.empty(259, d).exponential_(generator=g)
+    head = -2.0 * torch.arange(d) + (torch.arange(d) + 1) * torch.rand(259, d, generator=g)
+    src = tiny_model(src_tok, tmp_path / "src_model", emb, head)
+
+    outs = {}
+    for name, seed in (("a", 7), ("b", 7), ("c", 8)):
+        report = initialize(src, tgt_tok, tmp_path / name, "Random", seed=seed)
+        outs[name] = rows(load(tmp_path / name)[0])
+    assert report["fallbacks"] == {"input": {}, "output": {}}
+    k = 2000
+    for role, source in ((0, emb), (1, head)):
+        new = outs["a"][role][259:].double()
+        mu, sigma = source.double().mean(0), source.double().std(0, correction=0)
+        # Sample mean within 5 standard errors σ/√k, sample std within 5 of its standard error σ/√(2k).
+        assert ((new.mean(0) - mu).abs() <= 5 * sigma / k**0.5).all()
+        assert ((new.std(0) - sigma).abs() <= 5 * sigma / (2 * k) ** 0.5).all()
+        assert torch.equal(outs["a"][role][:259], source)
+        assert torch.equal(outs["a"][role], outs["b"][role])
+        assert not torch.equal(outs["a"][role][259:], outs["c"][role][259:])
+    # Input and output rows are separate draws, not one normal sample rescaled.
+    z_in = (outs["a"][0][259:].double() - emb.double().mean(0)) / emb.double().std(0, correction=0)
+    z_out = (outs["a"][1][259:].double() - head.double().mean(0)) / head.double().std(0, correction=0)
+    assert (z_in - z_out).abs().max() > 1
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# SmolLM2's real tokenizer: tied / untied models, padding, and a Thai expansion.
+# --------------------------------------------------------------------------------------------------------------------
+
+# Hand-picked new tokens over SmolLM2's vocabulary, with their source spellings written out by hand:
+# ก (E0 B8 81), กา (ก + "à¸²" = า), a partial byte run 81 E0 B8, and " " + E0 B8 (partial).
+SMOL_MERGES = [("à¸", "ģ"), ("à¸ģ", "à¸²"), ("ģ", "à¸"), ("Ġ", "à¸")]
+SMOL_SPELLING = [["à¸", "ģ"], ["à¸", "ģ", "à¸²"], ["ģ", "à¸"], ["Ġ", "à¸"]]
+
+
+@pytest.fixture(scope="module")
+def smol_expansion(smollm2_tokenizer_dir, tmp_path_factory) -> Path:
+    return expand_tokenizer(smollm2_tokenizer_dir, tmp_path_factory.mktemp("smol") / "tgt", SMOL_MERGES)
+
+
+def check_mean_rows(new: torch.Tensor, source: torch.Tensor, vocab: dict[str, int]) -> None:
+    for k, spelling in enumerate(SMOL_SPELLING):
+        assert torch.allclose(new[49152 + k], mean(source, [vocab[p] for p in spelling]), atol=1e-6)
+
+
+def test_tied_model_stays_tied(tiny_llama_dir, smol_expansion, tmp_path):
+    src_model, src_tok = load(tiny_llama_dir)
+    src_emb = rows(src_model)[0].clone()
+    report = initialize(tiny_llama_dir, smol_expansion, tmp_path / "out", "Mean", seed=0)
+    model, tok = load(tmp_path / "out")
+    emb, head = rows(model)
+    assert report["tied"] and model.config.tie_word_embeddings and emb.data_ptr() == head.data_ptr()
+    assert len(tok) == model.config.vocab_size == 49156 and emb.shape == (49156, 64)
+    assert torch.equal(emb[:49152], src_emb)
+    check_mean_rows(emb, src_emb, src_tok.get_vocab())
+    assert tok.encode(" กา", add_special_tokens=False) == [49155, 219, 43662]  # Ġà¸ | ģ | à¸²
+
+
+def test_untied_model_initializes_both_matrices(tiny_llama_dir, smol_expansion, tmp_path):
+    from transformers import LlamaForCausalLM
+
+    tied, src_tok = load(tiny_llama_dir)
+    cfg = tied.config
+    cfg.tie_word_embeddings = False
+    untied = LlamaForCausalLM(cfg)
+    untied.load_state_dict(tied.state_dict(), strict=False)
+    with torch.no_grad():
+        untied.lm_head.weight.copy_(torch.randn(49152, 64, generator=torch.Generator().manual_seed(3)) * 0.5 + 1)
+    untied.save_pretrained(tmp_path / "src")
+    src_tok.save_pretrained(tmp_path / "src")
+    src_emb, src_head = (m.clone() for m in rows(load(tmp_path / "src")[0]))
+    assert not torch.equal(src_emb, src_head)
+
+    report = initialize(tmp_path / "src", smol_expansion, tmp_path / "out", "Mean", seed=0)
+    model, _ = load(tmp_path / "out")
+    emb, head = rows(model)
+    assert not report["tied"] and emb.data_ptr() != head.data_ptr()
+    assert torch.equal(emb[:49152], src_emb) and torch.equal(head[:49152], src_head)
+    vocab = src_tok.get_vocab()
+    check_mean_rows(emb, src_emb, vocab)
+    check_mean_rows(head, src_head, vocab)
+    stats = report["stats"]
+    assert stats["output"]["mean_l2_norm_source"] == pytest.approx(float(src_head.norm(dim=1).mean()), rel=1e-5)
+    assert stats["input"]["mean_l2_norm_source"] == pytest.approx(float(src_emb.norm(dim=1).mean()), rel=1e-5)
+
+
+def test_padding_rows_are_source_mean_and_never_generated(tiny_llama_dir, smol_expansion, tmp_path):
+    from transformers import GenerationConfig
+
+    src_emb = rows(load(tiny_llama_dir)[0])[0].clone()
+    report = initialize(tiny_llama_dir, smol_expansion, tmp_path / "out", "Mean", seed=0, pad_to_multiple_of=256)
+    model, tok = load(tmp_path / "out")
+    padding = list(range(49156, 49408))  # 49156 target ids rounded up to 193 × 256
+    assert len(tok) == 49156 and model.config.vocab_size == 49408 and report["vocab"]["padding_ids"] == padding
+    saved = json.loads((tmp_path / "out" / "generation_config.json").read_text())
+    assert saved["suppress_tokens"] == padding
+    emb = rows(model)[0]
+    assert torch.allclose(emb[padding], src_emb.double().mean(0).float().expand(len(padding), -1), atol=1e-6)
+    assert torch.equal(emb[:49152], src_emb)
+
+    # Make the padding rows win every argmax otherwise: ±1000 along each of the 64 axes (rows 0..127 of the padding).
+    with torch.no_grad():
+        for j in range(64):
+            emb[padding[2 * j]] = 0
+            emb[padding[2 * j]][j] = 1000.0
+            emb[padding[2 * j + 1]] = 0
+            emb[padding[2 * j + 1]][j] = -1000.0
+    prompt = tok("Hello world", return_tensors="pt")
+    plain = GenerationConfig(max_new_tokens=8, do_sample=False, eos_token_id=None, pad_token_id=0)
+    unsuppressed = model.generate(**prompt, generation_config=plain)[0, prompt.input_ids.shape[1] :]
+    assert set(unsuppressed.tolist()) <= set(padding)
+    suppressed = model.generate(**prompt, max_new_tokens=8, do_sample=False)[0, prompt.input_ids.shape[1] :]
+    assert len(suppressed) > 0 and not set(suppressed.tolist()) & set(padding)
+
+
+def continue_bpe(tokenizer_dir: Path, texts: list[str], k: int) -> list[tuple[str, str]]:
+    """k merges that continue the source BPE on ``texts``: the most frequent adjacent pair whose string is no token."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    words = Counter(w for t in texts for w, _ in tok.pre_tokenizer.pre_tokenize_str(t))
+    vocab = set(tok.get_vocab())
+    segs = {w: [t.value for t in tok.model.tokenize(w)] for w in words}
+    counts, where = Counter(), defaultdict(set)
+    for w, f in words.items():
+        for pair in zip(segs[w], segs[w][1:], strict=False):
+            counts[pair] += f
+            where[pair].add(w)
+    merges = []
+    while len(merges) < k:
+        (a, b), _ = max(((p, c) for p, c in counts.items() if c > 0 and p[0] + p[1] not in vocab), key=lambda x: x[1])
+        merges.append((a, b))
+        vocab.add(a + b)
+        for w in list(where[(a, b)]):
+            old, new, i = segs[w], [], 0
+            while i < len(old):
+                if i + 1 < len(old) and (old[i], old[i + 1]) == (a, b):
+                    new.append(a + b)
+                    i += 2
+                else:
+                    new.append(old[i])
+                    i += 1
+            for pair in zip(old, old[1:], strict=False):
+                counts[pair] -= words[w]
+            for pair in zip(new, new[1:], strict=False):
+                counts[pair] += words[w]
+                where[pair].add(w)
+            segs[w] = new
+    return merges
+
+
+def test_thai_expansion_decode_encode_vs_bpe_model(smollm2_tokenizer_dir, tmp_path):
+    from transformers import AutoTokenizer
+
+    from workflow_scripts.l10n import extract
+
+    deb = glob.glob(str(REPO / "resources/l10n/libreoffice-l10n-th_*.deb"))[0]
+    pairs, _ = extract(deb, "th", 3)
+    thai = [t for _, t in pairs]
+    merges = continue_bpe(smollm2_tokenizer_dir, thai, 60)
+    tgt_dir = expand_tokenizer(smollm2_tokenizer_dir, tmp_path / "tgt", merges)
+    src = AutoTokenizer.from_pretrained(smollm2_tokenizer_dir)
+    tgt = AutoTokenizer.from_pretrained(tgt_dir)
+    # The expansion is a real BPE: Thai text uses new ids, round-trips, and English is tokenized as before.
+    sample = " ".join(thai[:50])
+    assert max(tgt.encode(sample, add_special_tokens=False)) >= 49152
+    assert tgt.decode(tgt.encode(sample, add_special_tokens=False)) == sample
+    english = " ".join(e for e, _ in pairs[:50])
+    assert tgt.encode(english, add_special_tokens=False) == src.encode(english, add_special_tokens=False)
+
+    tokens = find_new_tokens(src, tgt)
+    assert len(tokens) == 60
+    bpe = src.backend_tokenizer.model
+    fffd = src.get_vocab()["ï¿½"]
+    vocab_inv = {i: p for p, i in src.get_vocab().items()}
+    differ = []
+    for t in tokens:
+        ids, fallback = source_subwords(bpe, t.piece)
+        assert fallback is None and "".join(vocab_inv[i] for i in ids) == t.piece and fffd not in ids
+        if map_decode_encode(src, tgt, t) != ids:
+            differ.append(t)
+    partial = [t for t in tokens if t.partial_utf8]
+    print(f"Thai expansion: {len(differ)} of {len(tokens)} differ under decode→encode; {len(partial)} partial UTF-8")
+    assert any(t.partial_utf8 for t in differ)
+    assert all(fffd in map_decode_encode(src, tgt, t) for t in differ if t.partial_utf8)
+    assert all(not t.partial_utf8 for t in tokens if t not in differ)

@@ -1,0 +1,132 @@
+"""The real Snakefile: plans, bad input stopping before any job, and an end-to-end run that is killed and resumed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.conftest import REPO
+from workflow_scripts.grid import expand_methods
+
+PLAN_RULES = ("prepare_source_model", "lapt", "initialize", "expand_tokenizer", "evaluate_mt", "measure_speed")
+
+
+def snakemake(args: list[str], cwd: Path, **kwargs) -> subprocess.CompletedProcess:
+    """Run the repository's Snakefile with the interpreter running the tests (its bin/ first on PATH)."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(cwd), *args]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, **kwargs)
+
+
+def planned_jobs(stdout: str) -> Counter:
+    """Job counts per rule from `snakemake -n --quiet rules`."""
+    counts: Counter = Counter()
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
+            counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def tiny_config(tmp_path: Path, **changes) -> Path:
+    """configs/test.yaml with the package path made absolute, written into a fresh working directory."""
+    config = yaml.safe_load((REPO / "configs" / "test.yaml").read_text())
+    for spec in config["languages"].values():
+        spec["corpus"]["deb"] = str(REPO / spec["corpus"]["deb"])
+    for key, value in changes.items():
+        config[key] = value
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def expected_counts(config: dict) -> dict[str, int]:
+    methods = expand_methods(config["methods"], config.get("method_defaults"))
+    cells = len(config["models"]) * len(config["languages"])
+    return {
+        "prepare_source_model": len(config["models"]),
+        "lapt": cells * sum(m.trains for m in methods),
+        "initialize": cells * len({(m.init, m.k) for m in methods if m.expands}),
+        "expand_tokenizer": cells * len({m.k for m in methods if m.expands}),
+        "evaluate_mt": cells * len(methods),
+        "measure_speed": cells * len(methods),
+    }
+
+
+@pytest.mark.parametrize("configfile", [None, "configs/paper.yaml"])
+def test_dry_run_plans_the_grid(configfile, tmp_path):
+    args = ["-n", "--quiet", "rules"] + (["--configfile", str(REPO / configfile)] if configfile else [])
+    result = snakemake(args, REPO)
+    assert result.returncode == 0, result.stderr
+    config = yaml.safe_load((REPO / (configfile or "config.yaml")).read_text())
+    counts = planned_jobs(result.stdout)
+    expected = expected_counts(config)
+    assert {rule: counts[rule] for rule in PLAN_RULES} == expected
+
+
+def test_bad_config_stops_before_any_job(tmp_path):
+    config = tiny_config(tmp_path, methods=[{"init": "Mean", "k": 0}])
+    result = snakemake(["--cores", "1", "--configfile", str(config)], tmp_path)
+    assert result.returncode != 0
+    assert "methods[0].k: 0 is less than the minimum of 1" in result.stdout + result.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def _wait_for_checkpoint(proc: subprocess.Popen, root: Path, timeout: float) -> Path | None:
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        found = [p for p in root.glob("results/*/*/*/checkpoints/*") if not p.name.startswith(".")]
+        if found:
+            return found[0]
+        time.sleep(0.01)
+    return None
+
+
+@pytest.mark.e2e
+def test_end_to_end_killed_and_resumed(tmp_path):
+    """Run the tiny grid, SIGKILL Snakemake and its jobs mid-training, run again: it finishes without redoing work."""
+    config = tiny_config(tmp_path)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path)]
+    cmd += ["--cores", "1", "--configfile", str(config)]
+    log = open(tmp_path / "first_run.log", "w")
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        checkpoint = _wait_for_checkpoint(proc, tmp_path, timeout=600)
+        assert checkpoint is not None, (tmp_path / "first_run.log").read_text()[-3000:]
+        method_dir = checkpoint.parents[1]
+        interrupted = not (method_dir / "train_stats.json").exists()
+        finished = sorted(tmp_path.glob("results/data/**/*.txt")) + [tmp_path / "results/models/tiny/source_info.json"]
+        mtimes = {p: p.stat().st_mtime_ns for p in finished}
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        log.close()
+
+    result = snakemake(["--cores", "2", "--configfile", str(config)], tmp_path)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert {p: p.stat().st_mtime_ns for p in finished} == mtimes, "finished jobs were redone"
+    if interrupted:
+        stats = yaml.safe_load((method_dir / "train_stats.json").read_text())
+        assert stats["resumed_from_step"] > 0, stats
+
+    table = pd.read_csv(tmp_path / "results/tables/results.csv")
+    assert set(table["label"]) == {"Source", "CPT-only", "Mean"}
+    assert {"chrF", "bits_per_char", "tokens_per_second", "speedup"} <= set(table["metric"])
+    speedup = table[(table.metric == "speedup") & (table.label == "Source")]["value"]
+    assert list(speedup) == [1.0]
+    assert "Mean" in (tmp_path / "results/tables/results.md").read_text()
+
+    again = snakemake(["-n", "--configfile", str(config)], tmp_path)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
