@@ -246,7 +246,7 @@ def sample_lines(
                 reservoir.extend(valid[: k - len(reservoir)])
             end = seen + len(valid)
             while nxt < end:  # only the replacements cost Python steps: about k * ln(N / k) in all
-                reservoir[rng.randrange(max(1, k - 1))] = valid[nxt - seen]
+                reservoir[rng.randrange(k)] = valid[nxt - seen]
                 w *= math.exp(math.log(_unit(rng)) / k)
                 nxt += _skip(rng, w) + 1
             seen = end

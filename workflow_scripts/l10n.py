@@ -5,10 +5,10 @@ human translation. This is software-interface text, a narrow domain: it stands i
 held-out text) and FLORES-200 (MT test set) in the embedded default, and every output says so.
 
 Cleaning (documented, counted in the report, never silent): the LibreOffice accelerator marker ``~`` is removed;
-whitespace (including embedded newlines and tabs) is collapsed; pairs with placeholders or markup (``$(ARG1)``, ``%1``,
-``%s``, ``<tag>``, ``{x}``) are dropped; the English side must have at least ``min_words`` words; the target side must
-contain a character of the language's script and differ from the English; duplicates on either side are dropped
-(the first pair in sorted order is kept).
+whitespace (including embedded newlines and tabs) is collapsed; pairs with placeholders or markup (``$(ARG1)``, ``$1``,
+``%1``, ``%s``, ``#PAGENUMBER#``, ``[*]``, ``<tag>``, ``{x}``) are dropped; the English side must have at least
+``min_words`` words; the target side must contain a character of the language's script and differ from the English;
+duplicates on either side are dropped (the first pair in sorted order is kept).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import gettext
 import io
-import lzma
 import re
 import tarfile
 import unicodedata
@@ -41,13 +40,13 @@ SCRIPT_RANGES: dict[str, list[tuple[int, int]]] = {
     "th": [(0x0E00, 0x0E7F)],
 }
 
-_PLACEHOLDER = re.compile(r"\$\(|%\d|%[sdu]|%[A-Z_]+%?|<[^>]*>|\{[^}]*\}|\\[nt]|#\d")
+_PLACEHOLDER = re.compile(r"\$\(|\$\d|%\d|%[sdu]|%[A-Z_]+%?|<[^>]*>|\{[^}]*\}|\\[nt]|#\d|#[A-Z]+#|\[\*\]")
 
 
-def _ar_members(data: bytes) -> dict[str, bytes]:
+def _ar_members(data: bytes, name: str) -> dict[str, bytes]:
     """Members of a Unix ``ar`` archive (the container format of a .deb)."""
     if not data.startswith(b"!<arch>\n"):
-        raise ValueError("not a Debian package (missing ar magic)")
+        raise ValueError(f"{name}: not a Debian package (missing ar magic)")
     pos, out = 8, {}
     while pos + 60 <= len(data):
         header = data[pos : pos + 60]
@@ -60,16 +59,15 @@ def _ar_members(data: bytes) -> dict[str, bytes]:
 
 def read_mo_catalogues(deb: str | Path, lang: str) -> dict[str, bytes]:
     """The .mo files for ``lang`` inside a Debian package, read with the standard library only (no dpkg needed)."""
-    members = _ar_members(Path(deb).read_bytes())
+    members = _ar_members(Path(deb).read_bytes(), str(deb))
     data_name = next((n for n in members if n.startswith("data.tar")), None)
     if data_name is None:
         raise ValueError(f"{deb}: no data.tar.* member")
-    payload = members[data_name]
-    if data_name.endswith(".xz"):
-        payload = lzma.decompress(payload)
+    if data_name.endswith(".zst"):
+        raise ValueError(f"{deb}: zstd-compressed packages are not supported; use a Debian 12 package (xz)")
     prefix = f"usr/lib/libreoffice/program/resource/{lang}/LC_MESSAGES/"
     out = {}
-    with tarfile.open(fileobj=io.BytesIO(payload)) as tar:
+    with tarfile.open(fileobj=io.BytesIO(members[data_name])) as tar:  # gz, bz2 or xz, detected by tarfile
         for m in tar.getmembers():
             name = m.name.removeprefix("./")
             if m.isfile() and name.startswith(prefix) and name.endswith(".mo"):
