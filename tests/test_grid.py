@@ -111,7 +111,10 @@ def test_schema_errors_name_the_key(mutate, message):
 
 
 SEMANTIC = [
-    (lambda c: c["models"].update(loc={"kind": "local", "path": "no/such/folder"}), "models.loc.path: local model folder"),
+    (
+        lambda c: c["models"].update(loc={"kind": "local", "path": "no/such/folder"}),
+        "models.loc.path: local model folder",
+    ),
     (lambda c: c["models"].update(hub={"kind": "hub"}), "models.hub.path is required for kind 'hub'"),
     (lambda c: c["languages"]["th"]["corpus"].update(deb="missing.deb"), "languages.th.corpus.deb: file 'missing.deb'"),
     (

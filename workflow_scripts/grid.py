@@ -159,7 +159,12 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
     errors: list[str] = []
     for name, spec in config["models"].items():
         kind = spec["kind"]
-        need = {"hub": ["path"], "local": ["path"], "gguf_package": ["package", "file"], "random_llama": ["package", "file"]}
+        need = {
+            "hub": ["path"],
+            "local": ["path"],
+            "gguf_package": ["package", "file"],
+            "random_llama": ["package", "file"],
+        }
         for key in need[kind]:
             if key not in spec:
                 errors.append(f"models.{name}.{key} is required for kind {kind!r}")
@@ -178,12 +183,16 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
             errors.append(f"languages.{lang}.corpus.path: file {corpus['path']!r} does not exist")
         mt = spec.get("mt", {"kind": "l10n"})
         if mt["kind"] == "l10n" and corpus["kind"] != "l10n":
-            errors.append(f"languages.{lang}.mt.kind 'l10n' needs corpus kind 'l10n' (the MT pairs come from the same package)")
+            errors.append(
+                f"languages.{lang}.mt.kind 'l10n' needs corpus kind 'l10n' (the MT pairs come from the same package)"
+            )
         if mt["kind"] == "flores" and "root" not in mt:
             errors.append(f"languages.{lang}.mt.root is required for mt kind 'flores'")
     for task in config["evaluation"]["tasks"]:
         if task not in IMPLEMENTED["tasks"]:
-            errors.append(f"evaluation.tasks: task {task!r} is not implemented yet (implemented: {sorted(IMPLEMENTED['tasks'])})")
+            errors.append(
+                f"evaluation.tasks: task {task!r} is not implemented yet (implemented: {sorted(IMPLEMENTED['tasks'])})"
+            )
     try:
         methods = expand_methods(config["methods"], config.get("method_defaults"))
     except ConfigError as e:

@@ -48,7 +48,9 @@ def load_gguf(gguf_file: Path, *, tokenizer_only: bool = False):
     missing, unexpected = model.load_state_dict(quantized.state_dict(), strict=False)
     missing = [k for k in missing if not (config.tie_word_embeddings and k == "lm_head.weight")]
     if missing or unexpected:
-        raise RuntimeError(f"GGUF state dict does not match the architecture: missing={missing} unexpected={unexpected}")
+        raise RuntimeError(
+            f"GGUF state dict does not match the architecture: missing={missing} unexpected={unexpected}"
+        )
     if config.tie_word_embeddings:
         model.tie_weights()
     return model, tokenizer
