@@ -105,7 +105,7 @@ def test_end_to_end_killed_and_resumed(tmp_path):
         assert checkpoint is not None, (tmp_path / "first_run.log").read_text()[-3000:]
         method_dir = checkpoint.parents[1]
         interrupted = not (method_dir / "train_stats.json").exists()
-        finished = sorted(tmp_path.glob("results/data/**/*.txt")) + [tmp_path / "results/models/tiny/source_info.json"]
+        finished = [*sorted(tmp_path.glob("results/data/**/*.txt")), tmp_path / "results/models/tiny/source_info.json"]
         mtimes = {p: p.stat().st_mtime_ns for p in finished}
         os.killpg(proc.pid, signal.SIGKILL)
     finally:

