@@ -16,7 +16,7 @@ rule extract_l10n_pairs:
         min_words=config["data"]["l10n_min_english_words"],
     shell:
         "python -m workflow_scripts.l10n --deb {input.deb:q} --lang {wildcards.lang} --min-words {params.min_words}"
-        " --out {output.pairs} --report {output.report} --log {log} 2>> {log}"
+        " --out {output.pairs} --report {output.report} 2>> {log}"
 
 
 rule split_l10n:
@@ -42,7 +42,7 @@ rule split_l10n:
         "python -m workflow_scripts.corpus split --pairs {input.pairs} --n-train {params.n_train}"
         " --n-heldout {params.n_heldout} --n-mt {params.n_mt} --seed {params.seed} --label {params.label:q}"
         " --out-train {output.train} --out-heldout {output.heldout} --out-mt {output.mt}"
-        " --report {output.report} --log {log} 2>> {log}"
+        " --report {output.report} 2>> {log}"
 
 
 localrules:
@@ -85,7 +85,7 @@ rule sample_cc100:
     shell:
         "python -m workflow_scripts.corpus sample --input {input.corpus:q} --n {params.n_train}"
         " --n-heldout {params.n_heldout} --seed {params.seed} --out-train {output.train}"
-        " --out-heldout {output.heldout} --report {output.report} --log {log} 2>> {log}"
+        " --out-heldout {output.heldout} --report {output.report} 2>> {log}"
 
 
 rule flores_mt:
@@ -102,4 +102,4 @@ rule flores_mt:
         seed=config["seed"],
     shell:
         "python -m workflow_scripts.corpus flores --root {params.root:q} --lang {wildcards.lang} --n {params.n}"
-        " --seed {params.seed} --out {output.mt} --log {log} 2>> {log}"
+        " --seed {params.seed} --out {output.mt} 2>> {log}"

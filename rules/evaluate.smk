@@ -27,7 +27,7 @@ rule evaluate_mt:
         "python -m workflow_scripts.evaluate mt --model {input.model} --pairs {input.pairs} --lang {wildcards.lang}"
         " --n {params.n} --max-new-tokens {params.max_new_tokens} --batch-size {params.batch_size}"
         " --decoding {params.decoding} --seed {params.seed} --cell {params.cell:q} --out {output.result}"
-        " --predictions {output.predictions} --threads {threads} --log {log} 2>> {log}"
+        " --predictions {output.predictions} --threads {threads} 2>> {log}"
 
 
 rule evaluate_ppl:
@@ -51,7 +51,7 @@ rule evaluate_ppl:
     shell:
         "python -m workflow_scripts.evaluate ppl --model {input.model} --text {input.text} --n {params.n}"
         " --batch-size {params.batch_size} --cell {params.cell:q} --out {output.result}"
-        " --threads {threads} --log {log} 2>> {log}"
+        " --threads {threads} 2>> {log}"
 
 
 rule measure_speed:
@@ -75,4 +75,4 @@ rule measure_speed:
     shell:
         "python -m workflow_scripts.speed --model {input.model} --pairs {input.pairs} --lang {wildcards.lang}"
         " --n {params.n} --max-new-tokens {params.max_new_tokens} --cell {params.cell:q}"
-        " --out {output.result} --threads {threads} --log {log} 2>> {log}"
+        " --out {output.result} --threads {threads} 2>> {log}"

@@ -22,4 +22,4 @@ rule initialize:
     shell:
         "python -m workflow_scripts.initialize --source-model {input.source} --target-tokenizer {input.tokenizer}"
         " --method {wildcards.init} --seed {params.seed} --pad-to-multiple-of {params.pad}"
-        " --out {output.model} --report {output.report} --threads {threads} --log {log} 2>> {log}"
+        " --out {output.model} --report {output.report} --threads {threads} 2>> {log}"

@@ -16,4 +16,4 @@ rule prepare_source_model:
         spec=model_spec_json,
     shell:
         "python -m workflow_scripts.source_model --spec {params.spec:q} --out {output.model}"
-        " --info {output.info} --log {log} 2>> {log}"
+        " --info {output.info} 2>> {log}"

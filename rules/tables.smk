@@ -18,4 +18,4 @@ rule tables:
         "../envs/workflow.yaml"
     shell:
         "python -m workflow_scripts.tables --inputs {input} --csv {output.csv} --markdown {output.markdown}"
-        " --log {log} 2>> {log}"
+        " 2>> {log}"

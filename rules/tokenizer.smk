@@ -18,7 +18,7 @@ rule train_aux_tokenizer:
         seed=config["seed"],
     shell:
         "python -m workflow_scripts.vocab aux --source-tokenizer {input.source} --corpus {input.corpus}"
-        " --vocab-size {wildcards.aux} --seed {params.seed} --out {output} --log {log} 2>> {log}"
+        " --vocab-size {wildcards.aux} --seed {params.seed} --out {output} 2>> {log}"
 
 
 rule expand_tokenizer:
@@ -40,4 +40,4 @@ rule expand_tokenizer:
     shell:
         "python -m workflow_scripts.vocab expand --source-tokenizer {input.source} --aux {input.aux}"
         " --corpus {input.corpus} --heldout {input.heldout} --k {wildcards.k} --out {output.tokenizer}"
-        " --report {output.report} --log {log} 2>> {log}"
+        " --report {output.report} 2>> {log}"

@@ -27,4 +27,4 @@ rule lapt:
         "python -m workflow_scripts.lapt --model {input.model} --train {input.corpus} --procedure {params.procedure}"
         " --objective {params.objective} --seq-len {params.seq_len} --hparams {params.hparams:q}"
         " --out {output.model} --stats {output.stats} --loss-curve {output.loss}"
-        " --checkpoint-dir {params.checkpoints} --threads {threads} --log {log} 2>> {log}"
+        " --checkpoint-dir {params.checkpoints} --threads {threads} 2>> {log}"

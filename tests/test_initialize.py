@@ -5,7 +5,6 @@ from __future__ import annotations
 import glob
 import json
 import shutil
-from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -13,12 +12,15 @@ import torch
 
 from workflow_scripts.initialize import (
     INIT_METHODS,
+    InitContext,
     bytes_to_unicode,
     find_new_tokens,
     initialize,
+    initialize_model,
     main,
     map_decode_encode,
     map_full_tokenizer_on_piece,
+    piece_bytes,
     source_subwords,
 )
 
@@ -70,14 +72,14 @@ def byte_level_source(out_dir: Path) -> Path:
     return save_tokenizer(tok, out_dir)
 
 
-def sentencepiece_source(out_dir: Path) -> Path:
+def sentencepiece_source(out_dir: Path, byte_fallback: bool = True) -> Path:
     """SentencePiece-style BPE (byte fallback, "▁" metaspace): <unk> <s> </s>, <0x00>..<0xFF> at 3..258, then pieces."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
     vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
     vocab.update({f"<0x{b:02X}>": 3 + b for b in range(256)})
     vocab.update({"▁": 259, "ก": 260, "า": 261, "ม": 262, "▁ก": 263})
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[("▁", "ก")], unk_token="<unk>", byte_fallback=True))
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[("▁", "ก")], unk_token="<unk>", byte_fallback=byte_fallback))
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False)
     tok.decoder = decoders.Sequence(
         [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
@@ -241,6 +243,68 @@ def test_mean_sentencepiece_style(tmp_path):
     assert torch.equal(got[:264], emb) and report["tied"] and not report["byte_level"]
 
 
+def test_mean_fallbacks_are_counted(tmp_path):
+    # Without byte fallback, ข (not in V_s) maps to <unk> only: the row falls back to the mean of all source rows.
+    src_tok = sentencepiece_source(tmp_path / "src_tok", byte_fallback=False)
+    tgt_tok = expand_tokenizer(src_tok, tmp_path / "tgt_tok", [("▁ก", "า"), ("ข", "า")], pieces=["ข"])
+    emb = hand_rows(264, 4, 2, 23)
+    src = tiny_model(src_tok, tmp_path / "src_model", emb, None)
+    report = initialize(src, tgt_tok, tmp_path / "out", "Mean", seed=0)
+    got = rows(load(tmp_path / "out")[0])[0]
+    assert torch.allclose(got[264], emb.double().mean(0).float(), atol=1e-6)  # ข: nothing maps
+    assert torch.allclose(got[265], mean(emb, [263, 261]), atol=1e-6)  # ▁กา: as with byte fallback
+    assert torch.allclose(got[266], emb[261], atol=1e-6)  # ขา: the unknown ข is left out, า remains
+    assert [r["fallback"] for r in report["tokens"]] == ["no_subwords", None, "unk_dropped"]
+    assert report["fallbacks"] == {"input": {"no_subwords": 1, "unk_dropped": 1}}
+
+
+def test_head_bias_follows_the_same_rule(byte_case):
+    from transformers import AutoTokenizer
+
+    model, src = load(byte_case["src"])
+    bias = torch.arange(259, dtype=torch.float32) / 10
+    head = torch.nn.Linear(6, 259, bias=True)
+    with torch.no_grad():
+        head.weight.copy_(byte_case["head"])
+        head.bias.copy_(bias)
+    model.set_output_embeddings(head)
+    tgt = AutoTokenizer.from_pretrained(byte_case["tgt_tok"])
+    initialize_model(model, src, tgt, "Mean", seed=0)
+    new_head = model.get_output_embeddings()
+    for new_id, ids in BYTE_EXPECTED.items():
+        assert new_head.bias[new_id].item() == pytest.approx(sum(bias[i].item() for i in ids) / len(ids), abs=1e-6)
+        assert torch.allclose(new_head.weight[new_id], mean(byte_case["head"], ids), atol=1e-6)
+    assert torch.equal(new_head.bias[:259], bias)
+
+
+def test_rejects_targets_that_are_not_expansions(byte_case, tmp_path):
+    from transformers import AutoTokenizer
+
+    src = AutoTokenizer.from_pretrained(byte_case["src"])
+    tgt = AutoTokenizer.from_pretrained(byte_case["tgt_tok"])
+    with pytest.raises(ValueError, match="does not keep the source vocabulary"):
+        find_new_tokens(tgt, src)
+    tgt.add_tokens(["กข"])  # an added token: matched before BPE, reachable by no merge
+    with pytest.raises(ValueError, match="added tokens"):
+        find_new_tokens(src, tgt)
+
+
+def test_mapping_ignores_bpe_dropout(byte_case):
+    from tokenizers import Tokenizer
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    spec = json.loads((byte_case["src"] / "tokenizer.json").read_text(encoding="utf-8"))
+    spec["model"]["dropout"] = 0.9
+    src = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(json.dumps(spec)))
+    tgt = AutoTokenizer.from_pretrained(byte_case["tgt_tok"])
+    tokens = find_new_tokens(src, tgt)
+    # With dropout the raw model splits "à¸" back into bytes at random; the context's mapping must not.
+    raw = {tuple(t.id for t in src.backend_tokenizer.model.tokenize("à¸ģà¸")) for _ in range(50)}
+    assert len(raw) > 1
+    ctx = InitContext(src, tgt, list(range(259)), tokens, seed=0, tied=False)
+    assert {t.id: ctx.subwords(t)[0] for t in tokens} == BYTE_EXPECTED
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Random.
 # --------------------------------------------------------------------------------------------------------------------
@@ -309,7 +373,7 @@ def test_tied_model_stays_tied(tiny_llama_dir, smol_expansion, tmp_path):
     assert len(tok) == model.config.vocab_size == 49156 and emb.shape == (49156, 64)
     assert torch.equal(emb[:49152], src_emb)
     check_mean_rows(emb, src_emb, src_tok.get_vocab())
-    assert tok.encode(" กา", add_special_tokens=False) == [49155, 219, 43662]  # Ġà¸ | ģ | à¸²
+    assert tok.encode(" กา", add_special_tokens=False) == [216, 49153]  # Ġ | à¸ģà¸²: ranks follow merge order
 
 
 def test_untied_model_initializes_both_matrices(tiny_llama_dir, smol_expansion, tmp_path):
@@ -349,7 +413,7 @@ def test_padding_rows_are_source_mean_and_never_generated(tiny_llama_dir, smol_e
     padding = list(range(49156, 49408))  # 49156 target ids rounded up to 193 × 256
     assert len(tok) == 49156 and model.config.vocab_size == 49408 and report["vocab"]["padding_ids"] == padding
     saved = json.loads((tmp_path / "out" / "generation_config.json").read_text())
-    assert saved["suppress_tokens"] == padding
+    assert saved["suppress_tokens"] == padding and not saved.get("_from_model_config")
     emb = rows(model)[0]
     assert torch.allclose(emb[padding], src_emb.double().mean(0).float().expand(len(padding), -1), atol=1e-6)
     assert torch.equal(emb[:49152], src_emb)
@@ -362,47 +426,35 @@ def test_padding_rows_are_source_mean_and_never_generated(tiny_llama_dir, smol_e
             emb[padding[2 * j + 1]] = 0
             emb[padding[2 * j + 1]][j] = -1000.0
     prompt = tok("Hello world", return_tensors="pt")
-    plain = GenerationConfig(max_new_tokens=8, do_sample=False, eos_token_id=None, pad_token_id=0)
+    # suppress_tokens=None would be filled in from the model's generation_config; [] really turns it off.
+    plain = GenerationConfig(max_new_tokens=8, do_sample=False, eos_token_id=None, pad_token_id=0, suppress_tokens=[])
     unsuppressed = model.generate(**prompt, generation_config=plain)[0, prompt.input_ids.shape[1] :]
     assert set(unsuppressed.tolist()) <= set(padding)
     suppressed = model.generate(**prompt, max_new_tokens=8, do_sample=False)[0, prompt.input_ids.shape[1] :]
     assert len(suppressed) > 0 and not set(suppressed.tolist()) & set(padding)
 
 
-def continue_bpe(tokenizer_dir: Path, texts: list[str], k: int) -> list[tuple[str, str]]:
-    """k merges that continue the source BPE on ``texts``: the most frequent adjacent pair whose string is no token."""
-    from tokenizers import Tokenizer
+def thai_expansion_merges(source_dir: Path, texts: list[str], k: int) -> list[tuple[str, str]]:
+    """k merges (a, b) over frequent Thai byte strings that are no source token, as the HF-BPE route builds them.
 
-    tok = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
-    words = Counter(w for t in texts for w, _ in tok.pre_tokenizer.pre_tokenize_str(t))
-    vocab = set(tok.get_vocab())
-    segs = {w: [t.value for t in tok.model.tokenize(w)] for w in words}
-    counts, where = Counter(), defaultdict(set)
-    for w, f in words.items():
-        for pair in zip(segs[w], segs[w][1:], strict=False):
-            counts[pair] += f
-            where[pair].add(w)
+    An auxiliary byte-level BPE is trained on ``texts``; its merges are walked in order and (a, b) is kept when a and b
+    are already tokens, a + b is none, and a + b has a non-ASCII byte (so English tokenization cannot change).
+    """
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    aux = Tokenizer(models.BPE())
+    aux.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    aux.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=2000, initial_alphabet=alphabet, show_progress=False))
+    vocab = set(json.loads((source_dir / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"])
     merges = []
-    while len(merges) < k:
-        (a, b), _ = max(((p, c) for p, c in counts.items() if c > 0 and p[0] + p[1] not in vocab), key=lambda x: x[1])
-        merges.append((a, b))
-        vocab.add(a + b)
-        for w in list(where[(a, b)]):
-            old, new, i = segs[w], [], 0
-            while i < len(old):
-                if i + 1 < len(old) and (old[i], old[i + 1]) == (a, b):
-                    new.append(a + b)
-                    i += 2
-                else:
-                    new.append(old[i])
-                    i += 1
-            for pair in zip(old, old[1:], strict=False):
-                counts[pair] -= words[w]
-            for pair in zip(new, new[1:], strict=False):
-                counts[pair] += words[w]
-                where[pair].add(w)
-            segs[w] = new
-    return merges
+    for a, b in json.loads(aux.to_str())["model"]["merges"]:
+        if a in vocab and b in vocab and a + b not in vocab and max(piece_bytes(a + b)) >= 0x80:
+            merges.append((a, b))
+            vocab.add(a + b)
+            if len(merges) == k:
+                return merges
+    raise AssertionError(f"only {len(merges)} merges")
 
 
 def test_thai_expansion_decode_encode_vs_bpe_model(smollm2_tokenizer_dir, tmp_path):
@@ -413,7 +465,7 @@ def test_thai_expansion_decode_encode_vs_bpe_model(smollm2_tokenizer_dir, tmp_pa
     deb = glob.glob(str(REPO / "resources/l10n/libreoffice-l10n-th_*.deb"))[0]
     pairs, _ = extract(deb, "th", 3)
     thai = [t for _, t in pairs]
-    merges = continue_bpe(smollm2_tokenizer_dir, thai, 60)
+    merges = thai_expansion_merges(smollm2_tokenizer_dir, thai, 60)
     tgt_dir = expand_tokenizer(smollm2_tokenizer_dir, tmp_path / "tgt", merges)
     src = AutoTokenizer.from_pretrained(smollm2_tokenizer_dir)
     tgt = AutoTokenizer.from_pretrained(tgt_dir)

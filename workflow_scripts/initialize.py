@@ -99,11 +99,13 @@ class NewToken:
     piece: str  # the BPE vocabulary string: byte-to-unicode form (byte-level) or "▁"-marked characters
     text: str  # readable: bytes decoded with \\x escapes for partial UTF-8; "▁" shown as a space
     partial_utf8: bool  # byte-level piece whose bytes are not valid UTF-8 (decodes to U+FFFD)
-    added: bool = False  # an "added token" of T_t rather than a BPE vocabulary entry (mapped through its text)
 
 
 def find_new_tokens(source_tokenizer: Any, target_tokenizer: Any) -> list[NewToken]:
     """V_new as T_t's ids above the source ids, after checking that T_t keeps every source token at its source id."""
+    for name, tok in (("source", source_tokenizer), ("target", target_tokenizer)):
+        if (kind := _tokenizer_json(tok)["model"].get("type")) != "BPE":
+            raise ValueError(f"initialize needs BPE tokenizers; the {name} tokenizer's model is {kind!r}")
     src_vocab = source_tokenizer.get_vocab()
     tgt_vocab = target_tokenizer.get_vocab()
     moved = [(p, i, tgt_vocab.get(p)) for p, i in src_vocab.items() if tgt_vocab.get(p) != i]
@@ -118,18 +120,18 @@ def find_new_tokens(source_tokenizer: Any, target_tokenizer: Any) -> list[NewTok
         raise ValueError(
             f"new target ids must follow the source ids contiguously from {n_src}; got {new_ids[:5]}...{new_ids[-3:]}"
         )
-    byte_level = is_byte_level(target_tokenizer)
     model = target_tokenizer.backend_tokenizer.model
-    id_to_piece = {i: p for p, i in tgt_vocab.items()}
+    added = [i for i in new_ids if model.id_to_token(i) is None]
+    if added:
+        # Added tokens are matched before BPE and are reachable by no merge (METHODS.md "Tokenizers"): not a real BPE.
+        raise ValueError(
+            f"{len(added)} new target ids are added tokens, not BPE vocabulary entries (e.g. {added[:5]}); the target "
+            "tokenizer must extend the BPE model itself (vocab + merges)"
+        )
+    byte_level = is_byte_level(target_tokenizer)
     tokens = []
     for i in new_ids:
         piece = model.id_to_token(i)
-        added = piece is None
-        if added:
-            # An added token's content is literal text, not a BPE-model string: render it like one so that the mapping
-            # below can treat both kinds alike.
-            text = id_to_piece[i]
-            piece = "".join(bytes_to_unicode()[b] for b in text.encode("utf-8")) if byte_level else text
         if byte_level:
             raw = piece_bytes(piece)
             try:
@@ -138,7 +140,7 @@ def find_new_tokens(source_tokenizer: Any, target_tokenizer: Any) -> list[NewTok
                 text, partial = raw.decode("utf-8", errors="backslashreplace"), True
         else:
             text, partial = piece.replace(METASPACE, " "), False
-        tokens.append(NewToken(id=i, piece=piece, text=text, partial_utf8=partial, added=added))
+        tokens.append(NewToken(id=i, piece=piece, text=text, partial_utf8=partial))
     return tokens
 
 
@@ -146,11 +148,9 @@ def _clean_bpe_model(tokenizer: Any) -> Any:
     """The tokenizer's BPE model, rebuilt without dropout if it has any (dropout would make the mapping random)."""
     from tokenizers import Tokenizer
 
-    spec = _tokenizer_json(tokenizer)
-    if spec["model"].get("type") != "BPE":
-        raise ValueError(f"initialize needs BPE tokenizers; this one's model is {spec['model'].get('type')!r}")
-    if not spec["model"].get("dropout"):
+    if not tokenizer.backend_tokenizer.model.dropout:
         return tokenizer.backend_tokenizer.model
+    spec = _tokenizer_json(tokenizer)
     spec["model"]["dropout"] = None
     return Tokenizer.from_str(json.dumps(spec)).model
 
@@ -207,6 +207,14 @@ class InitContext:
     resources: dict[str, Any] = field(default_factory=dict)  # e.g. the corpus D for Align / FOCUS
     _bpe: Any = None
     _subwords: dict[int, tuple[list[int], str | None]] = field(default_factory=dict)
+    _stats: dict[tuple, tuple[Any, Any]] = field(default_factory=dict)
+
+    def row_stats(self, matrix: Any) -> tuple[Any, Any]:
+        """:func:`source_row_stats` of ``matrix`` over V_s, computed once per matrix."""
+        key = (matrix.data_ptr(), tuple(matrix.shape))
+        if key not in self._stats:
+            self._stats[key] = source_row_stats(matrix, self.source_ids)
+        return self._stats[key]
 
     def subwords(self, token: NewToken) -> tuple[list[int], str | None]:
         """The source ids spelling ``token`` (:func:`source_subwords`), cached across roles and methods."""
@@ -261,11 +269,19 @@ def source_row_stats(matrix: Any, source_ids: list[int]) -> tuple[Any, Any]:
     return mean, (sq / n).sqrt()
 
 
-def mean_of_rows(matrix: Any, ids: list[int]) -> Any:
-    """Mean of ``matrix`` rows over the id sequence (a repeated subword counts once per occurrence), in float64."""
+def mean_of_rows(matrix: Any, id_lists: list[list[int]]) -> Any:
+    """Row k = mean of ``matrix`` rows over ``id_lists[k]`` (a repeated id counts per occurrence), float64; one gather.
+
+    Every list must be non-empty.
+    """
     import torch
 
-    return matrix[torch.as_tensor(ids, dtype=torch.long)].to(torch.float64).mean(0)
+    flat = torch.as_tensor([i for ids in id_lists for i in ids], dtype=torch.long)
+    counts = torch.as_tensor([len(ids) for ids in id_lists], dtype=torch.long)
+    segment = torch.repeat_interleave(torch.arange(len(id_lists)), counts)
+    sums = torch.zeros(len(id_lists), matrix.shape[1], dtype=torch.float64)
+    sums.index_add_(0, segment, matrix.index_select(0, flat).to(torch.float64))
+    return sums / counts[:, None].to(torch.float64)
 
 
 @register_method("Random")
@@ -273,7 +289,7 @@ def init_random(source: Any, ctx: InitContext, role: str) -> InitResult:
     """Random (paper 002 §4): each dimension ~ N(mean, std) of that dimension over the source rows, seeded."""
     import torch
 
-    mean, std = source_row_stats(source, ctx.source_ids)
+    mean, std = ctx.row_stats(source)
     # One stream per role, so that an untied head does not reuse the embedding's standard normals.
     gen = torch.Generator().manual_seed(ctx.seed * 2 + (role == "output"))
     z = torch.randn(len(ctx.new_tokens), source.shape[1], generator=gen, dtype=torch.float64)
@@ -289,19 +305,18 @@ def init_mean(source: Any, ctx: InitContext, role: str) -> InitResult:
     """
     import torch
 
-    rows, records = [], []
-    global_mean = None
-    for tok in ctx.new_tokens:
-        ids, fallback = ctx.subwords(tok)
-        if ids:
-            rows.append(mean_of_rows(source, ids))
-            records.append({"rule": "mean_of_source_subwords", "source_ids": ids, "fallback": fallback})
-        else:
-            if global_mean is None:
-                global_mean = source_row_stats(source, ctx.source_ids)[0]
-            rows.append(global_mean)
-            records.append({"rule": "mean_of_source_rows", "source_ids": [], "fallback": fallback})
-    return InitResult(rows=torch.stack(rows) if rows else torch.zeros(0, source.shape[1]), records=records)
+    mapped = [ctx.subwords(tok) for tok in ctx.new_tokens]
+    rows = torch.empty(len(mapped), source.shape[1], dtype=torch.float64)
+    have = [k for k, (ids, _) in enumerate(mapped) if ids]
+    if have:
+        rows[have] = mean_of_rows(source, [mapped[k][0] for k in have])
+    if len(have) < len(mapped):
+        rows[[k for k, (ids, _) in enumerate(mapped) if not ids]] = ctx.row_stats(source)[0]
+    records = [
+        {"rule": "mean_of_source_subwords" if ids else "mean_of_source_rows", "source_ids": ids, "fallback": fallback}
+        for ids, fallback in mapped
+    ]
+    return InitResult(rows=rows, records=records)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -409,7 +424,7 @@ def initialize_model(
             # A head bias is one more dimension of each output row: the same rule covers it.
             matrices["output"] = out_w.detach() if out_b is None else torch.cat([out_w, out_b[:, None]], 1).detach()
         results = {role: fn(m, ctx, role) for role, m in matrices.items()}
-        pad_rows = {role: source_row_stats(m, source_ids)[0] for role, m in matrices.items()}
+        pad_rows = {role: ctx.row_stats(m)[0] for role, m in matrices.items()}
 
     n_rows = padded_size(max(n_target, n_rows_src), pad_to_multiple_of)
     # mean_resizing=False: the multivariate-normal draw would cost a d×d covariance for rows we overwrite anyway.
@@ -446,12 +461,12 @@ def initialize_model(
     if padding_ids:
         gen_cfg = model.generation_config
         gen_cfg.suppress_tokens = sorted(set(gen_cfg.suppress_tokens or []) | set(padding_ids))
+        # A config marked as derived from the model config may be rebuilt from it at generate() time, losing the list.
+        gen_cfg._from_model_config = False
 
     records = []
     for k, tok in enumerate(tokens):
         rec: dict[str, Any] = {"id": tok.id, "piece": tok.piece, "text": tok.text, "partial_utf8": tok.partial_utf8}
-        if tok.added:
-            rec["added_token"] = True
         per_role = {role: r.records[k] for role, r in results.items()}
         if len(per_role) == 1 or per_role["input"] == per_role["output"]:
             rec.update(per_role["input"])
