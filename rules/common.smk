@@ -33,7 +33,6 @@ METHOD_BY_SLUG = {m.slug: m for m in METHODS}
 MODELS = list(config["models"])
 LANGUAGES = list(config["languages"])
 TASKS = config["evaluation"]["tasks"]
-AUX_VOCAB = config["tokenizer"]["aux_vocab_size"]
 
 
 wildcard_constraints:
@@ -45,6 +44,11 @@ wildcard_constraints:
     aux=r"\d+",
     corpus="l10n|cc100",
     mt="l10n|flores",
+
+
+def aux_vocab(lang):
+    """|V_aux| for a language: its own setting, else the global one (small corpora support fewer merges)."""
+    return config["languages"][lang].get("aux_vocab_size", config["tokenizer"]["aux_vocab_size"])
 
 
 def corpus_kind(lang):
@@ -115,11 +119,11 @@ def source_model_dir(model):
 
 def tokenizer_dir(wc):
     m = METHOD_BY_SLUG[wc.method]
-    return f"results/{wc.model}/{wc.lang}/tokenizer/aux{AUX_VOCAB}.k{m.k}"
+    return f"results/{wc.model}/{wc.lang}/tokenizer/aux{aux_vocab(wc.lang)}.k{m.k}"
 
 
 def init_dir(model, lang, method):
-    return f"results/{model}/{lang}/init/{method.init}.aux{AUX_VOCAB}.k{method.k}"
+    return f"results/{model}/{lang}/init/{method.init}.aux{aux_vocab(lang)}.k{method.k}"
 
 
 def lapt_input_model(wc):
@@ -138,7 +142,7 @@ def evaluated_model(wc):
 
 def cell_json(wc):
     m = METHOD_BY_SLUG[wc.method]
-    cell = m.cell(wc.model, wc.lang, AUX_VOCAB)
+    cell = m.cell(wc.model, wc.lang, aux_vocab(wc.lang))
     cell["data_label"] = data_label(wc.lang)
     return json.dumps(cell, sort_keys=True)
 

@@ -31,12 +31,39 @@ def locate_package_file(package: str, relpath: str) -> Path:
     return path
 
 
+def gguf_metadata(gguf_file: Path, key: str) -> str | None:
+    """One string field of a GGUF header (None when absent)."""
+    from gguf import GGUFReader
+
+    field = GGUFReader(str(gguf_file)).fields.get(key)
+    return None if field is None else bytes(field.parts[field.data[0]]).decode("utf-8")
+
+
+def restore_pre_tokenizer(tokenizer, pre_type: str | None) -> None:
+    """Put back the pre-tokenizer that transformers' GGUF conversion drops.
+
+    transformers rebuilds a GGUF "gpt2" tokenizer with a bare ByteLevel pre-tokenizer; llama.cpp's "smollm" pre-type
+    (SmolLM/SmolLM2) also splits every digit on its own, as the original tokenizer.json does (Digits(individual_digits)
+    then ByteLevel). Without it, an auxiliary tokenizer learns multi-digit tokens that change English tokenization.
+    """
+    from tokenizers import pre_tokenizers
+
+    if pre_type == "smollm":
+        tokenizer.backend_tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Digits(individual_digits=True),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True),
+            ]
+        )
+
+
 def load_gguf(gguf_file: Path, *, tokenizer_only: bool = False):
     """Load (and dequantize) a GGUF checkpoint into a float32 transformers model and its tokenizer."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name)
+    restore_pre_tokenizer(tokenizer, gguf_metadata(gguf_file, "tokenizer.ggml.pre"))
     if tokenizer_only:
         return None, tokenizer
     quantized = AutoModelForCausalLM.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32)

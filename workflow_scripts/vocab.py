@@ -1,33 +1,37 @@
 """Auxiliary tokenizer and vocabulary expansion (paper 002 §3, §6.6).
 
-An auxiliary BPE tokenizer T_aux is trained on the target-language corpus D with the source tokenizer's own normalizer and
-pre-tokenizer; V_new is taken from its most frequent tokens that the source vocabulary V_s lacks; the target tokenizer T_t is
-a real BPE over V_s ∪ V_new (vocabulary entries plus merge rules appended after the source merges), never "added tokens",
-which are matched before BPE and garble byte-level decoding.
+An auxiliary BPE tokenizer T_aux is trained on the target-language corpus D with the source tokenizer's own normalizer
+and pre-tokenizer; V_new is taken from its most frequent tokens that the source vocabulary V_s lacks; the target
+tokenizer T_t is a real BPE over V_s ∪ V_new (vocabulary entries plus merge rules appended after the source merges),
+never "added tokens", which are matched before BPE and garble byte-level decoding.
 
-The route follows from the source tokenizer's tokenizer.json (``detect_family``): byte-level BPE (GPT-2, SmolLM2, Llama-3)
-is supported; SentencePiece-style byte-fallback BPE (Llama-2, Gemma) is recognised but not yet supported; other models
-(WordPiece, Unigram, WordLevel) are rejected.
+The route follows from the source tokenizer's tokenizer.json (``detect_family``): byte-level BPE (GPT-2, SmolLM2,
+Llama-3) is supported; SentencePiece-style byte-fallback BPE (Llama-2, Gemma) is recognised but not yet supported;
+other models (WordPiece, Unigram, WordLevel) are rejected.
 
-Expansion algorithm ("producible greedy"). Appending a merge (l, r) -> l+r after every existing merge never changes how
-a pre-token is split unless l+r occurs in it: the existing merges all run first (BPE applies the lowest-ranked applicable
-merge each time), and no existing merge involves the new token. Hence a new token t is produced for its own string exactly
-when the current T_t splits that string into two pieces (l, r) and the appended merge is (l, r); a string split into three
-or more pieces cannot be produced by one merge. Candidates are ranked by frequency (aux tokenization of D; ties by aux id,
-i.e. the aux merge order). Repeatedly, the highest-ranked candidate that the current T_t splits into exactly two pieces is
-added with that merge; candidates split into more pieces wait, and are re-examined after each addition, since adding a
-token can turn them into two pieces. This stops at exactly k tokens, every one of them in V_aux and not in V_s, each
-guaranteed to be produced when its string is encoded alone (later merges cannot undo an earlier one: they rank lower).
-We choose the next candidate rather than adding intermediate tokens because intermediates would either leave V_aux (a
-two-way split of the source pieces need not be an aux token) or enter V_new out of frequency order; candidates passed
-over are reported. New ids follow the frequency order and are contiguous after every source id (model vocabulary and
-added/special tokens); the merges follow the order in which tokens were added.
+Expansion algorithm. Appending a merge (l, r) -> l+r after every existing merge never changes how a pre-token is
+split unless l+r occurs in it: the existing merges all run first (BPE applies the lowest-ranked applicable merge each
+time), and no existing merge involves the new token. So a new token t is produced for its own string exactly when the
+current T_t splits that string into two pieces (l, r) and the appended merge is (l, r), and later merges (ranked
+lower) cannot undo it; a string split into three or more pieces cannot be produced by one merge. Candidates (V_aux
+minus V_s) are ranked by frequency (aux tokenization of D; ties by aux id, i.e. the aux merge order) and taken in that
+order: a candidate that T_t splits in two is added with that merge; otherwise its building blocks are added first,
+following the aux tokenizer's own merge tree (c = a + b, recursively), each as soon as T_t splits it in two, and then
+the candidate itself if T_t now splits it in two (a source merge can still cross the a|b boundary: the candidate is
+then skipped and its blocks stay). Building blocks are aux tokens too and count toward k; a candidate whose blocks would
+exceed the budget is skipped for cheaper ones; passes repeat until exactly k tokens are in. This keeps V_new inside
+V_aux minus V_s with exact reachability, and keeps more of the plain top-k (and gives shorter target text) than merely
+skipping candidates until T_t splits them in two, which drops frequent words whose blocks are rare as final aux tokens.
+The top-k candidates left out and the members ranked below k are reported. New ids follow the frequency order,
+contiguous after every source id (model vocabulary and added/special tokens); merges follow the order of addition,
+which matters (an early block may cross a character boundary that a later token claims), so ``expand_tokenizer`` takes
+them as given.
 """
 
 from __future__ import annotations
 
 import argparse
-import heapq
+import itertools
 import json
 import shutil
 import time
@@ -46,9 +50,16 @@ BYTE_LEVEL_BPE = "byte_level_bpe"
 SENTENCEPIECE_BPE = "sentencepiece_bpe"
 SUPPORTED_FAMILIES = (BYTE_LEVEL_BPE,)
 
-# Files of a tokenizer folder that describe the vocabulary itself: they are rewritten (or dropped) after expansion;
-# every other file (tokenizer_config.json, special_tokens_map.json, chat_template.jinja, ...) is copied unchanged.
-_VOCABULARY_FILES = ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer.model", "spiece.model")
+# Tokenizer files copied unchanged from the source folder (which may be a whole model folder: weights and config.json
+# stay behind). tokenizer.json is rewritten; GPT-2-style vocab.json/merges.txt are regenerated from it.
+_COPIED_FILES = (
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "chat_template.jinja",
+    "chat_template.json",
+)
+_COPIED_FOLDERS = ("additional_chat_templates",)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -77,7 +88,7 @@ def _as_tokenizer(tok: Tokenizer | Any | str | Path) -> Tokenizer:
     backend = getattr(tok, "backend_tokenizer", None)
     if isinstance(backend, Tokenizer):
         return backend
-    raise TypeError(f"expected a tokenizers.Tokenizer, a fast transformers tokenizer or a path, got {type(tok).__name__}")
+    raise TypeError(f"expected a tokenizers.Tokenizer, a fast HF tokenizer or a path, got {type(tok).__name__}")
 
 
 def _has_byte_level(component: dict | None) -> bool:
@@ -105,8 +116,8 @@ def detect_family(tokenizer_json: dict, where: str | Path = "<tokenizer>") -> st
     if _has_byte_level(tokenizer_json.get("pre_tokenizer")):
         return BYTE_LEVEL_BPE
     raise ValueError(
-        f"unsupported tokenizer kind BPE without byte-level pre-tokenizer or byte fallback for {where}: new tokens could "
-        "produce characters the model cannot represent"
+        f"unsupported tokenizer kind BPE without byte-level pre-tokenizer or byte fallback for {where}: new tokens "
+        "could produce characters the model cannot represent"
     )
 
 
@@ -140,7 +151,8 @@ def bytes_to_unicode() -> dict[int, str]:
     return {b: chr(c) for b, c in zip(bs, cs, strict=True)}
 
 
-_UNICODE_TO_BYTE = {c: b for b, c in bytes_to_unicode().items()}
+_BYTE_TO_UNICODE = bytes_to_unicode()
+_UNICODE_TO_BYTE = {c: b for b, c in _BYTE_TO_UNICODE.items()}
 
 
 def piece_bytes(piece: str) -> bytes:
@@ -148,7 +160,7 @@ def piece_bytes(piece: str) -> bytes:
     try:
         return bytes(_UNICODE_TO_BYTE[c] for c in piece)
     except KeyError as e:
-        raise ValueError(f"{piece!r} is not a byte-level BPE piece (character {e.args[0]!r} is not a byte symbol)") from e
+        raise ValueError(f"{piece!r} is not a byte-level BPE piece ({e.args[0]!r} is not a byte symbol)") from e
 
 
 def piece_text(piece: str) -> str:
@@ -158,8 +170,7 @@ def piece_text(piece: str) -> str:
 
 def byte_level_form(text: str) -> str:
     """``text`` in the byte-level alphabet, so that piece strings can be searched in it."""
-    table = bytes_to_unicode()
-    return "".join(table[b] for b in text.encode("utf-8"))
+    return "".join(_BYTE_TO_UNICODE[b] for b in text.encode("utf-8"))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -173,12 +184,12 @@ def train_aux_tokenizer(
     """Train T_aux on D with the source's normalizer, pre-tokenizer and decoder, so that pieces compare (paper 002 §3).
 
     Byte-level route: Hugging Face BPE trainer with the full byte-level initial alphabet and no special tokens. The
-    trainer has no randomness (ties go to the lower pair ids); ``seed`` is still applied for any library that might use it.
+    trainer has no randomness (ties go to the lower pair ids); ``seed`` is applied anyway, for any library that uses it.
     """
     from tokenizers import pre_tokenizers, trainers
 
     seed_everything(seed)
-    tj, family = load_source(source_tokenizer_dir)
+    tj, _ = load_source(source_tokenizer_dir)
     lines = [line for line in lines if line.strip()]
     if not lines:
         raise ValueError("the corpus D is empty: cannot train an auxiliary tokenizer")
@@ -207,7 +218,8 @@ def train_aux_tokenizer(
     if reached < vocab_size:
         raise ValueError(
             f"corpus too small for an aux vocabulary of {vocab_size}: BPE training on {len(lines)} lines stopped at "
-            f"{reached} tokens (no pair left to merge); use aux vocab size <= {reached} (config aux_vocab_size) or more text"
+            f"{reached} tokens (no pair left to merge); use aux vocab size <= {reached} (config aux_vocab_size) "
+            "or more text"
         )
     # Same model options as the source (e.g. Llama-3's ignore_merges), so that aux pieces behave like source pieces.
     out = json.loads(aux.to_str())
@@ -222,33 +234,39 @@ def train_aux_tokenizer(
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def rank_candidates(aux: Tokenizer | str | Path, source: Tokenizer | str | Path, lines: Sequence[str]) -> list[tuple[str, int]]:
-    """Aux tokens not in V_s with their frequency of use when D is tokenized by T_aux, most frequent first.
+def rank_candidates(
+    aux: Tokenizer | str | Path, source: Tokenizer | str | Path, lines: Sequence[str]
+) -> list[tuple[str, int]]:
+    """V_aux minus V_s with each token's frequency of use when D is tokenized by T_aux, most frequent first (§3).
 
-    Ties are broken by the aux id (the aux merge order), so the ranking is deterministic. Unused aux tokens are left out.
+    Ties are broken by the aux id (the aux merge order), so the ranking is deterministic. Tokens T_aux never outputs on
+    D (intermediates of longer tokens) stay in, with frequency 0, at the end: after the used ones run out they are the
+    building blocks that make long frequent tokens reachable.
     """
     aux, source = _as_tokenizer(aux), _as_tokenizer(source)
-    encodings = aux.encode_batch([line for line in lines if line], add_special_tokens=False)
+    encodings = aux.encode_batch([line for line in lines if line.strip()], add_special_tokens=False)
     ids = np.fromiter((i for e in encodings for i in e.ids), dtype=np.int64)
     counts = np.bincount(ids, minlength=aux.get_vocab_size(with_added_tokens=True))
     source_vocab = source.get_vocab(with_added_tokens=True)
     special = {t.content for t in aux.get_added_tokens_decoder().values()}
-    ranked = []
-    for idx in np.flatnonzero(counts):
-        token = aux.id_to_token(int(idx))
-        if token not in source_vocab and token not in special:
-            ranked.append((int(idx), token, int(counts[idx])))
+    ranked = [
+        (idx, token, int(counts[idx]))
+        for token, idx in aux.get_vocab(with_added_tokens=False).items()
+        if token not in source_vocab and token not in special
+    ]
     ranked.sort(key=lambda x: (-x[2], x[0]))
     return [(token, freq) for _, token, freq in ranked]
 
 
 @dataclass
 class ExpansionPlan:
-    """The outcome of the producible greedy: V_new in frequency order and the merges to append, in addition order."""
+    """V_new in frequency order, the merges that produce it (in the order they are appended), and how far V_new is
+    from the plain top-k: top-k candidates left out, and members ranked below k (mostly their building blocks)."""
 
     selected: list[tuple[str, int]]
     merges: list[tuple[str, str]]
     passed_over: list[tuple[str, int]] = field(default_factory=list)
+    outside_top_k: list[tuple[str, int]] = field(default_factory=list)
 
 
 def _apply_merge(pieces: list[str], left: str, right: str) -> list[str]:
@@ -269,69 +287,155 @@ def _source_pieces(source: Tokenizer, token: str) -> list[str]:
     return [t.value for t in source.model.tokenize(token)]
 
 
-def plan_expansion(source: Tokenizer | str | Path, ranked: Sequence[tuple[str, int]], k: int) -> ExpansionPlan:
-    """Pick k producible tokens from the ranked candidates and the merges that produce them (module docstring)."""
+class _GrowingVocabulary:
+    """T_t while merges are appended: the current split of every candidate string, updated after each addition.
+
+    Appending the merge (l, r) after all others changes a split only by joining adjacent (l, r) pairs, because every
+    earlier merge has already run and none of them involves the new token; so splits are updated in place, without
+    re-running BPE, and a two-piece split never changes again.
+    """
+
+    def __init__(self, source: Tokenizer, tokens: Sequence[str], aux_merges: dict[str, tuple[str, str]]):
+        self.source_vocab = source.get_vocab(with_added_tokens=True)
+        self.aux_merges = aux_merges
+        self.pieces = {t: _source_pieces(source, t) for t in tokens}
+        self.pair_index: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for t, p in self.pieces.items():
+            if len(p) > 2:
+                for pair in itertools.pairwise(p):
+                    self.pair_index[pair].add(t)
+        self.added: list[str] = []
+        self.added_set: set[str] = set()
+        self.merges: list[tuple[str, str]] = []
+
+    def known(self, token: str) -> bool:
+        return token in self.source_vocab or token in self.added_set
+
+    def add(self, token: str) -> None:
+        left, right = self.pieces[token]
+        self.added.append(token)
+        self.added_set.add(token)
+        self.merges.append((left, right))
+        for other in self.pair_index.pop((left, right), set()):
+            old = self.pieces[other]
+            new = _apply_merge(old, left, right)
+            for pair in itertools.pairwise(old):
+                if pair != (left, right):
+                    self.pair_index[pair].discard(other)
+            self.pieces[other] = new
+            if len(new) > 2:
+                for pair in itertools.pairwise(new):
+                    self.pair_index[pair].add(other)
+
+    def needed(self, token: str, acc: set[str]) -> bool:
+        """Collect the tokens that ``ensure`` would add for ``token`` (an upper bound); False when it cannot work."""
+        if self.known(token) or token in acc:
+            return True
+        if token not in self.pieces:
+            return False
+        if len(self.pieces[token]) == 2:
+            acc.add(token)
+            return True
+        parts = self.aux_merges.get(token)
+        if parts is None or not (self.needed(parts[0], acc) and self.needed(parts[1], acc)):
+            return False
+        acc.add(token)
+        return True
+
+    def ensure(self, token: str) -> bool:
+        """Make ``token`` reachable: directly if T_t splits it in two, else first its aux parts (recursively)."""
+        if self.known(token):
+            return True
+        if token not in self.pieces:
+            return False
+        if len(self.pieces[token]) == 2:
+            self.add(token)
+            return True
+        parts = self.aux_merges.get(token)
+        if parts is None or not (self.ensure(parts[0]) and self.ensure(parts[1])):
+            return False
+        if len(self.pieces[token]) == 2:  # a source merge may still cross the boundary between the two parts
+            self.add(token)
+            return True
+        return False
+
+
+def aux_merge_parts(aux: Tokenizer | str | Path) -> dict[str, tuple[str, str]]:
+    """For each aux token built by a merge, its two parts (the aux tokenizer's own merge tree)."""
+    tj = json.loads(_as_tokenizer(aux).to_str())
+    out: dict[str, tuple[str, str]] = {}
+    for m in tj["model"]["merges"]:
+        left, right = m.split(" ", 1) if isinstance(m, str) else m
+        out.setdefault(left + right, (left, right))
+    return out
+
+
+def plan_expansion(
+    source: Tokenizer | str | Path,
+    ranked: Sequence[tuple[str, int]],
+    k: int,
+    aux_merges: dict[str, tuple[str, str]] | None = None,
+) -> ExpansionPlan:
+    """Choose exactly k reachable new tokens from the ranked candidates and the merges to append (module docstring).
+
+    Without ``aux_merges`` no building blocks are added: a candidate waits until T_t splits it in two.
+    """
     source = _as_tokenizer(source)
     if k < 1:
         raise ValueError(f"k (the number of new tokens) must be positive, got {k}")
-    source_vocab = source.get_vocab(with_added_tokens=True)
     tokens = [t for t, _ in ranked]
     if len(set(tokens)) != len(tokens):
         raise ValueError("candidate tokens must be unique")
+    source_vocab = source.get_vocab(with_added_tokens=True)
     in_vs = [t for t in tokens if t in source_vocab]
     if in_vs:
         raise ValueError(f"{len(in_vs)} candidate tokens are already in the source vocabulary, e.g. {in_vs[:5]}")
-    pieces = [_source_pieces(source, t) for t in tokens]
-    # Only candidates split into 3+ pieces can change when a merge is appended; 2-piece ones wait in the heap.
-    heap = [i for i, p in enumerate(pieces) if len(p) == 2]
-    heapq.heapify(heap)
-    pair_index: dict[tuple[str, str], set[int]] = defaultdict(set)
-    for i, p in enumerate(pieces):
-        if len(p) > 2:
-            for pair in zip(p, p[1:], strict=False):
-                pair_index[pair].add(i)
-    chosen: list[int] = []
-    merges: list[tuple[str, str]] = []
-    while len(chosen) < k and heap:
-        i = heapq.heappop(heap)
-        left, right = pieces[i]
-        chosen.append(i)
-        merges.append((left, right))
-        for j in pair_index.pop((left, right), set()):
-            old = pieces[j]
-            new = _apply_merge(old, left, right)
-            for pair in zip(old, old[1:], strict=False):
-                if pair != (left, right):
-                    pair_index[pair].discard(j)
-            pieces[j] = new
-            if len(new) == 2:
-                heapq.heappush(heap, j)
-            else:
-                for pair in zip(new, new[1:], strict=False):
-                    pair_index[pair].add(j)
-    if len(chosen) < k:
+    state = _GrowingVocabulary(source, tokens, aux_merges or {})
+    progress = True
+    # Passes in rank order; a later pass retries candidates that earlier additions have made reachable.
+    while len(state.added) < k and progress:
+        progress = False
+        for token in tokens:
+            if len(state.added) >= k:
+                break
+            if state.known(token):
+                continue
+            need: set[str] = set()
+            if not state.needed(token, need) or len(need) > k - len(state.added):
+                continue
+            before = len(state.added)
+            state.ensure(token)
+            progress = progress or len(state.added) > before
+    if len(state.added) < k:
         raise ValueError(
-            f"only {len(chosen)} of {len(tokens)} candidate tokens can be made reachable by appended merges, fewer than "
-            f"k={k}: lower k or train the aux tokenizer on more text / with a larger vocabulary"
+            f"only {len(state.added)} of {len(tokens)} candidate tokens can be made reachable by appended merges, "
+            f"fewer than k={k}: lower k or train the aux tokenizer on more text / with a larger vocabulary"
         )
-    chosen_set = set(chosen)
-    last = max(chosen)
-    selected = [ranked[i] for i in sorted(chosen)]
-    passed_over = [ranked[i] for i in range(last) if i not in chosen_set]
-    return ExpansionPlan(selected=[(t, int(f)) for t, f in selected], merges=merges, passed_over=passed_over)
+    rank = {t: i for i, t in enumerate(tokens)}
+    selected = [(t, int(f)) for t, f in ranked if t in state.added_set]
+    return ExpansionPlan(
+        selected=selected,
+        merges=state.merges,
+        passed_over=[(t, int(f)) for t, f in ranked[:k] if t not in state.added_set],
+        outside_top_k=[(t, f) for t, f in selected if rank[t] >= k],
+    )
 
 
 def select_new_tokens(
     aux: Tokenizer | str | Path, source: Tokenizer | str | Path, lines: Sequence[str], k: int
 ) -> list[tuple[str, int]]:
-    """V_new: the k most frequent aux tokens not in V_s that appended merges can produce, most frequent first (§3)."""
+    """V_new: k aux tokens not in V_s, taken in frequency order and made reachable with their aux parts (§3).
+
+    Most frequent first; ties by aux id. See the module docstring for how reachability shapes the choice.
+    """
+    aux = _as_tokenizer(aux)
     ranked = rank_candidates(aux, source, lines)
     if len(ranked) < k:
         raise ValueError(
-            f"the aux tokenizer yields only {len(ranked)} tokens used on D and absent from V_s, fewer than k={k}: lower k "
-            "or train the aux tokenizer with a larger vocabulary"
+            f"the aux tokenizer yields only {len(ranked)} tokens absent from V_s, fewer than k={k}: "
+            "lower k or train the aux tokenizer with a larger vocabulary"
         )
-    return plan_expansion(source, ranked, k).selected
+    return plan_expansion(source, ranked, k, aux_merge_parts(aux)).selected
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -346,7 +450,7 @@ def next_free_id(tokenizer_json: dict) -> int:
 
 
 def build_expanded_json(tokenizer_json: dict, new_tokens: Sequence[str], merges: Sequence[tuple[str, str]]) -> dict:
-    """A copy of the source tokenizer.json with ``new_tokens`` as contiguous ids and ``merges`` after the source merges."""
+    """A copy of the source tokenizer.json with ``new_tokens`` at contiguous ids and ``merges`` after its merges."""
     out = json.loads(json.dumps(tokenizer_json))
     model = out["model"]
     start = next_free_id(tokenizer_json)
@@ -371,9 +475,12 @@ def _write_tokenizer_folder(source_dir: Path | None, tokenizer: Tokenizer, out: 
     """Copy the source folder's configuration (chat template, special tokens) and write the expanded vocabulary."""
     out.mkdir(parents=True)
     if source_dir is not None:
-        for f in sorted(source_dir.iterdir()):
-            if f.is_file() and f.name not in _VOCABULARY_FILES:
-                shutil.copy2(f, out / f.name)
+        for name in _COPIED_FILES:
+            if (source_dir / name).is_file():
+                shutil.copy2(source_dir / name, out / name)
+        for name in _COPIED_FOLDERS:
+            if (source_dir / name).is_dir():
+                shutil.copytree(source_dir / name, out / name)
     tokenizer.save(str(out / "tokenizer.json"))
     tj = json.loads(tokenizer.to_str())
     if source_dir is not None and (source_dir / "vocab.json").exists():
@@ -397,12 +504,17 @@ def _write_tokenizer_folder(source_dir: Path | None, tokenizer: Tokenizer, out: 
 
 
 def expand_tokenizer(
-    source_tokenizer_dir: str | Path, new_tokens: Sequence[tuple[str, int]] | Sequence[str], out_dir: str | Path
+    source_tokenizer_dir: str | Path,
+    new_tokens: Sequence[tuple[str, int]] | Sequence[str],
+    out_dir: str | Path,
+    merges: Sequence[tuple[str, str]] | None = None,
 ) -> Tokenizer:
     """Write T_t, a real BPE over V_s ∪ V_new (paper 002 §3, §6.6), as a tokenizer folder; return its backend.
 
-    ``new_tokens`` (piece strings, optionally with frequencies) get contiguous ids in the given order; their merges are
-    found by the producible greedy, and every token is checked to be produced when its string is encoded alone.
+    ``new_tokens`` (piece strings, optionally with frequencies) get contiguous ids in the given order. ``merges`` (one
+    per new token, in the order to append them) come from ``plan_expansion``; the order matters when building blocks
+    were added, so pass them. Without them the merges are re-derived by passes over the list (enough for a hand-written
+    list whose tokens all become two-piece splits). Every new token is checked to be produced for its own string.
     """
     source_dir = Path(source_tokenizer_dir)
     tj, _ = load_source(source_dir)
@@ -410,19 +522,26 @@ def expand_tokenizer(
     tokens = [t if isinstance(t, str) else t[0] for t in new_tokens]
     if not tokens:
         raise ValueError("no new tokens given")
-    # Re-planning over exactly these tokens reproduces the selection's addition order; it fails for a token that no
-    # appended merge can produce (e.g. a hand-written list whose token splits into three pieces).
-    try:
-        plan = plan_expansion(source, [(t, 0) for t in tokens], len(tokens))
-    except ValueError as e:
-        stuck = [(t, _source_pieces(source, t)) for t in tokens if len(_source_pieces(source, t)) > 2][:5]
-        raise ValueError(f"cannot make every new token reachable by appended merges ({e}); e.g. {stuck}") from e
-    target = Tokenizer.from_str(json.dumps(build_expanded_json(tj, tokens, plan.merges)))
+    if merges is None:
+        try:
+            merges = plan_expansion(source, [(t, 0) for t in tokens], len(tokens)).merges
+        except ValueError as e:
+            raise ValueError(
+                f"cannot make every new token reachable by appended merges in any pass order ({e}); pass the merges "
+                "from plan_expansion (their order matters)"
+            ) from e
+    merges = [(str(left), str(right)) for left, right in merges]
+    if sorted(left + right for left, right in merges) != sorted(tokens):
+        raise ValueError("merges must produce exactly the new tokens, one merge each")
+    target = Tokenizer.from_str(json.dumps(build_expanded_json(tj, tokens, merges)))
     start = next_free_id(tj)
     for offset, token in enumerate(tokens):
         got = [(t.value, t.id) for t in target.model.tokenize(token)]
         if got != [(token, start + offset)]:
-            raise RuntimeError(f"new token {token!r} (id {start + offset}) is not produced for its own string: {got}")
+            raise ValueError(
+                f"new token {token!r} (id {start + offset}) is not produced for its own string but split as {got}: "
+                "the merges or their order do not make it reachable"
+            )
     with atomic_path(out_dir) as tmp:
         _write_tokenizer_folder(source_dir if source_dir.is_dir() else None, target, tmp)
     return target
@@ -448,8 +567,13 @@ def expansion_report(
         tid = target.token_to_id(token)
         new_ids.add(tid)
         tokens.append(
-            {"id": tid, "piece": token, "text": piece_text(token), "frequency": int(freq),
-             "source_pieces": len(_source_pieces(source, token))}
+            {
+                "id": tid,
+                "piece": token,
+                "text": piece_text(token),
+                "frequency": int(freq),
+                "source_pieces": len(_source_pieces(source, token)),
+            }
         )
     before = [len(e.ids) for e in source.encode_batch(lines, add_special_tokens=False)]
     after_enc = target.encode_batch(lines, add_special_tokens=False)
@@ -503,7 +627,12 @@ def main(argv: list[str] | None = None) -> None:
         lines = read_lines(args.corpus)
         t0 = time.perf_counter()
         aux = train_aux_tokenizer(lines, args.source_tokenizer, args.vocab_size, args.seed)
-        log.info("aux tokenizer: %d tokens from %d lines in %.1f s", aux.get_vocab_size(), len(lines), time.perf_counter() - t0)
+        log.info(
+            "aux tokenizer: %d tokens from %d lines in %.1f s",
+            aux.get_vocab_size(),
+            len(lines),
+            time.perf_counter() - t0,
+        )
         with atomic_path(args.out) as tmp:
             aux.save(str(tmp))
         return
@@ -514,8 +643,8 @@ def main(argv: list[str] | None = None) -> None:
     ranked = rank_candidates(aux, source, lines)
     if len(ranked) < args.k:
         raise ValueError(f"{args.aux} yields only {len(ranked)} candidate tokens for k={args.k}; lower k")
-    plan = plan_expansion(source, ranked, args.k)
-    target = expand_tokenizer(args.source_tokenizer, plan.selected, args.out)
+    plan = plan_expansion(source, ranked, args.k, aux_merge_parts(aux))
+    target = expand_tokenizer(args.source_tokenizer, plan.selected, args.out, plan.merges)
     seconds = time.perf_counter() - t0
     report = expansion_report(source, target, plan.selected, read_lines(args.heldout))
     report.update(
@@ -523,14 +652,19 @@ def main(argv: list[str] | None = None) -> None:
             "aux_vocab_size": aux.get_vocab_size(),
             "candidates": len(ranked),
             "passed_over": [{"piece": t, "text": piece_text(t), "frequency": f} for t, f in plan.passed_over],
+            "outside_top_k": [{"piece": t, "text": piece_text(t), "frequency": f} for t, f in plan.outside_top_k],
             "merges": [list(m) for m in plan.merges],
             "seconds": seconds,
         }
     )
     write_json(args.report, report)
     log.info(
-        "T_t: %d new tokens (%d candidates passed over) in %.1f s; held-out tokens/sentence %.1f -> %.1f",
-        args.k, len(plan.passed_over), seconds, report["tokens_per_sentence_source"], report["tokens_per_sentence_target"],
+        "T_t: %d new tokens (%d of the top k passed over) in %.1f s; held-out tokens/sentence %.1f -> %.1f",
+        args.k,
+        len(plan.passed_over),
+        seconds,
+        report["tokens_per_sentence_source"],
+        report["tokens_per_sentence_target"],
     )
 
 
