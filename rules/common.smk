@@ -142,9 +142,11 @@ def evaluated_model(wc):
 
 def cell_json(wc):
     m = METHOD_BY_SLUG[wc.method]
-    cell = m.cell(wc.model, wc.lang, aux_vocab(wc.lang))
-    cell["data_label"] = data_label(wc.lang)
-    return json.dumps(cell, sort_keys=True)
+    return json.dumps(m.cell(wc.model, wc.lang, aux_vocab(wc.lang)), sort_keys=True)
+
+
+def data_label_of(wc):
+    return data_label(wc.lang)
 
 
 def hparams_json(wc):

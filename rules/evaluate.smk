@@ -18,6 +18,7 @@ rule evaluate_mt:
     threads: 2
     params:
         cell=cell_json,
+        data_label=data_label_of,
         n=config["evaluation"]["mt"]["n"],
         max_new_tokens=config["evaluation"]["mt"]["max_new_tokens"],
         batch_size=config["evaluation"]["mt"]["batch_size"],
@@ -26,7 +27,7 @@ rule evaluate_mt:
     shell:
         "python -m workflow_scripts.evaluate mt --model {input.model} --pairs {input.pairs} --lang {wildcards.lang}"
         " --n {params.n} --max-new-tokens {params.max_new_tokens} --batch-size {params.batch_size}"
-        " --decoding {params.decoding} --seed {params.seed} --cell {params.cell:q} --out {output.result}"
+        " --decoding {params.decoding} --seed {params.seed} --cell {params.cell:q} --data-label {params.data_label:q} --out {output.result}"
         " --predictions {output.predictions} --threads {threads} 2>> {log}"
 
 
@@ -46,11 +47,12 @@ rule evaluate_ppl:
     threads: 2
     params:
         cell=cell_json,
+        data_label=data_label_of,
         n=config["evaluation"]["ppl"]["n"],
         batch_size=config["evaluation"]["ppl"]["batch_size"],
     shell:
         "python -m workflow_scripts.evaluate ppl --model {input.model} --text {input.text} --n {params.n}"
-        " --batch-size {params.batch_size} --cell {params.cell:q} --out {output.result}"
+        " --batch-size {params.batch_size} --cell {params.cell:q} --data-label {params.data_label:q} --out {output.result}"
         " --threads {threads} 2>> {log}"
 
 
@@ -70,9 +72,10 @@ rule measure_speed:
     threads: 2
     params:
         cell=cell_json,
+        data_label=data_label_of,
         n=config["evaluation"]["speed"]["n"],
         max_new_tokens=config["evaluation"]["speed"]["max_new_tokens"],
     shell:
         "python -m workflow_scripts.speed --model {input.model} --pairs {input.pairs} --lang {wildcards.lang}"
-        " --n {params.n} --max-new-tokens {params.max_new_tokens} --cell {params.cell:q}"
+        " --n {params.n} --max-new-tokens {params.max_new_tokens} --cell {params.cell:q} --data-label {params.data_label:q}"
         " --out {output.result} --threads {threads} 2>> {log}"

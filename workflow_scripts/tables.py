@@ -1,0 +1,220 @@
+"""Collect result JSONs into one tidy long table (CSV) and a Markdown rendering per model (paper 002 Tables 3-4).
+
+Each result file is {"cell": {...}, "records": [{"task", "metric", "value"}, ...], "details": {...}}; every record
+becomes one row with the cell's columns. Runs of the same cell with different seeds stay separate rows (column
+``seed``); the Markdown shows their mean, as the paper reports the mean over five runs.
+
+Derived rows (Table 4), per model, language and task, relative to the Source row of the same model and language:
+``speedup`` = tokens_per_second / Source's (the paper's definition), ``speedup_chars`` = chars_per_second / Source's
+(speed on text, comparable across vocabularies), ``prompt_token_ratio`` and ``generated_token_ratio`` (mean prompt and
+generated tokens / Source's). Means over seeds are taken before dividing. No Source row, no derived rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from workflow_scripts.io import atomic_path, read_json, setup_logging, write_text
+
+log = logging.getLogger("vocabexp")
+
+CELL_COLUMNS = [
+    "model",
+    "language",
+    "method",
+    "label",
+    "init",
+    "procedure",
+    "objective",
+    "seq_len",
+    "k",
+    "aux_vocab_size",
+]
+COLUMNS = [*CELL_COLUMNS, "task", "metric", "value", "seed"]
+INT_COLUMNS = ["seq_len", "k", "aux_vocab_size", "seed"]
+SETTING_COLUMNS = ["init", "procedure", "objective", "seq_len", "k", "aux_vocab_size"]
+
+# (derived metric, metric it divides by Source's)
+DERIVED = [
+    ("speedup", "tokens_per_second"),
+    ("speedup_chars", "chars_per_second"),
+    ("prompt_token_ratio", "prompt_tokens"),
+    ("generated_token_ratio", "generated_tokens"),
+]
+
+# Markdown columns: (header, task, metric, format)
+MARKDOWN_COLUMNS = [
+    ("mt chrF", "mt", "chrF", "{:.1f}"),
+    ("ppl BPC", "ppl", "bits_per_char", "{:.3f}"),
+    ("ppl", "ppl", "perplexity", "{:.2f}"),
+    ("tokens/s", "mt", "tokens_per_second", "{:.1f}"),
+    ("speed-up", "mt", "speedup", "{:.2f}x"),
+]
+MISSING = "–"
+
+
+def is_source(method: object, label: object) -> bool:
+    """True for the unadapted Source model's rows (method slug "source" or label "Source")."""
+    return str(method).lower() == "source" or str(label).lower() == "source"
+
+
+def load_results(paths: list[str | Path], *, strict: bool = True) -> tuple[pd.DataFrame, list[str]]:
+    """Long table of every record in ``paths`` and the distinct ``details.data_label`` values found.
+
+    With ``strict`` False, JSON files that are not result files are skipped with a warning instead of an error.
+    """
+    rows, labels = [], []
+    for path in paths:
+        obj = read_json(path)
+        if not (isinstance(obj, dict) and isinstance(obj.get("cell"), dict) and isinstance(obj.get("records"), list)):
+            if strict:
+                raise ValueError(f"{path}: not a result file (expected keys 'cell' and 'records')")
+            log.warning("skipping %s: not a result file", path)
+            continue
+        details = obj.get("details") or {}
+        label = details.get("data_label")
+        if label and label not in labels:
+            labels.append(label)
+        for rec in obj["records"]:
+            row = {c: obj["cell"].get(c) for c in CELL_COLUMNS}
+            row.update(task=rec["task"], metric=rec["metric"], value=float(rec["value"]), seed=details.get("seed"))
+            rows.append(row)
+    return _typed(pd.DataFrame(rows, columns=COLUMNS)), labels
+
+
+def _cell_key(row: pd.Series) -> tuple:
+    return tuple(None if _missing(row[c]) else row[c] for c in CELL_COLUMNS)
+
+
+def _missing(value: object) -> bool:
+    return value is None or (not isinstance(value, str) and bool(pd.isna(value)))
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Integer settings stay integers in the CSV (512, not 512.0) while missing values stay empty."""
+    for column in INT_COLUMNS:
+        try:
+            frame[column] = frame[column].astype("Int64")
+        except (TypeError, ValueError):
+            log.warning("column %s holds non-integer values; kept as is", column)
+    return frame
+
+
+def add_derived(frame: pd.DataFrame) -> pd.DataFrame:
+    """Append the speed-up and token-ratio rows (module docstring) for every cell that has a Source to compare to."""
+    derived = []
+    for metric_out, metric_in in DERIVED:
+        part = frame[frame["metric"] == metric_in]
+        if part.empty:
+            continue
+        means: dict[tuple, list] = {}
+        for _, row in part.iterrows():
+            means.setdefault((_cell_key(row), row["task"]), []).append(row["value"])
+        source = {
+            (key[0], key[1], task): sum(v) / len(v)
+            for (key, task), v in means.items()
+            if is_source(key[CELL_COLUMNS.index("method")], key[CELL_COLUMNS.index("label")])
+        }
+        for (key, task), values in means.items():
+            base = source.get((key[0], key[1], task))
+            if base is None or base == 0:
+                continue
+            row = dict(zip(CELL_COLUMNS, key, strict=True))
+            row.update(task=task, metric=metric_out, value=(sum(values) / len(values)) / base, seed=None)
+            derived.append(row)
+    if not derived:
+        return frame
+    return _typed(pd.concat([frame, _typed(pd.DataFrame(derived, columns=COLUMNS))], ignore_index=True))
+
+
+def _fmt_setting(value: object) -> str:
+    if _missing(value):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+def settings_text(row: dict) -> str:
+    """Compact description of a cell's training settings, e.g. "Mean · 2x2LS · clm · 512 · k=100 · aux=8000"."""
+    parts = []
+    for column in SETTING_COLUMNS:
+        text = _fmt_setting(row.get(column))
+        if not text:
+            continue
+        if column == "k":
+            text = f"k={text}"
+        elif column == "aux_vocab_size":
+            text = f"aux={text}"
+        parts.append(text)
+    return " · ".join(parts) or MISSING
+
+
+def markdown(frame: pd.DataFrame, data_labels: list[str] | None = None) -> str:
+    """One Markdown table per model: rows are language × method (Source first), columns the main metrics (means)."""
+    lines = ["# Results", ""]
+    for label in data_labels or []:
+        lines += [f"> Data: {label}. The embedded default's numbers are not comparable to the paper's.", ""]
+    if frame.empty:
+        return "\n".join([*lines, "No results.", ""])
+    values: dict[tuple, dict[tuple, list]] = {}
+    cells: dict[tuple, dict] = {}
+    for _, row in frame.iterrows():
+        key = _cell_key(row)
+        cells.setdefault(key, dict(zip(CELL_COLUMNS, key, strict=True)))
+        values.setdefault(key, {}).setdefault((row["task"], row["metric"]), []).append(row["value"])
+    header = ["Language", "Method", "Settings", *(c[0] for c in MARKDOWN_COLUMNS)]
+    order = {key: i for i, key in enumerate(cells)}
+    for model in dict.fromkeys(c["model"] for c in cells.values()):
+        keys = [k for k, c in cells.items() if c["model"] == model]
+        keys.sort(
+            key=lambda k: (str(cells[k]["language"]), not is_source(cells[k]["method"], cells[k]["label"]), order[k])
+        )
+        lines += [f"## {model}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for key in keys:
+            c = cells[key]
+            row = [str(c["language"]), str(c["method"] if _missing(c["label"]) else c["label"]), settings_text(c)]
+            for _, task, metric, fmt in MARKDOWN_COLUMNS:
+                v = values[key].get((task, metric))
+                row.append(fmt.format(sum(v) / len(v)) if v else MISSING)
+            lines.append("| " + " | ".join(row) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def build_tables(paths: list[str | Path], *, strict: bool = True) -> tuple[pd.DataFrame, str]:
+    """The long table with derived rows and its Markdown rendering, from result JSON files."""
+    frame, labels = load_results(paths, strict=strict)
+    frame = add_derived(frame)
+    return frame, markdown(frame, labels)
+
+
+def find_results(results_dir: str | Path) -> list[Path]:
+    """Result files under ``results_dir``: every ``**/eval/*.json``."""
+    return sorted(Path(results_dir).glob("**/eval/*.json"))
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--inputs", nargs="+", help="result JSON files")
+    src.add_argument("--results-dir", help="folder searched for **/eval/*.json")
+    p.add_argument("--csv", required=True, help="output long table")
+    p.add_argument("--markdown", required=True, help="output Markdown rendering")
+    p.add_argument("--log")
+    a = p.parse_args(argv)
+    setup_logging(a.log)
+    paths = [Path(x) for x in a.inputs] if a.inputs else find_results(a.results_dir)
+    frame, md = build_tables(paths, strict=bool(a.inputs))
+    with atomic_path(a.csv) as tmp:
+        frame.to_csv(tmp, index=False)
+    write_text(a.markdown, md)
+    log.info("tables: %d files, %d rows -> %s, %s", len(paths), len(frame), a.csv, a.markdown)
+
+
+if __name__ == "__main__":
+    main()
