@@ -17,8 +17,8 @@ METHOD_FIELDS = ("init", "vocab", "k", "procedure", "objective", "seq_len", "pos
 IMPLEMENTED = {
     "init": {"none", "Random", "Mean"},
     "vocab": {"expand"},
-    "procedure": {"none", "full", "2x2LS"},
-    "objective": {"clm"},
+    "procedure": {"none", "full", "LoRA", "2x2LS"},
+    "objective": {"clm", "mtp"},
     "posthoc": {"none"},
     "tasks": {"mt", "ppl", "speed"},
 }

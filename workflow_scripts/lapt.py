@@ -5,13 +5,13 @@ A plain PyTorch loop (no HF Trainer) so that the trained parameter set and resum
 - Data: every non-blank line of D is tokenized with the model folder's tokenizer (no BOS/EOS added per line), the
   sentences are joined with one EOS token between consecutive sentences, concatenated into one stream and cut into
   blocks of ``seq_len`` tokens; the last partial block is dropped (§6.4). Blocks are reshuffled every epoch by a
-  generator seeded with ``seed + epoch``, so the order is a function of the seed alone (resume does not depend on RNG state).
-- Procedures (§5): ``2x2LS`` trains the bottom-2 and top-2 transformer layers, the input embeddings, the LM head (tied or
-  not), the final norm and any extra heads; ``full`` trains everything; ``lora`` adds rank-8 LoRA (alpha 32, dropout 0.05,
-  Table 13) to all linear layers, trains the embeddings and LM head fully, and merges the adapters before saving.
+  generator seeded with ``seed + epoch``: the order depends on the seed alone, not on any RNG state to restore.
+- Procedures (§5): ``2x2LS`` trains the bottom-2 and top-2 transformer layers, the input embeddings, the LM head
+  (tied or not), the final norm and any extra heads; ``full`` trains everything; ``LoRA`` adds rank-8 LoRA (alpha 32,
+  dropout 0.05, Table 13) to all linear layers, trains the embeddings and LM head fully, and merges before saving.
   Frozen parameters get ``requires_grad=False`` and are left out of the optimizer, so weight decay and Adam momentum
   cannot move them: they stay bit-identical. New procedures plug into ``PROCEDURES``; 2-stage is two runs of this step
-  (embeddings and head first, then ``lora``), and EEVE's row-level stages need a row mask restored after each step.
+  (embeddings and head first, then ``LoRA``), and EEVE's row-level stages need a row mask restored after each step.
 - Objectives: ``clm``; ``mtp`` adds one extra head, initialized from the LM head, that predicts token t+2 from the same
   final hidden state; the loss is the sum of both token-averaged losses. The extra head is not saved.
 - Optimization: AdamW (betas, eps, weight decay on matrices only, like HF Trainer), cosine schedule with linear warmup,
@@ -26,11 +26,14 @@ A plain PyTorch loop (no HF Trainer) so that the trained parameter set and resum
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import math
 import random
 import resource
+import shutil
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -52,8 +55,9 @@ log = logging.getLogger("vocabexp.lapt")
 
 OBJECTIVES = ("clm", "mtp")
 CHECKPOINT_FILE = "checkpoint.pt"
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 
-# Paper 002 §6.6 and Table 13. Table 13 lists "warmup steps 100" while the text/METHODS give 5%: the ratio is the default,
+# Paper 002 §6.6 and Table 13. Table 13 lists "warmup steps 100" while METHODS gives 5%: the ratio is the default;
 # set warmup_steps to follow Table 13 literally (it overrides the ratio when not null).
 DEFAULT_HPARAMS: dict[str, Any] = {
     "epochs": 2,
@@ -75,9 +79,14 @@ DEFAULT_HPARAMS: dict[str, Any] = {
     "lora_r": 8,
     "lora_alpha": 32,
     "lora_dropout": 0.05,
+    "gradient_checkpointing": None,  # null: on with CUDA, off on CPU
 }
 # Changing these does not change the result, so a checkpoint written under other values may still be resumed.
-_RESUME_NEUTRAL = ("checkpoint_every", "log_every")
+_RESUME_NEUTRAL = ("checkpoint_every", "log_every", "gradient_checkpointing")
+
+
+class TrainingInterrupted(RuntimeError):
+    """Raised after a stop request (SIGTERM, SIGUSR1) once the checkpoint of the last finished step is written."""
 
 
 def resolve_hparams(overrides: dict[str, Any] | None) -> dict[str, Any]:
@@ -89,7 +98,9 @@ def resolve_hparams(overrides: dict[str, Any] | None) -> dict[str, Any]:
     hp = {**DEFAULT_HPARAMS, **overrides}
     if hp["scheduler"] != "cosine":
         raise ValueError(f"hparams.scheduler={hp['scheduler']!r}: only 'cosine' (paper 002 Table 13) is implemented")
-    for key in ("epochs", "batch_size", "grad_accum", "checkpoint_every", "log_every"):
+    if float(hp["epochs"]) <= 0:
+        raise ValueError(f"hparams.epochs must be > 0, got {hp['epochs']!r}")
+    for key in ("batch_size", "grad_accum", "checkpoint_every", "log_every"):
         if int(hp[key]) < 1:
             raise ValueError(f"hparams.{key} must be >= 1, got {hp[key]!r}")
     if hp["max_steps"] is not None and int(hp["max_steps"]) < 1:
@@ -131,8 +142,8 @@ def build_blocks(lines: list[str], tokenizer, seq_len: int, source: str = "corpu
     blocks, n_tokens = pack_blocks(token_lists, eos, seq_len)
     if not blocks:
         raise ValueError(
-            f"{source}: {len(sentences)} sentences give {n_tokens} tokens (EOS joins included), fewer than one block of "
-            f"seq_len={seq_len}; use a smaller seq_len (at most {max(n_tokens, 1)}) or more text"
+            f"{source}: {len(sentences)} sentences give {n_tokens} tokens (EOS joins included), fewer than one block "
+            f"of seq_len={seq_len}; use a smaller seq_len (at most {max(n_tokens, 1)}) or more text"
         )
     return torch.tensor(blocks, dtype=torch.long), n_tokens
 
@@ -213,7 +224,7 @@ class Procedure:
 PROCEDURES: dict[str, Procedure] = {
     "2x2LS": Procedure(_prepare_2x2ls),
     "full": Procedure(_prepare_full),
-    "lora": Procedure(_prepare_lora, _finalize_lora),
+    "LoRA": Procedure(_prepare_lora, _finalize_lora),
 }
 
 
@@ -223,7 +234,8 @@ PROCEDURES: dict[str, Procedure] = {
 class LossComputer:
     """Token-summed training losses for ``clm`` or ``mtp`` (paper 002 §5; Gloeckle et al. 2024 with one extra head).
 
-    For mtp the extra head reads the LM head's input (captured by a forward hook, so any wrapper works) and predicts t+2.
+    For mtp the extra head reads the LM head's input (captured by a forward hook, so any wrapper works) and
+    predicts token t+2.
     """
 
     def __init__(self, model, objective: str, output_embeddings):
@@ -251,7 +263,7 @@ class LossComputer:
         return [] if self.extra_head is None else [("mtp_head.weight", self.extra_head.weight)]
 
     def __call__(self, ids, n1: int, n2: int):
-        """Loss of one micro-batch, normalized by the optimizer step's predicted positions ``n1`` (t+1) and ``n2`` (t+2).
+        """Loss of one micro-batch, normalized by the step's predicted positions ``n1`` (t+1) and ``n2`` (t+2).
 
         Normalizing by the whole step's counts gives every token the same weight whatever the accumulation split.
         """
@@ -305,7 +317,7 @@ def schedule_lengths(n_blocks: int, hp: dict[str, Any]) -> dict[str, int]:
     """Micro-batches and optimizer steps per epoch, total steps (capped by max_steps) and warmup steps."""
     micro = math.ceil(n_blocks / int(hp["batch_size"]))
     per_epoch = math.ceil(micro / int(hp["grad_accum"]))
-    total = per_epoch * int(hp["epochs"])
+    total = max(1, math.ceil(per_epoch * float(hp["epochs"])))  # fractional epochs end mid-epoch
     if hp["max_steps"] is not None:
         total = min(total, int(hp["max_steps"]))
     warmup = int(hp["warmup_steps"]) if hp["warmup_steps"] is not None else math.ceil(float(hp["warmup_ratio"]) * total)
@@ -329,10 +341,12 @@ def train(
     hparams: dict[str, Any] | None = None,
     checkpoint_dir: str | Path,
     loss_curve: str | Path | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
     """Run LAPT (paper 002 §5, §6.6) from ``model_dir`` on ``train_file``, resuming from ``checkpoint_dir`` if present.
 
     Writes the trained HF model folder to ``out_dir`` (and the loss curve TSV); returns the stats dictionary.
+    Once ``should_stop()`` is true, the current step is finished and checkpointed and TrainingInterrupted is raised.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, get_cosine_schedule_with_warmup
@@ -357,7 +371,8 @@ def train(
     output_embeddings = model.get_output_embeddings()
     proc = PROCEDURES[procedure]
     model = proc.prepare(model, hp)
-    if use_bf16:
+    grad_ckpt = use_bf16 if hp["gradient_checkpointing"] is None else bool(hp["gradient_checkpointing"])
+    if grad_ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.train()
     loss_fn = LossComputer(model, objective, output_embeddings)
@@ -379,9 +394,9 @@ def train(
     )
     scheduler = get_cosine_schedule_with_warmup(optimizer, lengths["warmup_steps"], total_steps)
 
+    # What must match for a checkpoint to be resumed; the data by content (not path), so a moved work dir still resumes.
     fingerprint = {
-        "model": str(Path(model_dir).resolve()),
-        "train": str(Path(train_file).resolve()),
+        "blocks_sha256": hashlib.sha256(blocks.numpy().tobytes()).hexdigest(),
         "procedure": procedure,
         "objective": objective,
         "seq_len": seq_len,
@@ -393,7 +408,9 @@ def train(
     ckpt_path = ckpt_dir / CHECKPOINT_FILE
     step, history, train_seconds, tokens_seen, resumed_from = 0, [], 0.0, 0, []
     if ckpt_path.exists():
-        ckpt = torch.load(ckpt_path, map_location=device, weights_only=False)  # our own file: holds RNG tuples
+        # Our own file (it holds RNG tuples, hence weights_only=False). Loaded on the CPU: RNG states must stay there,
+        # copy_ and the optimizer's load_state_dict move the rest to the parameters' device.
+        ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
         if ckpt["fingerprint"] != fingerprint:
             diff = sorted(k for k in fingerprint if ckpt["fingerprint"].get(k) != fingerprint[k])
             raise ValueError(
@@ -469,14 +486,17 @@ def train(
                 "step %d/%d epoch %.3f lr %.3e loss %.4f (%.0f tokens/s)",
                 step, total_steps, step / per_epoch, lr, step_loss, tokens_seen / max(train_seconds, 1e-9),
             )  # fmt: skip
-        if step % int(hp["checkpoint_every"]) == 0 or step == total_steps:
+        stop = should_stop is not None and should_stop()
+        if step % int(hp["checkpoint_every"]) == 0 or step == total_steps or stop:
             save_checkpoint()
+        if stop and step < total_steps:
+            raise TrainingInterrupted(f"stopped on request after step {step} of {total_steps}; checkpoint {ckpt_path}")
     if not history:
         raise RuntimeError("no optimizer step was taken")  # total_steps >= 1 whenever there is a block
 
     model = proc.finalize(model)
     model.eval()
-    if use_bf16:
+    if grad_ckpt:
         model.gradient_checkpointing_disable()
     with atomic_path(out_dir) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
@@ -508,6 +528,7 @@ def train(
         "peak_memory_kind": peak_kind,
         "device": str(device),
         "precision": "bf16 autocast, fp32 weights" if use_bf16 else "fp32",
+        "gradient_checkpointing": grad_ckpt,
         "threads": torch.get_num_threads(),
         "first_loss": history[0]["loss"],
         "final_loss": history[-1]["loss"],
@@ -520,6 +541,8 @@ def remove_checkpoint(checkpoint_dir: str | Path) -> None:
     """Delete the resume checkpoint, and its folder when nothing else is in it."""
     ckpt_dir = Path(checkpoint_dir)
     (ckpt_dir / CHECKPOINT_FILE).unlink(missing_ok=True)
+    for stale in ckpt_dir.glob(f".{CHECKPOINT_FILE}.*.tmp"):  # left by a kill during a checkpoint write
+        shutil.rmtree(stale, ignore_errors=True)
     if ckpt_dir.is_dir() and not any(ckpt_dir.iterdir()):
         ckpt_dir.rmdir()
 
@@ -541,17 +564,26 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     setup_logging(a.log)
     set_threads(a.threads)
-    stats = train(
-        a.model,
-        a.train,
-        a.out,
-        procedure=a.procedure,
-        objective=a.objective,
-        seq_len=a.seq_len,
-        hparams=json.loads(a.hparams),
-        checkpoint_dir=a.checkpoint_dir,
-        loss_curve=a.loss_curve,
-    )
+    # Slurm sends SIGTERM at the time limit (or a chosen signal before it with --signal): finish the step, checkpoint,
+    # exit non-zero; the rerun resumes.
+    stop_requested: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: stop_requested.append(signum)) for sig in STOP_SIGNALS}
+    try:
+        stats = train(
+            a.model,
+            a.train,
+            a.out,
+            procedure=a.procedure,
+            objective=a.objective,
+            seq_len=a.seq_len,
+            hparams=json.loads(a.hparams),
+            checkpoint_dir=a.checkpoint_dir,
+            loss_curve=a.loss_curve,
+            should_stop=lambda: bool(stop_requested),
+        )
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     write_json(a.stats, stats)
     # Only now is the run complete: a crash before this line resumes at the final step and rewrites the outputs.
     remove_checkpoint(a.checkpoint_dir)

@@ -1,0 +1,290 @@
+"""LAPT: trained parameter sets, kill-and-resume, block construction, and a falling loss on real Thai text."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from workflow_scripts import lapt
+from workflow_scripts.io import set_threads
+
+REPO = Path(__file__).resolve().parents[1]
+LAYER_KEYS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@pytest.fixture(scope="module")
+def thai_lines() -> list[str]:
+    from workflow_scripts.l10n import extract
+
+    debs = glob.glob(str(REPO / "resources/l10n/libreoffice-l10n-th_*.deb"))
+    assert debs, "resources/l10n/libreoffice-l10n-th_*.deb is missing"
+    pairs, _ = extract(debs[0], "th", 3)
+    return [target for _, target in pairs]
+
+
+@pytest.fixture(scope="module")
+def thai_file(tmp_path_factory, thai_lines) -> Path:
+    path = tmp_path_factory.mktemp("lapt_data") / "train.txt"
+    path.write_text("\n".join(thai_lines[:60]) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def untied_llama_dir(tmp_path_factory, tiny_llama_dir) -> Path:
+    """The tiny Llama with an untied, separately initialized LM head."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(tiny_llama_dir)
+    config.tie_word_embeddings = False
+    torch.manual_seed(1)
+    model = AutoModelForCausalLM.from_config(config)
+    assert model.lm_head.weight.data_ptr() != model.model.embed_tokens.weight.data_ptr()
+    out = tmp_path_factory.mktemp("untied") / "model"
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(tiny_llama_dir).save_pretrained(out)
+    return out
+
+
+def _state(folder: Path) -> dict[str, torch.Tensor]:
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One torch thread: deterministic CPU sums for the resume comparison, and no oversubscription on shared cores."""
+    before = torch.get_num_threads()
+    set_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# ------------------------------------------------------------------------------------------------ 1. trained set
+
+
+def _expected_changed(keys: list[str], procedure: str) -> set[str]:
+    always = {"model.embed_tokens.weight", "lm_head.weight"}
+    if procedure == "full":
+        return set(keys)
+    if procedure == "2x2LS":  # layers 0, 1, 4, 5 of 6, the final norm, embeddings and head
+        layers = tuple(f"model.layers.{i}." for i in (0, 1, 4, 5))
+        return {k for k in keys if k.startswith(layers)} | always | {"model.norm.weight"}
+    if procedure == "LoRA":  # merged LoRA deltas move every linear layer; norms stay
+        return {k for k in keys if any(f".{name}." in k for name in LAYER_KEYS)} | always
+    raise AssertionError(procedure)
+
+
+@pytest.mark.parametrize(
+    ("procedure", "tied", "objective", "grad_ckpt"),
+    [
+        ("2x2LS", True, "clm", False),
+        ("2x2LS", False, "mtp", True),  # gradient checkpointing (the GPU setting) must not change the trained set
+        ("full", True, "clm", False),
+        ("full", False, "clm", False),
+        ("LoRA", True, "clm", False),
+        ("LoRA", False, "mtp", True),
+    ],
+)
+def test_changed_parameters_are_exactly_the_procedure_set(
+    tmp_path, tiny_llama_dir, untied_llama_dir, thai_file, procedure, tied, objective, grad_ckpt
+):
+    src = tiny_llama_dir if tied else untied_llama_dir
+    out = tmp_path / "out"
+    # Weight decay > 0 and no warmup: decoupled decay would move every entry of any parameter the optimizer holds.
+    hp = {
+        "max_steps": 2,
+        "batch_size": 2,
+        "lr": 1e-3,
+        "weight_decay": 0.1,
+        "warmup_steps": 0,
+        "gradient_checkpointing": grad_ckpt,
+    }
+    stats = lapt.train(
+        src, thai_file, out, procedure=procedure, objective=objective, seq_len=16, hparams=hp,
+        checkpoint_dir=tmp_path / "ckpt",
+    )  # fmt: skip
+    before, after = _state(src), _state(out)
+    assert sorted(after) == sorted(before)  # same architecture; no extra (mtp) head saved
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed == _expected_changed(list(before), procedure)
+    assert stats["steps"] == 2 and stats["gradient_checkpointing"] is grad_ckpt
+
+    # Parameter counts by hand: hidden 64, MLP 128, vocab 49152, 6 layers, tied or untied head.
+    per_layer = 4 * 64 * 64 + 3 * 64 * 128 + 2 * 64
+    emb = 49152 * 64
+    head = 0 if tied else emb
+    mtp = emb if objective == "mtp" else 0
+    base = 6 * per_layer + emb + head + 64
+    if procedure == "2x2LS":
+        assert stats["trainable_parameters"] == 4 * per_layer + emb + head + 64 + mtp
+        assert stats["total_parameters"] == base + mtp
+    elif procedure == "full":
+        assert stats["trainable_parameters"] == stats["total_parameters"] == base + mtp
+    else:  # rank 8 on q, k, v, o (64->64) and gate, up (64->128), down (128->64): r * (in + out) each
+        lora = 6 * 8 * (4 * (64 + 64) + 3 * (64 + 128))
+        assert stats["trainable_parameters"] == lora + emb + head + mtp
+        assert stats["total_parameters"] == base + lora + mtp
+
+
+# --------------------------------------------------------------------------------------------- 2. kill and resume
+
+
+def _cli(model: Path, train: Path, work: Path, hp: dict, procedure: str = "LoRA", objective: str = "mtp") -> list[str]:
+    return [
+        "--model", str(model), "--train", str(train), "--procedure", procedure, "--objective", objective,
+        "--seq-len", "16",
+        "--hparams", json.dumps(hp), "--out", str(work / "out"), "--stats", str(work / "stats.json"),
+        "--loss-curve", str(work / "loss.tsv"), "--checkpoint-dir", str(work / "ckpt"), "--threads", "1",
+    ]  # fmt: skip
+
+
+def _loss_rows(path: Path) -> list[list[str]]:
+    lines = path.read_text().splitlines()
+    assert lines[0] == "step\tepoch\tlr\tloss\ttokens_seen"
+    return [line.split("\t") for line in lines[1:]]
+
+
+def test_kill_and_resume_matches_uninterrupted_run(tmp_path, tiny_llama_dir, thai_lines):
+    # LoRA + mtp: dropout makes the result depend on the restored RNG state, the extra head on the saved trainables.
+    # grad_accum 2 and two epochs exercise the step -> (epoch, micro-batch) mapping on resume.
+    hp = {"batch_size": 2, "grad_accum": 2, "lr": 1e-3, "checkpoint_every": 3, "log_every": 1}
+    thai_file = tmp_path / "train.txt"
+    thai_file.write_text("\n".join(thai_lines[:5]) + "\n", encoding="utf-8")  # about 17 blocks: 5 steps an epoch
+    ref, run = tmp_path / "ref", tmp_path / "run"
+    lapt.main(_cli(tiny_llama_dir, thai_file, ref, hp))
+    ref_stats = json.loads((ref / "stats.json").read_text())
+    total = ref_stats["steps"]
+    assert total > 6 and ref_stats["steps_per_epoch"] * 2 == total and ref_stats["resumed_from"] == []
+    assert not (ref / "ckpt").exists()  # removed once all outputs are written
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    cmd = [sys.executable, "-m", "workflow_scripts.lapt", *_cli(tiny_llama_dir, thai_file, run, hp)]
+    ckpt = run / "ckpt" / lapt.CHECKPOINT_FILE
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not ckpt.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert ckpt.exists(), "the run ended or timed out before writing its first checkpoint"
+    killed_at = torch.load(ckpt, weights_only=False)["step"]
+    assert 0 < killed_at < total and not (run / "out").exists()
+
+    subprocess.run(cmd, cwd=REPO, env=env, check=True, capture_output=True)
+    stats = json.loads((run / "stats.json").read_text())
+    assert stats["resumed_from"] == [killed_at] and stats["steps"] == total
+    assert stats["tokens_seen"] == ref_stats["tokens_seen"]
+    ref_rows, rows = _loss_rows(ref / "loss.tsv"), _loss_rows(run / "loss.tsv")
+    assert [r[:3] for r in rows] == [r[:3] for r in ref_rows]  # step, epoch, lr: same schedule
+    assert [float(r[3]) for r in rows] == pytest.approx([float(r[3]) for r in ref_rows], rel=1e-5)
+    ref_state, state = _state(ref / "out"), _state(run / "out")
+    assert sorted(state) == sorted(ref_state)
+    for k in ref_state:
+        torch.testing.assert_close(state[k], ref_state[k], rtol=1e-6, atol=1e-7, msg=k)
+    assert not torch.equal(_state(tiny_llama_dir)["model.embed_tokens.weight"], state["model.embed_tokens.weight"])
+
+
+def test_sigterm_checkpoints_and_stops(tmp_path, tiny_llama_dir, thai_file, monkeypatch):
+    real_train, handler_before = lapt.train, signal.getsignal(signal.SIGTERM)
+
+    def train_after_sigterm(*args, **kwargs):  # main has installed its handler: the signal arrives before step 1
+        os.kill(os.getpid(), signal.SIGTERM)
+        return real_train(*args, **kwargs)
+
+    monkeypatch.setattr(lapt, "train", train_after_sigterm)
+    cli = _cli(tiny_llama_dir, thai_file, tmp_path, {"max_steps": 3, "batch_size": 2}, "2x2LS", "clm")
+    with pytest.raises(lapt.TrainingInterrupted, match="after step 1 of 3"):
+        lapt.main(cli)
+    assert signal.getsignal(signal.SIGTERM) is handler_before
+    assert torch.load(tmp_path / "ckpt" / lapt.CHECKPOINT_FILE, weights_only=False)["step"] == 1
+    assert not (tmp_path / "out").exists()
+    monkeypatch.undo()
+    lapt.main(cli)
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["resumed_from"] == [1] and stats["steps"] == 3 and not (tmp_path / "ckpt").exists()
+
+
+def test_completed_checkpoint_is_reused_and_mismatch_refused(tmp_path, tiny_llama_dir, thai_file):
+    kw = dict(procedure="2x2LS", seq_len=16, checkpoint_dir=tmp_path / "ckpt")
+    hp = {"max_steps": 2, "batch_size": 2}
+    first = lapt.train(tiny_llama_dir, thai_file, tmp_path / "a", hparams=hp, **kw)
+    # The checkpoint of a finished run (crash after training, before the outputs) only rewrites the outputs.
+    again = lapt.train(tiny_llama_dir, thai_file, tmp_path / "b", hparams={**hp, "log_every": 5}, **kw)
+    assert again["resumed_from"] == [2] and again["final_loss"] == first["final_loss"]
+    with pytest.raises(ValueError, match=r"different \['hparams'\].*delete"):
+        lapt.train(tiny_llama_dir, thai_file, tmp_path / "c", hparams={**hp, "lr": 2e-4}, **kw)
+
+
+# ------------------------------------------------------------------------------------------ 3. blocks and hparams
+
+
+def test_pack_blocks_joins_with_eos_and_drops_remainder():
+    blocks, n = lapt.pack_blocks([[1, 2, 3], [4, 5], [6, 7, 8, 9]], eos_id=0, seq_len=4)
+    # stream 1 2 3 0 4 5 0 6 7 8 9: 11 tokens, two full blocks, 7 8 9 dropped
+    assert n == 11
+    assert blocks == [[1, 2, 3, 0], [4, 5, 0, 6]]
+    assert lapt.pack_blocks([[1, 2], [3, 4]], eos_id=9, seq_len=5) == ([[1, 2, 9, 3, 4]], 5)
+
+
+def test_build_blocks_with_real_tokenizer(smollm2_tokenizer_dir):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(smollm2_tokenizer_dir)
+    lines = ["Hello world", "", "สวัสดีครับ"]  # the blank line is skipped
+    a = tok("Hello world", add_special_tokens=False)["input_ids"]
+    b = tok("สวัสดีครับ", add_special_tokens=False)["input_ids"]
+    stream = [*a, tok.eos_token_id, *b]
+    blocks, n = lapt.build_blocks(lines, tok, seq_len=3)
+    assert n == len(a) + 1 + len(b) == len(stream)
+    assert blocks.shape == (n // 3, 3)
+    assert blocks.flatten().tolist() == stream[: 3 * (n // 3)]
+    assert tok.bos_token_id not in blocks.flatten().tolist() or tok.bos_token_id == tok.eos_token_id
+
+    with pytest.raises(ValueError, match=rf"D\.txt: 2 sentences give {n} tokens .*seq_len={n + 1}.*smaller seq_len"):
+        lapt.build_blocks(lines, tok, seq_len=n + 1, source="D.txt")
+
+
+def test_schedule_lengths_and_hparams():
+    hp = lapt.resolve_hparams({"batch_size": 8, "grad_accum": 2})
+    # 45 blocks: 6 micro-batches of 8 (last one 5), 3 optimizer steps per epoch, 2 epochs; warmup ceil(0.05 * 6) = 1
+    assert lapt.schedule_lengths(45, hp) == {
+        "micro_per_epoch": 6,
+        "steps_per_epoch": 3,
+        "total_steps": 6,
+        "warmup_steps": 1,
+    }
+    capped = lapt.schedule_lengths(45, {**hp, "max_steps": 4, "warmup_steps": 2})
+    assert capped["total_steps"] == 4 and capped["warmup_steps"] == 2
+    # 1.5 epochs of 3 steps: ceil(4.5) = 5 steps, warmup ceil(0.05 * 5) = 1
+    assert lapt.schedule_lengths(45, {**hp, "epochs": 1.5})["total_steps"] == 5
+    with pytest.raises(ValueError, match=r"unknown LAPT hparams.*'epoch'"):
+        lapt.resolve_hparams({"epoch": 3})
+
+
+# ------------------------------------------------------------------------------------------------ 4. loss falls
+
+
+def test_loss_falls_on_repetitive_thai_text(tmp_path, tiny_llama_dir, thai_lines):
+    train = tmp_path / "th.txt"
+    train.write_text("\n".join(thai_lines[:20] * 10) + "\n", encoding="utf-8")
+    hp = {"max_steps": 20, "batch_size": 4, "lr": 3e-3, "warmup_steps": 0}
+    stats = lapt.train(
+        tiny_llama_dir, train, tmp_path / "out", procedure="2x2LS", seq_len=32, hparams=hp,
+        checkpoint_dir=tmp_path / "ckpt", loss_curve=tmp_path / "loss.tsv",
+    )  # fmt: skip
+    losses = [float(r[3]) for r in _loss_rows(tmp_path / "loss.tsv")]
+    assert len(losses) == 20 and losses[0] == pytest.approx(stats["first_loss"])
+    # A random 49152-way model starts near ln(49152) = 10.8; memorizing 20 repeated sentences must bring it far below.
+    assert 10.0 < losses[0] < 11.5
+    assert sum(losses[-5:]) / 5 < losses[0] - 2.0
