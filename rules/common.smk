@@ -5,13 +5,20 @@ import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
 sys.path.insert(0, workflow.basedir)
-# Rules run `python -m workflow_scripts.<step>`: make the modules importable from any working directory
-# (the prefix keeps Snakemake's default bash strict mode).
+# Rules run `python -m workflow_scripts.<step>`: make the modules importable from any working directory, and,
+# unless conda environments are in use, let `python` be the interpreter running Snakemake (the project's venv, even
+# when it is not activated). The prefix keeps Snakemake's default bash strict mode.
+_PATH_PREFIX = ""
+if DeploymentMethod.CONDA not in workflow.deployment_settings.deployment_method:
+    _PATH_PREFIX = "export PATH=" + shlex.quote(str(Path(sys.executable).parent)) + ":$PATH; "
 shell.prefix(
-    "set -euo pipefail; export PYTHONPATH="
+    "set -euo pipefail; "
+    + _PATH_PREFIX
+    + "export PYTHONPATH="
     + shlex.quote(workflow.basedir)
     + "${{PYTHONPATH:+:$PYTHONPATH}}; "
 )
