@@ -14,7 +14,9 @@ sys.path.insert(0, workflow.basedir)
 # when it is not activated). The prefix keeps Snakemake's default bash strict mode.
 _PATH_PREFIX = ""
 if DeploymentMethod.CONDA not in workflow.deployment_settings.deployment_method:
-    _PATH_PREFIX = "export PATH=" + shlex.quote(str(Path(sys.executable).parent)) + ":$PATH; "
+    _PATH_PREFIX = (
+        "export PATH=" + shlex.quote(str(Path(sys.executable).parent)) + ":$PATH; "
+    )
 shell.prefix(
     "set -euo pipefail; "
     + _PATH_PREFIX
@@ -22,7 +24,12 @@ shell.prefix(
     + shlex.quote(workflow.basedir)
     + "${{PYTHONPATH:+:$PYTHONPATH}}; "
 )
-from workflow_scripts.grid import ConfigError, check_config, schema_errors, slug_regex  # noqa: E402
+from workflow_scripts.grid import (
+    ConfigError,
+    check_config,
+    schema_errors,
+    slug_regex,
+)  # noqa: E402
 
 SCHEMA = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
 _problems = schema_errors(config, SCHEMA)
@@ -55,7 +62,9 @@ wildcard_constraints:
 
 def aux_vocab(lang):
     """|V_aux| for a language: its own setting, else the global one (small corpora support fewer merges)."""
-    return config["languages"][lang].get("aux_vocab_size", config["tokenizer"]["aux_vocab_size"])
+    return config["languages"][lang].get(
+        "aux_vocab_size", config["tokenizer"]["aux_vocab_size"]
+    )
 
 
 def corpus_kind(lang):
@@ -137,6 +146,21 @@ def lapt_input_model(wc):
     """CPT-only trains the source model; expansion methods train their initialized model."""
     m = METHOD_BY_SLUG[wc.method]
     return init_dir(wc.model, wc.lang, m) if m.expands else source_model_dir(wc.model)
+
+
+def lapt_init_report(wc):
+    """The initialize report of an expanded model: where its new rows start (EEVE freezes rows by that)."""
+    m = METHOD_BY_SLUG[wc.method]
+    return f"{init_dir(wc.model, wc.lang, m)}.report.json" if m.expands else []
+
+
+def lapt_rows_arg(wc):
+    m = METHOD_BY_SLUG[wc.method]
+    return (
+        f"--init-report {init_dir(wc.model, wc.lang, m)}.report.json"
+        if m.expands
+        else ""
+    )
 
 
 def evaluated_model(wc):

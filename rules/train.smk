@@ -6,6 +6,7 @@ rule lapt:
     input:
         model=lapt_input_model,
         corpus=corpus_train_file,
+        init_report=lapt_init_report,
     output:
         model=directory("results/{model}/{lang}/{method}/model"),
         stats="results/{model}/{lang}/{method}/train_stats.json",
@@ -23,8 +24,9 @@ rule lapt:
         seq_len=method_attr("seq_len"),
         hparams=hparams_json,
         checkpoints="results/{model}/{lang}/{method}/checkpoints",
+        rows=lapt_rows_arg,
     shell:
         "python -m workflow_scripts.lapt --model {input.model} --train {input.corpus} --procedure {params.procedure}"
         " --objective {params.objective} --seq-len {params.seq_len} --hparams {params.hparams:q}"
         " --out {output.model} --stats {output.stats} --loss-curve {output.loss}"
-        " --checkpoint-dir {params.checkpoints} --threads {threads} 2>> {log}"
+        " --checkpoint-dir {params.checkpoints} {params.rows} --threads {threads} 2>> {log}"

@@ -151,7 +151,7 @@ def _cli(model: Path, train: Path, work: Path, hp: dict, procedure: str = "LoRA"
 
 def _loss_rows(path: Path) -> list[list[str]]:
     lines = path.read_text().splitlines()
-    assert lines[0] == "step\tepoch\tlr\tloss\ttokens_seen"
+    assert lines[0] == "step\tepoch\tlr\tloss\ttokens_seen\tstage"
     return [line.split("\t") for line in lines[1:]]
 
 

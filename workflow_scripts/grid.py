@@ -17,7 +17,7 @@ METHOD_FIELDS = ("init", "vocab", "k", "procedure", "objective", "seq_len", "pos
 IMPLEMENTED = {
     "init": {"none", "Random", "Mean"},
     "vocab": {"expand"},
-    "procedure": {"none", "full", "LoRA", "2x2LS"},
+    "procedure": {"none", "full", "LoRA", "2-stage", "2x2LS", "EEVE"},
     "objective": {"clm", "mtp"},
     "posthoc": {"none"},
     "tasks": {"mt", "ppl", "speed"},
