@@ -26,6 +26,7 @@ shell.prefix(
 )
 from workflow_scripts.grid import (
     ConfigError,
+    expand_grid,
     check_config,
     schema_errors,
     slug_regex,
@@ -37,9 +38,9 @@ if _problems:
     raise WorkflowError("invalid configuration:\n  - " + "\n  - ".join(_problems))
 validate(config, schema=str(SCHEMA), set_default=True)  # fills the schema's defaults
 try:
-    METHODS = check_config(
-        config, Path.cwd()
-    )  # paths resolve against the working directory, as Snakemake does
+    # paths resolve against the working directory, as Snakemake does
+    METHODS = check_config(config, Path.cwd())
+    CELLS = expand_grid(config)
 except ConfigError as e:
     raise WorkflowError(str(e)) from None
 
@@ -182,10 +183,14 @@ def data_label_of(wc):
 
 def hparams_json(wc):
     m = METHOD_BY_SLUG[wc.method]
-    return json.dumps(
-        {**config["training"], **dict(m.hparams), "seed": config["seed"]},
-        sort_keys=True,
-    )
+    model_hparams = config["models"][wc.model].get("hparams", {})
+    hparams = {
+        **config["training"],
+        **model_hparams,
+        **dict(m.hparams),
+        "seed": config["seed"],
+    }
+    return json.dumps(hparams, sort_keys=True)
 
 
 def model_spec_json(wc):
@@ -195,9 +200,7 @@ def model_spec_json(wc):
 def eval_files():
     return [
         f"results/{model}/{lang}/{m.slug}/eval/{task}.json"
-        for model in MODELS
-        for lang in LANGUAGES
-        for m in METHODS
+        for model, lang, m in CELLS
         for task in TASKS
     ]
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from workflow_scripts.grid import ConfigError, check_config, expand_methods, schema_errors, slug_regex
+from workflow_scripts.grid import ConfigError, check_config, expand_grid, expand_methods, schema_errors, slug_regex
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 
@@ -135,3 +135,40 @@ def test_semantic_errors_name_the_key(mutate, message):
     with pytest.raises(ConfigError) as info:
         check_config(config, REPO)
     assert message in str(info.value)
+
+
+def test_expand_grid_restricts_entries_to_named_models_and_languages():
+    config = {
+        "models": {"a": {}, "b": {}},
+        "languages": {"th": {}, "si": {}, "my": {}},
+        "method_defaults": {"procedure": "2x2LS", "seq_len": 512},
+        "methods": [
+            {"init": "none", "procedure": "none"},
+            {"init": "Mean", "models": ["b"], "languages": ["si", "my"]},
+            {"init": "Mean", "models": ["b"], "languages": ["my"]},  # overlaps the previous entry: one cell each
+        ],
+    }
+    cells = [(model, lang, m.slug) for model, lang, m in expand_grid(config)]
+    assert cells == [
+        ("a", "th", "Source"),
+        ("a", "si", "Source"),
+        ("a", "my", "Source"),
+        ("b", "th", "Source"),
+        ("b", "si", "Source"),
+        ("b", "my", "Source"),
+        ("b", "si", "Mean.k100.2x2LS.clm.L512"),
+        ("b", "my", "Mean.k100.2x2LS.clm.L512"),
+    ]
+    config["methods"][1]["models"] = ["c"]
+    with pytest.raises(ConfigError, match=r"methods\[1\]\.models: \['c'\] not configured"):
+        expand_grid(config)
+
+
+def test_paper_grid_scopes_tables_to_their_models_and_languages():
+    cells = expand_grid(load("configs/paper.yaml"))
+    llama3 = {(lang, m.slug) for model, lang, m in cells if model == "llama3"}
+    assert {lang for lang, _ in llama3} == {"my", "si", "te"}
+    assert ("si", "Mean.k100.2x2LS.mtp.L512") in llama3 and ("si", "Mean.k100.LoRA.clm.L2048") not in llama3
+    llama2 = {(lang, m.slug) for model, lang, m in cells if model == "llama2"}
+    assert {lang for lang, _ in llama2} == {"ar", "my", "de", "el", "hi", "ja", "si", "sw", "te", "th"}
+    assert ("de", "CPT-only.LoRA.clm.L2048") in llama2

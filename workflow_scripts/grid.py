@@ -108,7 +108,7 @@ def expand_methods(entries: list[dict], defaults: dict | None = None) -> list[Me
     base_hparams = (defaults or {}).get("hparams", {})
     out: dict[str, Method] = {}
     for i, entry in enumerate(entries):
-        merged = {**base, **{k: v for k, v in entry.items() if k != "hparams"}}
+        merged = {**base, **{k: v for k, v in entry.items() if k in METHOD_FIELDS}}
         hparams = {**base_hparams, **entry.get("hparams", {})}
         keys = list(METHOD_FIELDS)
         for combo in itertools.product(*(_as_list(merged[k]) for k in keys)):
@@ -128,6 +128,30 @@ def expand_methods(entries: list[dict], defaults: dict | None = None) -> list[Me
                 raise ConfigError(f"methods[{i}]: method {m.slug} appears twice with different hparams")
             out.setdefault(m.slug, m)
     return list(out.values())
+
+
+def expand_grid(config: dict) -> list[tuple[str, str, Method]]:
+    """Every (model, language, method) cell of the grid, in config order.
+
+    A ``methods`` entry applies to every configured model and language unless it names ``models`` / ``languages``
+    (a table of the paper covers only some of them, e.g. Table 5: Llama-2 on six languages).
+    """
+    defaults = config.get("method_defaults")
+    by_slug = {m.slug: m for m in expand_methods(config["methods"], defaults)}  # also checks hparams conflicts
+    cells: dict[tuple[str, str, str], tuple[str, str, Method]] = {}
+    for i, entry in enumerate(config["methods"]):
+        scope = {}
+        for key, known in (("models", config["models"]), ("languages", config["languages"])):
+            names = entry.get(key, list(known))
+            unknown = [n for n in names if n not in known]
+            if unknown:
+                raise ConfigError(f"methods[{i}].{key}: {unknown} not configured under {key} (have {sorted(known)})")
+            scope[key] = names
+        for m in expand_methods([entry], defaults):
+            for model in scope["models"]:
+                for lang in scope["languages"]:
+                    cells.setdefault((model, lang, m.slug), (model, lang, by_slug[m.slug]))
+    return list(cells.values())
 
 
 def _relevant(error):
