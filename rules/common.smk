@@ -205,5 +205,21 @@ def eval_files():
     ]
 
 
+def fragmentation_tokenizers(wc):
+    return " ".join(f"{m}={source_model_dir(m)}" for m in MODELS)
+
+
+def fragmentation_pairs(wc):
+    return " ".join(f"{lang}={data_file(lang, 'mt.tsv')}" for lang in LANGUAGES)
+
+
+def fragmentation_label(wc):
+    return "; ".join(sorted({data_label(lang) for lang in LANGUAGES}))
+
+
 def all_targets():
-    return ["results/tables/results.csv", "results/tables/results.md"]
+    return [
+        "results/tables/results.csv",
+        "results/tables/results.md",
+        "results/analysis/fragmentation.csv",
+    ]

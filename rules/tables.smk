@@ -3,6 +3,7 @@
 
 localrules:
     tables,
+    fragmentation,
 
 
 rule tables:
@@ -19,3 +20,23 @@ rule tables:
     shell:
         "python -m workflow_scripts.tables --inputs {input} --csv {output.csv} --markdown {output.markdown}"
         " 2>> {log}"
+
+
+rule fragmentation:
+    """Mean tokens per sentence per language for each source tokenizer (paper 002 Figure 2)."""
+    input:
+        tokenizers=[source_model_dir(m) for m in MODELS],
+        pairs=[data_file(lang, "mt.tsv") for lang in LANGUAGES],
+    output:
+        "results/analysis/fragmentation.csv",
+    log:
+        "results/logs/fragmentation/fragmentation.log",
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        tokenizers=fragmentation_tokenizers,
+        pairs=fragmentation_pairs,
+        label=fragmentation_label,
+    shell:
+        "python -m workflow_scripts.fragmentation --tokenizers {params.tokenizers} --pairs {params.pairs}"
+        " --texts-label {params.label:q} --out {output} 2>> {log}"

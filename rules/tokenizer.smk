@@ -18,7 +18,8 @@ rule train_aux_tokenizer:
         seed=config["seed"],
     shell:
         "python -m workflow_scripts.vocab aux --source-tokenizer {input.source} --corpus {input.corpus}"
-        " --vocab-size {wildcards.aux} --seed {params.seed} --out {output} 2>> {log}"
+        " --vocab-size {wildcards.aux} --seed {params.seed} --out {output}"
+        " --threads {threads} 2>> {log}"
 
 
 rule expand_tokenizer:

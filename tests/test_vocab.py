@@ -241,9 +241,20 @@ def test_family_detection_and_unsupported_kinds(smollm2_tokenizer_dir, tmp_path)
     bf = Tokenizer(models.BPE(vocab, [], unk_token="<unk>", byte_fallback=True))
     bf.pre_tokenizer = pre_tokenizers.Metaspace()
     bf.save(str(spm / "tokenizer.json"))
-    with pytest.raises(NotImplementedError, match=f"sentencepiece_bpe \\({spm}\\) is not yet supported"):
-        V.expand_tokenizer(spm, ["▁a"], tmp_path / "out")
-    assert not (tmp_path / "out").exists()
+    assert V.detect_family(json.loads((spm / "tokenizer.json").read_text(encoding="utf-8"))) == V.SENTENCEPIECE_BPE
+    # Supported now (tests/test_vocab_families.py): "▁a" is the merge (▁, a), at the next id.
+    target = V.expand_tokenizer(spm, ["▁a"], tmp_path / "out")
+    assert target.encode("a", add_special_tokens=False).ids == [259]
+
+    # BPE that is neither byte-level nor byte-fallback could produce characters the model cannot spell.
+    plain = tmp_path / "plain_bpe"
+    plain.mkdir()
+    pb = Tokenizer(models.BPE({"a": 0, "b": 1}, []))
+    pb.pre_tokenizer = pre_tokenizers.Whitespace()
+    pb.save(str(plain / "tokenizer.json"))
+    with pytest.raises(ValueError, match=f"BPE without byte-level pre-tokenizer or byte fallback for {plain}"):
+        V.expand_tokenizer(plain, ["ab"], tmp_path / "out2")
+    assert not (tmp_path / "out2").exists()
 
 
 # ---------------------------------------------------------------------------------------------------------------------
