@@ -6,6 +6,7 @@ rule initialize:
     input:
         source="results/models/{model}/source",
         tokenizer="results/{model}/{lang}/tokenizer/aux{aux}.k{k}",
+        corpus=corpus_train_file,
     output:
         model=directory("results/{model}/{lang}/init/{init}.aux{aux}.k{k}"),
         report="results/{model}/{lang}/init/{init}.aux{aux}.k{k}.report.json",
@@ -21,5 +22,6 @@ rule initialize:
         pad=config["tokenizer"]["pad_to_multiple_of"],
     shell:
         "python -m workflow_scripts.initialize --source-model {input.source} --target-tokenizer {input.tokenizer}"
+        " --corpus {input.corpus}"
         " --method {wildcards.init} --seed {params.seed} --pad-to-multiple-of {params.pad}"
         " --out {output.model} --report {output.report} --threads {threads} 2>> {log}"

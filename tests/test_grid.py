@@ -121,7 +121,10 @@ SEMANTIC = [
         lambda c: c["languages"]["th"].update(corpus={"kind": "cc100"}),
         "languages.th.corpus: give exactly one of path and url",
     ),
-    (lambda c: c["methods"].append({"init": "Align"}), "methods: init 'Align' (method Align.k50.2x2LS.clm.L64) is not"),
+    (
+        lambda c: c["methods"].append({"init": "Mean", "posthoc": "elchat"}),
+        "methods: posthoc 'elchat' (method Mean.k50.2x2LS.clm.L64.elchat) is not implemented yet",
+    ),
     (lambda c: c["evaluation"].update(tasks=["sum"]), "evaluation.tasks: task 'sum' is not implemented yet"),
 ]
 

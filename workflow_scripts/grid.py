@@ -15,7 +15,7 @@ METHOD_FIELDS = ("init", "vocab", "k", "procedure", "objective", "seq_len", "pos
 
 # What the code implements today; the schema already admits every value the paper uses.
 IMPLEMENTED = {
-    "init": {"none", "Random", "Mean"},
+    "init": {"none", "Random", "Mean", "Merge", "Align", "FOCUS", "EEVE"},
     "vocab": {"expand"},
     "procedure": {"none", "full", "LoRA", "2-stage", "2x2LS", "EEVE"},
     "objective": {"clm", "mtp"},

@@ -7,7 +7,16 @@ LM head resized to the target vocabulary, the source rows copied bit for bit, ev
 
 Untied input embeddings and LM head are initialized separately by the same rule; a tied model has one matrix and stays
 tied. Methods live in a registry (``INIT_METHODS``): a method maps (source matrix, context, role) to the new rows and
-one record per new token, so Merge, Align, FOCUS and EEVE plug in with ``@register_method("Name")``.
+one record per new token. Random draws; every other method is a weighted sum of source rows (a "plan": source id ->
+weight), computed once per run and applied to each matrix:
+
+- Mean: equal weights over the source BPE model's spelling of the new token's own piece (see ``source_subwords``).
+- Merge: hierarchical mean down T_t's merge tree (BPE replayed on the piece) until every part is in V_s; no rule: Mean.
+- Align: over the corpus D (``--corpus``), the source tokens inside each occurrence's span (byte spans, special tokens
+  excluded, every occurrence counted), weighted by tuple frequency; a token unseen in D: Merge. See ``align_counts``.
+- FOCUS: fastText CBOW on D tokenized with T_t (PyPI fasttext-wheel), sparsemax over cosine similarities to the
+  overlapping tokens' vectors; a token without a fastText vector: Random, as deepfocus does.
+- EEVE: input rows as Mean, output rows the first subword's LM-head row; a tied model gets the input rule only.
 
 Vocabulary padding (``pad_to_multiple_of``, 1 = none; 8 is the reference practice on GPU): the matrices get extra rows
 after the last target id so that their size is a multiple of N. No tokenizer id maps to them, so they must never be
@@ -18,6 +27,8 @@ produced: their rows are the mean of the source rows, and their ids go into the 
 from __future__ import annotations
 
 import argparse
+import bisect
+import itertools
 import json
 import math
 import time
@@ -28,7 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from workflow_scripts.io import atomic_path, seed_everything, set_threads, setup_logging, write_json
+from workflow_scripts.io import atomic_path, read_lines, seed_everything, set_threads, setup_logging, write_json
 
 METASPACE = "\u2581"  # "▁", SentencePiece's word-boundary marker
 REPLACEMENT_CHAR = "\ufffd"
@@ -208,6 +219,19 @@ class InitContext:
     _bpe: Any = None
     _subwords: dict[int, tuple[list[int], str | None]] = field(default_factory=dict)
     _stats: dict[tuple, tuple[Any, Any]] = field(default_factory=dict)
+    cache: dict[str, Any] = field(default_factory=dict)  # role-independent plans (Merge trees, Align counts, FOCUS)
+
+    def corpus(self, method: str) -> list[str]:
+        """The adaptation corpus D (``resources["corpus"]``); a clear error for methods that need it."""
+        lines = self.resources.get("corpus")
+        if lines is None:
+            raise ValueError(
+                f"{method} initialization needs the adaptation corpus D: pass --corpus FILE (one sentence a line)"
+            )
+        lines = [line for line in lines if line.strip()]
+        if not lines:
+            raise ValueError(f"{method} initialization got an empty corpus D")
+        return lines
 
     def row_stats(self, matrix: Any) -> tuple[Any, Any]:
         """:func:`source_row_stats` of ``matrix`` over V_s, computed once per matrix."""
@@ -239,6 +263,7 @@ class InitResult:
 # (source matrix [n_rows, d] in its own dtype, context, role "input" | "output") -> InitResult
 InitMethod = Callable[[Any, InitContext, str], InitResult]
 INIT_METHODS: dict[str, InitMethod] = {}
+CORPUS_METHODS = ("Align", "FOCUS")  # methods that read the adaptation corpus D (resources["corpus"])
 
 
 def register_method(name: str) -> Callable[[InitMethod], InitMethod]:
@@ -320,6 +345,482 @@ def init_mean(source: Any, ctx: InitContext, role: str) -> InitResult:
 
 
 # --------------------------------------------------------------------------------------------------------------------
+# Methods that are weighted sums of source rows: Merge, Align, FOCUS, EEVE. A plan maps source id -> weight.
+# --------------------------------------------------------------------------------------------------------------------
+
+Plan = dict[int, float]
+
+
+def combine_rows(matrix: Any, plans: list[Plan]) -> Any:
+    """Row k = Σ_i plans[k][i] · matrix[i], in float64, with one gather; every plan must be non-empty."""
+    import torch
+
+    ids = torch.as_tensor([i for plan in plans for i in plan], dtype=torch.long)
+    weights = torch.as_tensor([w for plan in plans for w in plan.values()], dtype=torch.float64)
+    segment = torch.repeat_interleave(torch.arange(len(plans)), torch.as_tensor([len(p) for p in plans]))
+    out = torch.zeros(len(plans), matrix.shape[1], dtype=torch.float64)
+    out.index_add_(0, segment, matrix.index_select(0, ids).to(torch.float64) * weights[:, None])
+    return out
+
+
+def _rows_from_plans(source: Any, ctx: InitContext, plans: list[Plan | None]) -> Any:
+    """Rows for plans; a None plan (nothing maps onto the token) gets the mean of all source rows, as Mean does."""
+    import torch
+
+    rows = torch.empty(len(plans), source.shape[1], dtype=torch.float64)
+    have = [k for k, plan in enumerate(plans) if plan]
+    if have:
+        rows[have] = combine_rows(source, [plans[k] for k in have])
+    if len(have) < len(plans):
+        rows[[k for k, plan in enumerate(plans) if not plan]] = ctx.row_stats(source)[0]
+    return rows
+
+
+def _mean_plan(ctx: InitContext, token: NewToken) -> Plan | None:
+    """Mean's plan: equal weights over the source subwords (a repeated subword counts per occurrence)."""
+    ids, _ = ctx.subwords(token)
+    if not ids:
+        return None
+    plan: Plan = {}
+    for i in ids:
+        plan[i] = plan.get(i, 0.0) + 1.0 / len(ids)
+    return plan
+
+
+def _scaled_add(acc: Plan, plan: Plan, w: float) -> None:
+    for i, v in plan.items():
+        acc[i] = acc.get(i, 0.0) + w * v
+
+
+# ---- Merge ----------------------------------------------------------------------------------------------------------
+
+
+def bpe_merge_ranks(tokenizer: Any) -> dict[tuple[str, str], int]:
+    """T_t's merge rules as (left, right) -> rank (lower applies first), read from tokenizer.json."""
+    ranks: dict[tuple[str, str], int] = {}
+    for r, m in enumerate(_tokenizer_json(tokenizer)["model"]["merges"]):
+        left, right = m.split(" ", 1) if isinstance(m, str) else m
+        ranks.setdefault((left, right), r)
+    return ranks
+
+
+def merge_tree(piece: str, ranks: dict[tuple[str, str], int]) -> Any:
+    """How T_t's BPE builds ``piece`` from its characters: a nested (left, right) tuple of strings, or None.
+
+    Replays BPE on the piece alone (lowest-ranked adjacent pair first, leftmost on ties), so the tree is the one T_t
+    really uses, also when several merges could produce the same string. None when the merges do not join the whole
+    piece into one symbol (a token added without a merge rule).
+    """
+    symbols: list[Any] = list(piece)
+    strings = list(piece)
+    while len(symbols) > 1:
+        best, at = None, -1
+        for j in range(len(symbols) - 1):
+            r = ranks.get((strings[j], strings[j + 1]))
+            if r is not None and (best is None or r < best):
+                best, at = r, j
+        if best is None:
+            return None
+        symbols[at : at + 2] = [(symbols[at], symbols[at + 1])]
+        strings[at : at + 2] = [strings[at] + strings[at + 1]]
+    return symbols[0]
+
+
+def _tree_string(node: Any) -> str:
+    return node if isinstance(node, str) else _tree_string(node[0]) + _tree_string(node[1])
+
+
+def merge_plans(ctx: InitContext) -> list[tuple[Plan | None, dict]]:
+    """Merge (paper 002 §4.3): hierarchical mean down T_t's merge tree until every part is in V_s (cached per ctx).
+
+    A node in V_s contributes its row; any other node the mean of its two children's rows. A new token (or a part)
+    that no merge rule produces falls back to Mean (fallback "no_merge_rule"; "no_subwords" if even Mean has none).
+    """
+    if "Merge" in ctx.cache:
+        return ctx.cache["Merge"]
+    ranks = bpe_merge_ranks(ctx.target_tokenizer)
+    src_vocab = ctx.source_tokenizer.get_vocab()
+    by_piece = {t.piece: t for t in ctx.new_tokens}
+
+    def walk(node: Any, fallbacks: list[str]) -> tuple[Plan | None, Any]:
+        s = _tree_string(node)
+        if s in src_vocab:
+            return {src_vocab[s]: 1.0}, src_vocab[s]
+        if isinstance(node, str):  # a character outside V_s (SentencePiece without the character): its Mean
+            tok = by_piece.get(s) or NewToken(id=-1, piece=s, text=s, partial_utf8=False)
+            fallbacks.append("part_mean")
+            return _mean_plan(ctx, tok), s
+        (lp, lt), (rp, rt) = walk(node[0], fallbacks), walk(node[1], fallbacks)
+        if lp is None or rp is None:
+            return None, [lt, rt]
+        plan: Plan = {}
+        _scaled_add(plan, lp, 0.5)
+        _scaled_add(plan, rp, 0.5)
+        return plan, [lt, rt]
+
+    out = []
+    for tok in ctx.new_tokens:
+        tree = merge_tree(tok.piece, ranks)
+        if tree is None or isinstance(tree, str):
+            plan = _mean_plan(ctx, tok)
+            fallback = "no_merge_rule" if plan else "no_subwords"
+            out.append(
+                (plan, {"rule": "mean_of_source_subwords", "source_ids": ctx.subwords(tok)[0], "fallback": fallback})
+            )
+            continue
+        fallbacks: list[str] = []
+        plan, shape = walk(tree, fallbacks)
+        fallback = None if plan else "no_subwords"
+        if plan and fallbacks:
+            fallback = "part_without_merge_rule"
+        out.append((plan, {"rule": "hierarchical_mean", "merge_tree": shape, "fallback": fallback}))
+    ctx.cache["Merge"] = out
+    return out
+
+
+@register_method("Merge")
+def init_merge(source: Any, ctx: InitContext, role: str) -> InitResult:
+    """Merge (paper 002 §4.3): hierarchical mean of source rows through T_t's merge rules; fallback Mean."""
+    plans = merge_plans(ctx)
+    return InitResult(rows=_rows_from_plans(source, ctx, [p for p, _ in plans]), records=[r for _, r in plans])
+
+
+# ---- Align ----------------------------------------------------------------------------------------------------------
+
+
+def _byte_lengths(tokenizer: Any) -> Any:
+    """Bytes of normalized text each id stands for (numpy int64 by id); -1 where unknown (unk, added tokens).
+
+    Byte-level BPE: the bytes of the byte-to-unicode piece. SentencePiece-style BPE: "<0xNN>" byte-fallback pieces are
+    one byte, other pieces their UTF-8 length ("▁" included: both tokenizers see the same "▁"-marked string).
+    """
+    import numpy as np
+
+    vocab = tokenizer.backend_tokenizer.get_vocab(with_added_tokens=False)
+    n = max([*vocab.values(), *tokenizer.get_vocab().values()]) + 1
+    out = np.full(n, -1, dtype=np.int64)
+    byte_level = is_byte_level(tokenizer)
+    unk = (
+        tokenizer.backend_tokenizer.model.unk_token if hasattr(tokenizer.backend_tokenizer.model, "unk_token") else None
+    )
+    for piece, i in vocab.items():
+        if piece == unk:
+            continue
+        if byte_level:
+            try:
+                out[i] = len(piece_bytes(piece))
+            except ValueError:
+                pass
+        elif len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+            out[i] = 1
+        else:
+            out[i] = len(piece.encode("utf-8"))
+    return out
+
+
+def _byte_spans(enc: Any, lengths: list[int]) -> tuple[list[int], list[int], list[int]] | None:
+    """(ids, starts, ends) of the non-special tokens of one encoding, in bytes; None if a length is unknown."""
+    ids = [i for i, m in zip(enc.ids, enc.special_tokens_mask, strict=True) if not m]
+    n = len(lengths)
+    lens = [lengths[i] if i < n else -1 for i in ids]
+    if lens and min(lens) < 0:
+        return None
+    ends = list(itertools.accumulate(lens))
+    return ids, [e - x for e, x in zip(ends, lens, strict=True)], ends
+
+
+def _char_spans(enc: Any, special_ids: set[int]) -> tuple[list[int], list[int], list[int]]:
+    """(ids, starts, ends) of one encoding in characters, without special tokens and zero-width spans."""
+    keep = [
+        (i, a, b)
+        for i, m, (a, b) in zip(enc.ids, enc.special_tokens_mask, enc.offsets, strict=True)
+        if not m and i not in special_ids and b > a
+    ]
+    return [k[0] for k in keep], [k[1] for k in keep], [k[2] for k in keep]
+
+
+def align_counts(
+    source_tokenizer: Any, target_tokenizer: Any, sentences: list[str], new_ids: list[int], batch_size: int = 4096
+) -> tuple[dict[int, Counter], dict]:
+    """For each new token, the tuples of source ids aligned with its occurrences in D, with counts (paper 002 §4.3).
+
+    Both tokenizers encode each sentence as the model sees it (special tokens added, then excluded: a BOS never joins a
+    sentence-initial token). Every occurrence counts. Spans are in bytes of the normalized text, from the token
+    lengths: both tokenizers share normalizer and pre-tokenizer, so their tokens tile the same byte string. Character
+    offsets are not used for this because a byte-level token that is a partial UTF-8 sequence gets the offsets of the
+    whole character(s) it touches, so it would overlap its neighbours and pick up their source tokens (e.g. a token
+    81 E0 B8, the tail of ก and the head of ข, would be aligned with all four source tokens of "กข"). A sentence whose
+    byte tiling cannot be checked (an unk or added token; the two byte totals differ) falls back to character offsets,
+    without special tokens and zero-width spans, and is counted. An occurrence maps to the source tokens whose spans
+    lie inside its span, else to the one source token that contains it; if neither (source tokens straddle both
+    edges) it is skipped and counted.
+    """
+
+    src_be, tgt_be = source_tokenizer.backend_tokenizer, target_tokenizer.backend_tokenizer
+    src_len, tgt_len = _byte_lengths(source_tokenizer).tolist(), _byte_lengths(target_tokenizer).tolist()
+    special = set(source_tokenizer.all_special_ids) | set(target_tokenizer.all_special_ids)
+    special |= {int(i) for i in source_tokenizer.added_tokens_decoder}
+    special |= {int(i) for i in target_tokenizer.added_tokens_decoder}
+    new = set(new_ids)
+    counts: dict[int, Counter] = {}
+    stats = {"sentences": len(sentences), "char_offset_sentences": 0, "occurrences": 0, "skipped_occurrences": 0}
+    # Plain Python lists and bisect: the work is linear in the tokens of D, with no per-token numpy overhead.
+    for s in range(0, len(sentences), batch_size):
+        batch = sentences[s : s + batch_size]
+        for src_enc, tgt_enc in zip(src_be.encode_batch(batch), tgt_be.encode_batch(batch), strict=True):
+            if new.isdisjoint(tgt_enc.ids):
+                continue
+            src = _byte_spans(src_enc, src_len)
+            tgt = _byte_spans(tgt_enc, tgt_len)
+            if src is None or tgt is None or src[2][-1:] != tgt[2][-1:]:
+                stats["char_offset_sentences"] += 1
+                src, tgt = _char_spans(src_enc, special), _char_spans(tgt_enc, special)
+            s_ids, s_start, s_end = src
+            for i, a, b in zip(*tgt, strict=True):
+                if i not in new:
+                    continue
+                # Spans are sorted; inside = start >= a and end <= b, a contiguous run of source tokens.
+                lo, hi = bisect.bisect_left(s_start, a), bisect.bisect_right(s_end, b)
+                if hi > lo:
+                    key = tuple(s_ids[lo:hi])
+                else:
+                    c = bisect.bisect_right(s_start, a) - 1
+                    if c < 0 or s_end[c] < b:
+                        stats["skipped_occurrences"] += 1
+                        continue
+                    key = (s_ids[c],)
+                counts.setdefault(i, Counter())[key] += 1
+                stats["occurrences"] += 1
+    return counts, stats
+
+
+def align_plans(ctx: InitContext) -> tuple[list[tuple[Plan | None, dict]], dict]:
+    """Align (paper 002 §4.3): Σ_t f_t · mean(E_s[t]) over the aligned tuples, f normalized; unseen → Merge (cached)."""
+    if "Align" in ctx.cache:
+        return ctx.cache["Align"]
+    t0 = time.perf_counter()
+    counts, stats = align_counts(
+        ctx.source_tokenizer, ctx.target_tokenizer, ctx.corpus("Align"), [t.id for t in ctx.new_tokens]
+    )
+    stats["seconds"] = round(time.perf_counter() - t0, 3)
+    merge = None
+    out = []
+    for k, tok in enumerate(ctx.new_tokens):
+        seen = counts.get(tok.id)
+        if not seen:
+            merge = merge or merge_plans(ctx)
+            plan, rec = merge[k]
+            # Merge's own fallback (e.g. to Mean) is kept beside Align's.
+            rec = {
+                **rec,
+                "rule": f"merge:{rec['rule']}",
+                "fallback": "unseen_in_corpus",
+                "merge_fallback": rec["fallback"],
+            }
+            out.append((plan, rec))
+            continue
+        total = sum(seen.values())
+        plan: Plan = {}
+        for ids, c in seen.items():
+            for i in ids:
+                plan[i] = plan.get(i, 0.0) + (c / total) / len(ids)
+        top = [[list(ids), c] for ids, c in seen.most_common(5)]
+        out.append(
+            (
+                plan,
+                {
+                    "rule": "aligned_source_spans",
+                    "occurrences": total,
+                    "tuples": len(seen),
+                    "top_tuples": top,
+                    "fallback": None,
+                },
+            )
+        )
+    ctx.cache["Align"] = (out, stats)
+    return out, stats
+
+
+@register_method("Align")
+def init_align(source: Any, ctx: InitContext, role: str) -> InitResult:
+    """Align (paper 002 §4.3): frequency-weighted mean rows of the source spans aligned with each new token over D."""
+    plans, _ = align_plans(ctx)
+    return InitResult(rows=_rows_from_plans(source, ctx, [p for p, _ in plans]), records=[r for _, r in plans])
+
+
+# ---- FOCUS ----------------------------------------------------------------------------------------------------------
+
+# deepfocus's defaults for a fastText model trained on the target-tokenized corpus (FOCUS, Dobler & de Melo 2023).
+FASTTEXT_DEFAULTS = {"dim": 100, "epoch": 3, "min_count": 10, "neg": 10}
+_FASTTEXT_SPACE = set(" \n\t\v\f\r\0")
+
+
+def sparsemax(z: Any) -> Any:
+    """Sparsemax (Martins & Astudillo 2016) of a 1-D float64 tensor: the Euclidean projection onto the simplex."""
+    import torch
+
+    zs, _ = torch.sort(z, descending=True)
+    k = torch.arange(1, z.numel() + 1, dtype=z.dtype)
+    cum = zs.cumsum(0)
+    support = 1 + k * zs > cum
+    k_z = int(support.nonzero().max()) + 1
+    tau = (cum[k_z - 1] - 1) / k_z
+    return (z - tau).clamp(min=0)
+
+
+def fasttext_word(piece: str) -> str:
+    """A T_t piece as one fastText word: characters fastText splits on are written as \\xNN escapes."""
+    if not _FASTTEXT_SPACE & set(piece):
+        return piece
+    return "".join(f"\\x{ord(c):02x}" if c in _FASTTEXT_SPACE else c for c in piece)
+
+
+def _fasttext_cbow(path: str, seed: int, **options: Any) -> Any:
+    """fastText CBOW on one thread with ``seed``: the wrapper of fasttext-wheel 0.9.2 accepts no seed for
+    unsupervised training although the C++ trainer has one, so the arguments are built the way the wrapper does."""
+    import fasttext
+    from fasttext import FastText as ft
+
+    kwargs = {"model": "cbow", "thread": 1, "verbose": 0, **options}
+    try:
+        return fasttext.train_unsupervised(path, seed=seed, **kwargs)
+    except TypeError:
+        pass
+    args, manual = ft.read_args([path], {**kwargs, "seed": seed}, ["input", *kwargs, "seed"], ft.unsupervised_default)
+    built = ft._build_args(args, manual)
+    model = ft._FastText(args=built)
+    ft.fasttext.train(model.f, built)
+    model.set_args(model.f.getArgs())
+    return model
+
+
+def train_fasttext(target_tokenizer: Any, sentences: list[str], seed: int, **options: Any) -> dict[str, Any]:
+    """fastText CBOW on D tokenized with T_t (paper 002 §4.2): {T_t piece: vector} for the words it kept.
+
+    One thread so that the vectors depend only on the seed (fastText's multi-threaded SGD is not reproducible).
+    """
+    import tempfile
+
+    import numpy as np
+
+    opts = {**FASTTEXT_DEFAULTS, **options}
+    encs = target_tokenizer.backend_tokenizer.encode_batch(sentences, add_special_tokens=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "d.tok.txt"
+        with open(path, "w", encoding="utf-8") as f:
+            for enc in encs:
+                f.write(" ".join(fasttext_word(p) for p in enc.tokens) + "\n")
+        model = _fasttext_cbow(
+            str(path), seed, dim=opts["dim"], epoch=opts["epoch"], minCount=opts["min_count"], neg=opts["neg"]
+        )
+    words = model.get_words()
+    by_word = {fasttext_word(p): p for p in target_tokenizer.backend_tokenizer.get_vocab(with_added_tokens=False)}
+    return {by_word[w]: np.asarray(model.get_word_vector(w), dtype=np.float64) for w in words if w in by_word}
+
+
+def focus_plans(ctx: InitContext) -> tuple[list[tuple[Plan | None, dict]], dict]:
+    """FOCUS (Dobler & de Melo 2023; paper 002 §4.2): sparsemax over fastText cosine similarities to the overlapping
+    tokens (V_s ∩ V_t with a fastText vector, special tokens excluded); weights applied to their source rows (cached).
+
+    A new token without a fastText vector (rarer than min_count in T_t's tokenization of D) is drawn as Random, as
+    deepfocus does (fallback "no_fasttext_vector").
+    """
+    import numpy as np
+    import torch
+
+    if "FOCUS" in ctx.cache:
+        return ctx.cache["FOCUS"]
+    t0 = time.perf_counter()
+    vectors = ctx.resources.get("fasttext_vectors")  # tests may inject {piece: vector}
+    if vectors is None:
+        vectors = train_fasttext(
+            ctx.target_tokenizer, ctx.corpus("FOCUS"), ctx.seed, **ctx.resources.get("fasttext_options", {})
+        )
+    t_train = time.perf_counter() - t0
+    src_vocab = ctx.source_tokenizer.get_vocab()
+    special = set(ctx.source_tokenizer.all_special_ids) | {int(i) for i in ctx.source_tokenizer.added_tokens_decoder}
+    overlap = sorted((src_vocab[p], p) for p in vectors if p in src_vocab and src_vocab[p] not in special)
+    if not overlap:
+        raise ValueError("FOCUS: no source token has a fastText vector; the corpus D is too small for min_count")
+    ov_ids = [i for i, _ in overlap]
+    ov = torch.as_tensor(np.stack([vectors[p] for _, p in overlap]), dtype=torch.float64)
+    ov = ov / ov.norm(dim=1, keepdim=True).clamp(min=1e-12)
+    out = []
+    for tok in ctx.new_tokens:
+        vec = vectors.get(tok.piece)
+        if vec is None:
+            out.append((None, {"rule": "random", "fallback": "no_fasttext_vector"}))
+            continue
+        v = torch.as_tensor(vec, dtype=torch.float64)
+        sim = ov @ (v / v.norm().clamp(min=1e-12))
+        w = sparsemax(sim)
+        nz = torch.nonzero(w).flatten().tolist()
+        plan = {ov_ids[j]: float(w[j]) for j in nz}
+        top = sorted(plan.items(), key=lambda kv: -kv[1])[:5]
+        out.append(
+            (
+                plan,
+                {
+                    "rule": "sparsemax_fasttext",
+                    "support": len(plan),
+                    "top": [[i, round(x, 4)] for i, x in top],
+                    "fallback": None,
+                },
+            )
+        )
+    stats = {
+        "overlapping_tokens": len(ov_ids),
+        "fasttext_words": len(vectors),
+        "seconds_fasttext": round(t_train, 3),
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+    ctx.cache["FOCUS"] = (out, stats)
+    return out, stats
+
+
+@register_method("FOCUS")
+def init_focus(source: Any, ctx: InitContext, role: str) -> InitResult:
+    """FOCUS (paper 002 §4.2): sparsemax-weighted combination of overlapping tokens' rows by fastText similarity."""
+    plans, _ = focus_plans(ctx)
+    rows = _rows_from_plans(source, ctx, [p for p, _ in plans])
+    missing = [k for k, (p, _) in enumerate(plans) if p is None]
+    if missing:
+        rows[missing] = init_random(source, ctx, role).rows[missing]
+    return InitResult(rows=rows, records=[r for _, r in plans])
+
+
+# ---- EEVE -----------------------------------------------------------------------------------------------------------
+
+
+@register_method("EEVE")
+def init_eeve(source: Any, ctx: InitContext, role: str) -> InitResult:
+    """EEVE (Kim et al. 2024, §2.2): input rows = Mean; output rows = the LM-head row of the first source subword.
+
+    A tied model has one matrix, which gets the input rule (so EEVE equals Mean there; the report says so): untying
+    would add a |V| × d head that the Source model and the other methods lack.
+    """
+    if role == "input":
+        res = init_mean(source, ctx, role)
+        if ctx.tied:
+            for r in res.records:
+                r["note"] = "tied embeddings: one matrix, input rule (mean of subwords)"
+        return res
+    plans: list[Plan | None] = []
+    records = []
+    for tok in ctx.new_tokens:
+        ids, fallback = ctx.subwords(tok)
+        plans.append({ids[0]: 1.0} if ids else None)
+        records.append(
+            {
+                "rule": "first_source_subword" if ids else "mean_of_source_rows",
+                "source_ids": ids[:1],
+                "fallback": fallback,
+            }
+        )
+    return InitResult(rows=_rows_from_plans(source, ctx, plans), records=records)
+
+
+# --------------------------------------------------------------------------------------------------------------------
 # Applying a method to a model.
 # --------------------------------------------------------------------------------------------------------------------
 
@@ -382,6 +883,22 @@ def mapping_diagnostics(source_tokenizer: Any, target_tokenizer: Any, tokens: li
         "replacement_char_token_id": fffd_single,
         "bpe_model_mapping_uses_replacement_char": fffd_uses,
     }
+
+
+def method_stats(ctx: InitContext, method: str) -> dict:
+    """Corpus statistics and timings of the corpus-based methods (Align, FOCUS), and EEVE's tied-model rule."""
+    out: dict[str, Any] = {}
+    if "Align" in ctx.cache:
+        out["align"] = ctx.cache["Align"][1]
+    if "FOCUS" in ctx.cache:
+        out["focus"] = ctx.cache["FOCUS"][1]
+    if method == "EEVE":
+        out["eeve"] = (
+            "tied: one matrix, initialized by the input rule (mean of subwords), i.e. as Mean"
+            if ctx.tied
+            else "untied: input rows mean of subwords, output rows the first subword's LM-head row"
+        )
+    return out
 
 
 def initialize_model(
@@ -499,6 +1016,7 @@ def initialize_model(
         "stats": stats,
         "fallbacks": fallbacks,
         "mapping_diagnostics": mapping_diagnostics(source_tokenizer, target_tokenizer, tokens, ctx),
+        "method_stats": method_stats(ctx, method),
         "tokens": records,
     }
 
@@ -543,15 +1061,31 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--method", required=True, choices=sorted(INIT_METHODS), help="initialization (paper names)")
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--pad-to-multiple-of", type=int, default=1, help="pad the vocabulary rows to a multiple of N")
+    p.add_argument("--corpus", help="adaptation corpus D, one sentence a line (required by Align and FOCUS)")
+    p.add_argument("--fasttext-dim", type=int, default=FASTTEXT_DEFAULTS["dim"], help="FOCUS: fastText dimension")
+    p.add_argument("--fasttext-epochs", type=int, default=FASTTEXT_DEFAULTS["epoch"], help="FOCUS: fastText epochs")
+    p.add_argument(
+        "--fasttext-min-count", type=int, default=FASTTEXT_DEFAULTS["min_count"], help="FOCUS: fastText minCount"
+    )
     p.add_argument("--out", required=True, help="output target model folder")
     p.add_argument("--report", required=True, help="output JSON: per-token mapping, norms, fallbacks")
     p.add_argument("--threads", type=int)
     p.add_argument("--log")
     a = p.parse_args(argv)
 
+    if a.method in CORPUS_METHODS and not a.corpus:
+        p.error(f"--method {a.method} needs --corpus FILE (the adaptation corpus D, one sentence a line)")
     log = setup_logging(a.log)
     set_threads(a.threads)
-    report = initialize(a.source_model, a.target_tokenizer, a.out, a.method, a.seed, a.pad_to_multiple_of)
+    resources: dict[str, Any] = {}
+    if a.corpus:
+        resources["corpus"] = read_lines(a.corpus)
+    resources["fasttext_options"] = {
+        "dim": a.fasttext_dim,
+        "epoch": a.fasttext_epochs,
+        "min_count": a.fasttext_min_count,
+    }
+    report = initialize(a.source_model, a.target_tokenizer, a.out, a.method, a.seed, a.pad_to_multiple_of, resources)
     diag = report["mapping_diagnostics"]
     log.info(
         "%s: %d new tokens (%d partial UTF-8), %d rows, fallbacks %s, new/source norm %s, %s s",
@@ -563,6 +1097,8 @@ def main(argv: list[str] | None = None) -> None:
         {r: s["new_over_source"] for r, s in report["stats"].items() if isinstance(s, dict)},
         report["seconds"],
     )
+    if report["method_stats"]:
+        log.info("%s: %s", a.method, report["method_stats"])
     write_json(a.report, report)
 
 
