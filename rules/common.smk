@@ -31,6 +31,7 @@ from workflow_scripts.grid import (
     schema_errors,
     slug_regex,
 )  # noqa: E402
+from workflow_scripts.plan import sized_resources, workflow_gpu_problems  # noqa: E402
 
 SCHEMA = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
 _problems = schema_errors(config, SCHEMA)
@@ -46,6 +47,15 @@ except ConfigError as e:
 
 METHOD_BY_SLUG = {m.slug: m for m in METHODS}
 MODELS = list(config["models"])
+# The profiles' GPU requests (set-resources, default-resources) against the rules and the models' size classes,
+# before any job runs: a GPU on a rule that cannot use one, or a GPU profile leaving a 7B/8B/9B model's GPU rule without.
+_gpu_problems = workflow_gpu_problems(
+    workflow.resource_settings, {m: config["models"][m]["size"] for m in MODELS}
+)
+if _gpu_problems:
+    raise WorkflowError(
+        "GPU requests do not fit the workflow:\n  - " + "\n  - ".join(_gpu_problems)
+    )
 LANGUAGES = list(config["languages"])
 TASKS = config["evaluation"]["tasks"]
 
@@ -223,3 +233,14 @@ def all_targets():
         "results/tables/results.md",
         "results/analysis/fragmentation.csv",
     ]
+
+
+def sized(rule_name, key):
+    """A `resources:` function: `key` of the cost table in workflow_scripts/plan.py for the job's model size."""
+
+    def get(wildcards, attempt):
+        model = getattr(wildcards, "model", None)
+        size = config["models"][model]["size"] if model else None
+        return sized_resources(rule_name, size, attempt)[key]
+
+    return get

@@ -12,6 +12,9 @@ rule extract_l10n_pairs:
         "results/logs/extract_l10n_pairs/{lang}.log",
     conda:
         "../envs/workflow.yaml"
+    resources:
+        mem_mb=sized("extract_l10n_pairs", "mem_mb"),
+        runtime=sized("extract_l10n_pairs", "runtime"),
     params:
         min_words=config["data"]["l10n_min_english_words"],
     shell:
@@ -32,6 +35,9 @@ rule split_l10n:
         "results/logs/split_l10n/{lang}.log",
     conda:
         "../envs/workflow.yaml"
+    resources:
+        mem_mb=sized("split_l10n", "mem_mb"),
+        runtime=sized("split_l10n", "runtime"),
     params:
         n_train=config["data"]["n_train"],
         n_heldout=config["data"]["n_heldout"],
@@ -78,6 +84,9 @@ rule sample_cc100:
         "results/benchmarks/sample_cc100/{lang}.tsv"
     conda:
         "../envs/workflow.yaml"
+    resources:
+        mem_mb=sized("sample_cc100", "mem_mb"),
+        runtime=sized("sample_cc100", "runtime"),
     params:
         n_train=config["data"]["n_train"],
         n_heldout=config["data"]["n_heldout"],
@@ -96,6 +105,9 @@ rule flores_mt:
         "results/logs/flores_mt/{lang}.log",
     conda:
         "../envs/workflow.yaml"
+    resources:
+        mem_mb=sized("flores_mt", "mem_mb"),
+        runtime=sized("flores_mt", "runtime"),
     params:
         root=flores_root,
         n=config["data"]["n_mt"],

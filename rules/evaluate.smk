@@ -16,6 +16,10 @@ rule evaluate_mt:
     conda:
         "../envs/workflow.yaml"
     threads: 2
+    resources:
+        mem_mb=sized("evaluate_mt", "mem_mb"),
+        runtime=sized("evaluate_mt", "runtime"),
+        cpus_per_gpu=sized("evaluate_mt", "cpus_per_gpu"),
     params:
         cell=cell_json,
         data_label=data_label_of,
@@ -45,6 +49,10 @@ rule evaluate_ppl:
     conda:
         "../envs/workflow.yaml"
     threads: 2
+    resources:
+        mem_mb=sized("evaluate_ppl", "mem_mb"),
+        runtime=sized("evaluate_ppl", "runtime"),
+        cpus_per_gpu=sized("evaluate_ppl", "cpus_per_gpu"),
     params:
         cell=cell_json,
         data_label=data_label_of,
@@ -70,6 +78,10 @@ rule measure_speed:
     conda:
         "../envs/workflow.yaml"
     threads: 2
+    resources:
+        mem_mb=sized("measure_speed", "mem_mb"),
+        runtime=sized("measure_speed", "runtime"),
+        cpus_per_gpu=sized("measure_speed", "cpus_per_gpu"),
     params:
         cell=cell_json,
         data_label=data_label_of,

@@ -17,6 +17,9 @@ rule initialize:
     conda:
         "../envs/workflow.yaml"
     threads: 2
+    resources:
+        mem_mb=sized("initialize", "mem_mb"),
+        runtime=sized("initialize", "runtime"),
     params:
         seed=config["seed"],
         pad=config["tokenizer"]["pad_to_multiple_of"],

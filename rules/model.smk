@@ -12,6 +12,9 @@ rule prepare_source_model:
         "results/benchmarks/prepare_source_model/{model}.tsv"
     conda:
         "../envs/workflow.yaml"
+    resources:
+        mem_mb=sized("prepare_source_model", "mem_mb"),
+        runtime=sized("prepare_source_model", "runtime"),
     params:
         spec=model_spec_json,
     shell:

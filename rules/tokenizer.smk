@@ -14,6 +14,9 @@ rule train_aux_tokenizer:
         "results/benchmarks/train_aux_tokenizer/{model}.{lang}.aux{aux}.tsv"
     conda:
         "../envs/workflow.yaml"
+    resources:
+        mem_mb=sized("train_aux_tokenizer", "mem_mb"),
+        runtime=sized("train_aux_tokenizer", "runtime"),
     params:
         seed=config["seed"],
     shell:
@@ -38,6 +41,9 @@ rule expand_tokenizer:
         "results/benchmarks/expand_tokenizer/{model}.{lang}.aux{aux}.k{k}.tsv"
     conda:
         "../envs/workflow.yaml"
+    resources:
+        mem_mb=sized("expand_tokenizer", "mem_mb"),
+        runtime=sized("expand_tokenizer", "runtime"),
     shell:
         "python -m workflow_scripts.vocab expand --source-tokenizer {input.source} --aux {input.aux}"
         " --corpus {input.corpus} --heldout {input.heldout} --k {wildcards.k} --out {output.tokenizer}"

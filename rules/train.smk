@@ -18,6 +18,10 @@ rule lapt:
     conda:
         "../envs/workflow.yaml"
     threads: 2
+    resources:
+        mem_mb=sized("lapt", "mem_mb"),
+        runtime=sized("lapt", "runtime"),
+        cpus_per_gpu=sized("lapt", "cpus_per_gpu"),
     params:
         procedure=method_attr("procedure"),
         objective=method_attr("objective"),

@@ -1,0 +1,237 @@
+"""The Slurm planning report: the cost table, GPU requests, dry-run parsing, and the report on the real configs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+from tests.test_workflow import expected_counts, snakemake, tiny_config
+from workflow_scripts.grid import expand_grid
+from workflow_scripts.plan import (
+    GPU_RULES,
+    Job,
+    declared_local_rules,
+    gpu_request_problems,
+    gpus_requested,
+    job_problems,
+    parse_dry_run,
+    parse_runtime,
+    sized_resources,
+    summarize,
+)
+
+SLURM = REPO / "profiles" / "slurm"
+
+# Three job blocks as `snakemake -n` prints them (Snakemake 9.27), with a shell command; `tables` is a local rule.
+DRY_RUN = """\
+[Mon Nov 30 14:01:22 2026]
+rule lapt:
+    input: results/tiny/th/init/Mean.aux1000.k50, results/data/th/l10n/train.txt
+    output: results/tiny/th/Mean.k50.2x2LS.clm.L64/model
+    jobid: 13
+    reason: Missing output files: results/tiny/th/Mean.k50.2x2LS.clm.L64/model
+    wildcards: model=tiny, lang=th, method=Mean.k50.2x2LS.clm.L64
+    threads: 2
+    resources: tmpdir=<TBD>, runtime=120, cpus_per_gpu=8, mem_mb=64000, mem=64 GB, gres=gpu:a100:2
+Shell command: python -m workflow_scripts.lapt --hparams '{"a": 1, "b": 2}' --threads 2
+
+[Mon Nov 30 14:01:22 2026]
+rule split_l10n:
+    input: results/data/th/l10n/pairs.tsv
+    jobid: 4
+    wildcards: lang=th
+    resources: tmpdir=<TBD>, runtime=15, mem_mb=2000, slurm_extra='--comment=a,b'
+
+[Mon Nov 30 14:01:22 2026]
+rule tables:
+    input: results/tiny/th/Source/eval/mt.json
+    jobid: 1
+    resources: tmpdir=<TBD>
+Job stats:
+job       count
+-----  -------
+lapt         1
+"""
+
+
+def test_cost_table_grows_with_each_attempt():
+    # 7B LAPT: 64 GB and 180 min on attempt 1; +32 GB and +180 min per retry.
+    assert sized_resources("lapt", "7B", 1) == {"mem_mb": 64000, "runtime": 180, "cpus_per_gpu": 8}
+    assert sized_resources("lapt", "7B", 2) == {"mem_mb": 96000, "runtime": 360, "cpus_per_gpu": 8}
+    assert sized_resources("lapt", "7B", 3) == {"mem_mb": 128000, "runtime": 540, "cpus_per_gpu": 8}
+    # Rules without a model have one entry; CPU rules get no cpus_per_gpu.
+    assert sized_resources("split_l10n", None) == {"mem_mb": 2000, "runtime": 15}
+    assert sized_resources("initialize", "9B") == {"mem_mb": 128000, "runtime": 150}
+    with pytest.raises(KeyError, match="no cost table entry for rule 'tables'"):
+        sized_resources("tables", "7B")
+    with pytest.raises(KeyError, match="no cost for model size '70B'"):
+        sized_resources("lapt", "70B")
+
+
+@pytest.mark.parametrize(
+    ("resources", "gpus"),
+    [
+        ({"gpu": 2}, 2),
+        ({"gpu": "1"}, 1),
+        ({"gpu": 0}, 0),
+        ({"gres": "gpu:a100:2"}, 2),
+        ({"gres": "gpu"}, 1),
+        ({"gres": "gpu:a100"}, 1),
+        ({"gres": "tmpfs:10G"}, 0),
+        ({"gpu_model": "a100"}, 1),
+        ({"mem_mb": 1000}, 0),
+    ],
+)
+def test_gpus_requested_reads_gpu_gres_and_gpu_model(resources, gpus):
+    assert gpus_requested(resources) == gpus
+
+
+def test_runtime_units():
+    assert parse_runtime(90) == 90.0
+    assert parse_runtime("2d") == 2880.0
+    assert parse_runtime("1.5h") == 90.0
+    assert parse_runtime("45m") == 45.0
+    assert parse_runtime("1h30m") is None  # Slurm's executor rejects it too (one unit only)
+    assert parse_runtime(None) is None
+
+
+def test_gpu_on_a_cpu_rule_and_missing_gpu_on_a_7b_model_are_flagged():
+    sizes = {"llama2": "7B", "tiny": "demo"}
+    good = {rule: {"gpu": 1} for rule in GPU_RULES}
+    assert gpu_request_problems(good, None, sizes, require_gpu=True) == []
+
+    bad = {**good, "split_l10n": {"gres": "gpu:1"}}
+    (problem,) = gpu_request_problems(bad, None, sizes, require_gpu=True)
+    assert problem.startswith("set-resources split_l10n: asks for a GPU, but rule split_l10n cannot use one")
+
+    (problem,) = gpu_request_problems(good, {"gpu": 1}, sizes, require_gpu=True)
+    assert problem.startswith("default-resources asks for a GPU for every rule")
+
+    no_lapt = {rule: r for rule, r in good.items() if rule != "lapt"}
+    (problem,) = gpu_request_problems(no_lapt, None, sizes, require_gpu=True)
+    assert "set-resources lapt: no GPU requested" in problem and "llama2 (7B)" in problem
+    # A demo-size grid may train on CPUs; a run without a GPU profile is not flagged.
+    assert gpu_request_problems(no_lapt, None, {"tiny": "demo"}, require_gpu=True) == []
+    assert gpu_request_problems(no_lapt, None, sizes, require_gpu=False) == []
+
+
+def test_parse_dry_run_jobs_and_totals():
+    jobs = parse_dry_run(DRY_RUN, {"all", "tables"})
+    assert [(j.rule, j.local) for j in jobs] == [("lapt", False), ("split_l10n", False), ("tables", True)]
+    lapt, split, _ = jobs
+    assert lapt.wildcards == {"model": "tiny", "lang": "th", "method": "Mean.k50.2x2LS.clm.L64"}
+    assert lapt.threads == 2 and lapt.gpus == 2 and lapt.cpus == 16 and lapt.runtime_min == 120
+    assert split.resources["slurm_extra"] == "'--comment=a,b'" and split.cpus == 1 and split.gpus == 0
+
+    summary = summarize(jobs, {"tiny": "demo"})
+    total = summary["total"]
+    # lapt: 2 GPUs x 2 h = 4 GPU-hours, 16 CPUs x 2 h = 32 CPU-hours; split: 1 CPU x 0.25 h.
+    assert (total.jobs, total.gpu_jobs, total.gpu_hours, total.cpu_hours) == (2, 1, 4.0, 32.25)
+    assert summary["local"] == {"tables": 1}
+    assert summary["by_model"]["tiny"].gpu_hours == 4.0 and summary["by_model"]["(data)"].jobs == 1
+
+
+def test_local_rules_are_read_from_the_workflow(tmp_path):
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "Snakefile").write_text("localrules: a, b\n\nrule all:\n    input: 'x'\n")
+    (tmp_path / "rules" / "x.smk").write_text("localrules:\n    c,\n    d,\n\n\nrule c:\n    output: 'y'\n")
+    assert declared_local_rules(tmp_path) == {"all", "a", "b", "c", "d"}
+    assert {"download_cc100", "tables"} <= declared_local_rules() and "lapt" not in declared_local_rules()
+
+
+def test_job_problems_on_resolved_jobs():
+    sizes = {"llama2": "7B"}
+    jobs = [
+        Job("lapt", False, {"model": "llama2"}, {"runtime": 60}),
+        Job("expand_tokenizer", False, {"model": "llama2"}, {"gpu": 1}),
+        Job("tables", True, {}, {"gpu": 1}),  # local: never submitted
+    ]
+    gpu_on_cpu_rule, no_gpu = sorted(job_problems(jobs, sizes, cluster=True))
+    assert gpu_on_cpu_rule.startswith("rule expand_tokenizer cannot use a GPU")
+    assert no_gpu.startswith("rule lapt gets no GPU for model llama2 of size 7B")
+    assert job_problems(jobs, sizes, cluster=False) == [gpu_on_cpu_rule]
+
+
+def plan(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "workflow_scripts.plan", "--directory", str(tmp_path), *args]
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+
+
+def test_report_on_the_paper_grid(tmp_path):
+    config = REPO / "configs" / "paper.yaml"
+    result = plan(tmp_path, "--configfile", str(config), "--profile", str(SLURM), "--json", str(tmp_path / "p.json"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((tmp_path / "p.json").read_text())
+    grid = yaml.safe_load(config.read_text())
+    counts = expected_counts(grid)
+    for rule, n in counts.items():
+        assert report["by_rule"][rule]["jobs"] == n
+    assert report["by_rule"]["lapt"]["gpu_jobs"] == counts["lapt"] > 0
+    assert report["by_rule"]["initialize"]["gpu_jobs"] == 0
+    assert report["gpus_per_job"]["evaluate_ppl"] == [1] and report["gpus_per_job"]["expand_tokenizer"] == [0]
+    # Each model's GPU-hours from its cells: one LAPT job per trained cell, one job per task and cell, each for its
+    # time limit at the model's size (1 GPU per job in profiles/slurm).
+    for model, spec in grid["models"].items():
+        cells = [m for name, _, m in expand_grid(grid) if name == model]
+        minutes = sum(m.trains for m in cells) * sized_resources("lapt", spec["size"])["runtime"]
+        for rule in ("evaluate_mt", "evaluate_ppl", "measure_speed"):
+            minutes += len(cells) * sized_resources(rule, spec["size"])["runtime"]
+        assert report["by_model"][model]["gpu_hours"] == pytest.approx(minutes / 60, abs=1e-3)
+    assert report["sizes"] == {"llama2": "7B", "llama3": "8B", "gemma2": "9B"}
+    assert report["local"]["download_cc100"] == len(grid["languages"])
+    assert "download_cc100" not in report["by_rule"] and "tables" not in report["by_rule"]
+    assert "GPU-hours" in result.stdout and f"| lapt | {counts['lapt']} | 1 |" in result.stdout
+
+
+def test_report_on_the_test_config_without_a_profile(tmp_path):
+    config = tiny_config(tmp_path)  # configs/test.yaml with its data package path made absolute
+    result = plan(tmp_path, "--configfile", str(config), "--json", str(tmp_path / "p.json"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((tmp_path / "p.json").read_text())
+    assert report["total"]["gpu_jobs"] == 0  # no profile, no GPU requests
+    n = expected_counts(yaml.safe_load(config.read_text()))["lapt"]
+    # demo size: 20 min and 2 GB per LAPT job, 2 threads (the rule's) and so 2 CPUs each.
+    assert report["by_rule"]["lapt"] == {
+        "jobs": n,
+        "gpu_jobs": 0,
+        "gpu_hours": 0.0,
+        "cpu_hours": pytest.approx(n * 2 * 20 / 60, abs=1e-3),
+        "max_runtime_min": 20.0,
+        "max_mem_mb": 2000,
+    }
+
+
+def site_profile(tmp_path: Path, set_resources: dict) -> Path:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "config.yaml").write_text(yaml.safe_dump({"set-resources": set_resources}))
+    return site
+
+
+def test_gpu_on_a_cpu_rule_stops_planning_and_the_run(tmp_path):
+    site = site_profile(tmp_path, {"lapt": {"gpu": 1}, "split_l10n": {"gpu": 1}})
+    profiles = ["--profile", str(SLURM), "--profile", str(site)]
+    config = str(tiny_config(tmp_path))
+    result = plan(tmp_path, "--configfile", config, *profiles)
+    assert result.returncode == 1
+    assert "split_l10n" in result.stderr and "cannot use" in result.stderr
+    # The Snakefile refuses it too, before any job.
+    run = snakemake(["-n", "--configfile", config, *profiles], tmp_path)
+    assert run.returncode != 0
+    assert "set-resources split_l10n: asks for a GPU, but rule split_l10n cannot use one" in run.stdout + run.stderr
+
+
+def test_paper_grid_without_a_gpu_for_lapt_is_flagged(tmp_path):
+    # A site overlay that replaced set-resources and forgot the training rule.
+    site = site_profile(tmp_path, {rule: {"gres": "gpu:a100:1"} for rule in GPU_RULES if rule != "lapt"})
+    profiles = ["--profile", str(SLURM), "--profile", str(site)]
+    result = plan(tmp_path, "--configfile", str(REPO / "configs" / "paper.yaml"), *profiles)
+    assert result.returncode == 1
+    assert "set-resources lapt: no GPU requested" in result.stderr
+    assert "llama2 (7B)" in result.stderr

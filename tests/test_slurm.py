@@ -1,0 +1,343 @@
+"""The tiny grid through a real Slurm cluster with the repository's own profile (profiles/slurm + profiles/ci-slurm).
+
+Runs against the single-node cluster that .ci/slurm/start.sh starts (ClusterName vocabci, one fake GPU), never
+against another cluster. One scenario, checked by the tests below: a local reference run; a Slurm run whose first
+LAPT job is cancelled with scancel (Snakemake resubmits it with a longer time limit) and which is then stopped with
+SIGINT while a job runs (Snakemake cancels it); a second Slurm run that completes. Evidence comes from the executor's
+log (Slurm job ids) and `scontrol show job -d` (state, time limit, allocated GRES), not from sacct: the test cluster
+has no accounting database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import REPO
+from tests.test_workflow import tiny_config
+from workflow_scripts.plan import GPU_RULES, sized_resources
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slurm]
+
+CLUSTER_NAME = "vocabci"  # .ci/slurm/start.sh
+REQUIRED_ENV = "VOCAB_SLURM_REQUIRED"  # set by .ci/run: there a missing cluster is a failure, not a skip
+PROFILES = ["--profile", str(REPO / "profiles" / "slurm"), "--profile", str(REPO / "profiles" / "ci-slurm")]
+CLUSTER_RULES = {
+    "extract_l10n_pairs",
+    "split_l10n",
+    "prepare_source_model",
+    "train_aux_tokenizer",
+    "expand_tokenizer",
+    "initialize",
+    "lapt",
+    "evaluate_mt",
+    "evaluate_ppl",
+    "measure_speed",
+}
+# The tiny config with one method, Mean, which still runs every rule (11 cluster jobs instead of 17: CI time).
+METHODS = [{"init": "Mean"}]
+TIMING_METRICS = re.compile(r"per_second|speedup|seconds")
+VOLATILE_KEYS = re.compile(r"seconds|per_second|peak_memory")
+SUBMITTED = re.compile(r"submitted with SLURM jobid (\d+) \(log: (\S+)\)")
+
+
+def cluster_problem() -> str | None:
+    """Why the test cluster cannot be used, or None when it is up."""
+    for tool in ("sbatch", "squeue", "scancel", "scontrol", "sinfo"):
+        if shutil.which(tool) is None:
+            return f"no Slurm client ({tool}) on PATH; .ci/slurm/start.sh installs Slurm and starts a test cluster"
+    try:
+        config = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        return "scontrol show config timed out: no Slurm controller reachable (.ci/slurm/start.sh starts one)"
+    if config.returncode != 0:
+        return f"no Slurm controller reachable ({config.stderr.strip()[:200]}); .ci/slurm/start.sh starts one"
+    name = re.search(r"^ClusterName\s*=\s*(\S+)", config.stdout, re.MULTILINE)
+    if not name or name.group(1) != CLUSTER_NAME:
+        found = name.group(1) if name else "unnamed"
+        return f"the reachable Slurm cluster is {found!r}, not the test cluster {CLUSTER_NAME!r}: not submitting to it"
+    nodes = subprocess.run(["sinfo", "-h", "-N", "-o", "%T %G"], capture_output=True, text=True, timeout=20).stdout
+    if not re.search(r"^(idle|mixed|allocated)\S* .*gpu", nodes, re.MULTILINE):
+        return f"the test cluster has no usable node with a GPU gres (sinfo: {nodes.strip()!r})"
+    return None
+
+
+def job_info(jobid: str) -> dict[str, str]:
+    """`scontrol show job -d` as a dict (the test cluster keeps finished jobs for MinJobAge seconds)."""
+    out = subprocess.run(["scontrol", "show", "job", "-d", jobid], capture_output=True, text=True, timeout=20).stdout
+    return dict(re.findall(r"(\w+)=(\S*)", out))
+
+
+def minutes(limit: str) -> int:
+    """Minutes of a Slurm time limit such as 00:20:00 or 1-02:00:00."""
+    days, _, clock = limit.rpartition("-")
+    h, m, s = (int(x) for x in clock.split(":"))
+    return int(days or 0) * 1440 + h * 60 + m + (s > 0)
+
+
+def running_jobs() -> list[tuple[str, str]]:
+    """(job id, comment) of running jobs; the executor puts `rule_<rule>_wildcards_<...>` in the comment."""
+    out = subprocess.run(["squeue", "-h", "-t", "R", "-o", "%i|%k"], capture_output=True, text=True, timeout=20).stdout
+    return [tuple(line.split("|", 1)) for line in out.splitlines() if "|" in line]
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+def snakemake_cmd(workdir: Path, config: Path, *extra: str) -> list[str]:
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir)]
+    return [*cmd, "--configfile", str(config), *extra]
+
+
+def wait_for(predicate, timeout: float, proc: subprocess.Popen, what: str, log: Path):
+    """Poll `predicate` until it returns something truthy; fail with the run's log if Snakemake ended first."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        if proc.poll() is not None:
+            pytest.fail(f"Snakemake ended (rc {proc.returncode}) before {what}:\n{log.read_text()[-4000:]}")
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}:\n{log.read_text()[-4000:]}")
+
+
+@dataclass
+class Scenario:
+    """What the runs did: the submissions of both Slurm runs, the cancelled and retried jobs, and the work folders."""
+
+    local: Path
+    slurm: Path
+    submissions: list[tuple[str, str, Path]] = field(default_factory=list)  # (rule, Slurm job id, Slurm log)
+    cancelled: str = ""  # the LAPT job cancelled with scancel
+    retried: str = ""  # its resubmission
+    interrupted: str = ""  # the job running when Snakemake got SIGINT
+    sigint_rc: int | None = None
+    leftover: list[str] = field(default_factory=list)  # jobs of the first run still queued or running after it ended
+    untouched: dict[Path, int] = field(default_factory=dict)  # finished outputs' mtimes before the second run
+    second: subprocess.CompletedProcess | None = None
+    again: subprocess.CompletedProcess | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def submissions(log_text: str) -> list[tuple[str, str, Path]]:
+    out = []
+    for jobid, path in SUBMITTED.findall(log_text):
+        rule = re.search(r"/rule_(\w+)/", path)
+        out.append((rule.group(1) if rule else "?", jobid, Path(path)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory) -> Scenario:
+    problem = cluster_problem()
+    if problem:
+        if os.environ.get(REQUIRED_ENV) == "1":
+            pytest.fail(f"{REQUIRED_ENV}=1 but {problem}")
+        pytest.skip(problem)
+    base = tmp_path_factory.mktemp("slurm")
+    s = Scenario(local=base / "local", slurm=base / "slurm")
+    s.local.mkdir()
+    s.slurm.mkdir()
+
+    # The local reference run shares the two CPUs with the Slurm run, which mostly waits (submission, polling).
+    start = time.time()
+    local_log = open(s.local / "run.log", "w")
+    local = subprocess.Popen(
+        snakemake_cmd(s.local, tiny_config(s.local, methods=METHODS), "--cores", "2"),
+        cwd=s.local,
+        env=env(),
+        stdout=local_log,
+        stderr=subprocess.STDOUT,
+    )
+
+    config = tiny_config(s.slurm, methods=METHODS)
+    log_path = s.slurm / "first_run.log"
+    log = open(log_path, "w")
+    proc = subprocess.Popen(
+        snakemake_cmd(s.slurm, config, *PROFILES), cwd=s.slurm, env=env(), stdout=log, stderr=subprocess.STDOUT
+    )
+    try:
+        # The first LAPT job: cancel it while it runs; the profile's retries resubmit it (attempt 2).
+        lapt = wait_for(
+            lambda: next((j for j in running_jobs() if j[1].startswith("rule_lapt_")), None),
+            900,
+            proc,
+            "a running LAPT job",
+            log_path,
+        )
+        s.cancelled = lapt[0]
+        subprocess.run(["scancel", s.cancelled], check=True, timeout=20)
+        retry = wait_for(
+            lambda: next(
+                (j for r, j, _ in submissions(log_path.read_text()) if r == "lapt" and int(j) > int(s.cancelled)),
+                None,
+            ),
+            600,
+            proc,
+            "the cancelled LAPT job's resubmission",
+            log_path,
+        )
+        s.retried = retry
+        # Once the retry ran, stop Snakemake with SIGINT while some later job runs: it cancels that job.
+        wait_for(
+            lambda: job_info(s.retried).get("JobState") == "COMPLETED", 600, proc, "the LAPT retry to finish", log_path
+        )
+        later = wait_for(
+            lambda: next((j for j in running_jobs() if int(j[0]) > int(s.retried)), None),
+            600,
+            proc,
+            "a job running after the LAPT retry",
+            log_path,
+        )
+        s.interrupted = later[0]
+        s.untouched = {
+            p: p.stat().st_mtime_ns
+            for p in [*s.slurm.glob("results/data/**/*.txt"), *s.slurm.glob("results/*/*/*/train_stats.json")]
+        }
+        proc.send_signal(signal.SIGINT)
+        s.sigint_rc = proc.wait(timeout=120)
+    except BaseException:
+        if local.poll() is None:
+            local.send_signal(signal.SIGINT)
+            local.wait(timeout=120)
+        raise
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.close()
+        first = submissions(log_path.read_text())
+        s.leftover = [j for _, j, _ in first if job_info(j).get("JobState") in ("PENDING", "RUNNING")]
+        if s.leftover:  # a failed test: leave the cluster empty for the next
+            subprocess.run(["scancel", *s.leftover], timeout=20)
+    s.seconds["first Slurm run, until SIGINT"] = time.time() - start
+
+    start = time.time()
+    s.second = subprocess.run(
+        snakemake_cmd(s.slurm, config, *PROFILES), cwd=s.slurm, env=env(), capture_output=True, text=True
+    )
+    (s.slurm / "second_run.log").write_text(s.second.stdout + s.second.stderr)
+    s.seconds["second Slurm run"] = time.time() - start
+    try:
+        local_rc = local.wait(timeout=600)
+    finally:
+        local_log.close()
+    assert local_rc == 0, (s.local / "run.log").read_text()[-4000:]
+    s.submissions = first + submissions(s.second.stdout + s.second.stderr)
+    s.again = subprocess.run(
+        snakemake_cmd(s.slurm, config, *PROFILES, "-n"), cwd=s.slurm, env=env(), capture_output=True, text=True
+    )
+    print("timings (s):", {k: round(v) for k, v in s.seconds.items()})
+    return s
+
+
+def test_every_cluster_rule_went_through_sbatch(scenario):
+    assert scenario.second.returncode == 0, scenario.second.stderr[-4000:]
+    rules = {rule for rule, _, _ in scenario.submissions}
+    assert rules == CLUSTER_RULES  # `tables` is a local rule: it runs in Snakemake's own process
+    ids = [jobid for _, jobid, _ in scenario.submissions]
+    assert len(ids) == len(set(ids))
+    for rule, jobid, slurm_log in scenario.submissions:
+        # The executor's per-rule Slurm logs (profiles/slurm keeps them), named by the Slurm job id.
+        assert slurm_log.name == f"{jobid}.log"
+        assert slurm_log.is_relative_to(scenario.slurm / "results" / "logs" / "slurm" / f"rule_{rule}")
+        if job_info(jobid).get("JobState") == "COMPLETED":
+            assert slurm_log.exists() and f"rule {rule}:" in slurm_log.read_text()
+
+
+def test_gpu_rules_were_allocated_a_gpu_and_no_other_rule_was(scenario):
+    seen = set()
+    for rule, jobid, _ in scenario.submissions:
+        info = job_info(jobid)
+        assert info, f"Slurm forgot job {jobid} ({rule}): MinJobAge too short for this test?"
+        if info["JobState"] != "COMPLETED":
+            continue
+        # JOB_GRES is what the job was allocated on the node: the fake GPU of .ci/slurm/start.sh.
+        assert (info.get("JOB_GRES") == "gpu:fake:1") == (rule in GPU_RULES), (rule, jobid, info.get("JOB_GRES"))
+        seen.add(rule)
+    assert set(GPU_RULES) <= seen
+
+
+def test_cancelled_job_is_resubmitted_with_more_time(scenario):
+    cancelled, retried = job_info(scenario.cancelled), job_info(scenario.retried)
+    assert cancelled["JobState"] == "CANCELLED"
+    assert retried["JobState"] == "COMPLETED"
+    assert cancelled["Comment"] == retried["Comment"]  # same rule and wildcards
+    assert minutes(cancelled["TimeLimit"]) == sized_resources("lapt", "demo", 1)["runtime"]
+    assert minutes(retried["TimeLimit"]) == sized_resources("lapt", "demo", 2)["runtime"]
+
+
+def test_sigint_cancels_running_jobs_and_the_next_run_completes(scenario):
+    assert scenario.sigint_rc not in (None, 0)
+    assert job_info(scenario.interrupted)["JobState"] == "CANCELLED"
+    assert scenario.leftover == []  # Snakemake cancelled what it had queued too
+    assert scenario.second.returncode == 0, scenario.second.stderr[-4000:]
+    redone = [p for p, mtime in scenario.untouched.items() if p.stat().st_mtime_ns != mtime]
+    assert scenario.untouched and not redone, redone
+    assert scenario.again.returncode == 0
+    assert "Nothing to be done" in scenario.again.stdout + scenario.again.stderr
+
+
+def stable(obj):
+    """A result or report without what differs between two identical runs: timings and peak memory."""
+    if isinstance(obj, dict):
+        if TIMING_METRICS.search(str(obj.get("metric", ""))):
+            return None
+        return {k: stable(v) for k, v in obj.items() if not VOLATILE_KEYS.search(k)}
+    if isinstance(obj, list):
+        return [x for x in (stable(v) for v in obj) if x is not None]
+    return obj
+
+
+def compared_files(results: Path) -> list[Path]:
+    """Every output under results/, less logs, benchmarks (timings), checkpoints and hidden marker files."""
+    skip = {"logs", "benchmarks", "checkpoints"}
+    return sorted(
+        p.relative_to(results)
+        for p in results.rglob("*")
+        if p.is_file() and not skip & set(p.relative_to(results).parts) and not p.name.startswith(".")
+    )
+
+
+def test_outputs_equal_a_local_run(scenario):
+    local, slurm = scenario.local / "results", scenario.slurm / "results"
+    files = compared_files(local)
+    assert compared_files(slurm) == files
+    assert len(files) > 30
+    different = []
+    for f in files:
+        if f.suffix == ".json":
+            same = stable(json.loads((local / f).read_text())) == stable(json.loads((slurm / f).read_text()))
+        elif f.name in ("results.csv", "results.md"):
+            continue  # below, without the timing rows
+        else:  # data, tokenizers, model weights (bit for bit), loss curves, predictions
+            same = (local / f).read_bytes() == (slurm / f).read_bytes()
+        if not same:
+            different.append(f)
+    assert not different
+
+    def table(root: Path) -> pd.DataFrame:
+        frame = pd.read_csv(root / "tables" / "results.csv")
+        frame = frame[~frame["metric"].str.contains(TIMING_METRICS)]
+        return frame.sort_values(["model", "language", "method", "task", "metric"]).reset_index(drop=True)
+
+    expected, got = table(local), table(slurm)
+    assert len(expected) >= 6 and {"chrF", "bits_per_char", "perplexity"} <= set(expected["metric"])
+    pd.testing.assert_frame_equal(got, expected, check_exact=False, rtol=1e-9)

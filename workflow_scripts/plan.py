@@ -1,0 +1,498 @@
+"""What a grid costs on Slurm before it is submitted, and GPU requests that do not fit the rules.
+
+Holds the cost table the rules read their `resources:` from (memory, time limit and CPUs per GPU by rule and model
+size class, growing with each retry), parses the jobs of a Snakemake dry run, and reports jobs, GPUs and GPU-hours per
+rule and per model. Pure Python, no torch.
+
+    python -m workflow_scripts.plan --configfile configs/paper.yaml --profile profiles/slurm
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SIZES = ("demo", "135M", "7B", "8B", "9B")
+# Size classes that cannot be trained or evaluated in useful time without a GPU.
+GPU_SIZES = frozenset({"7B", "8B", "9B"})
+# The rules whose code moves the model to a GPU when one is visible (workflow_scripts/lapt.py, evaluate.py, speed.py).
+GPU_RULES = ("lapt", "evaluate_mt", "evaluate_ppl", "measure_speed")
+
+
+def _row(*values: tuple[int, int]) -> dict[str, tuple[int, int]]:
+    return dict(zip(SIZES, values, strict=True))
+
+
+# Host memory (MB) and time limit (minutes) of attempt 1, by rule and size class; "any" for rules without a model.
+# Starting points for one A100/H100-80GB GPU per GPU job and the paper's settings (|D| = 30K sentences, 2 epochs of
+# 2x2 LS, 500 MT and speed sentences, 100K held-out sentences); results/benchmarks/ has the measured times afterwards.
+# Loading a 7-9B checkpoint on the host takes about 2 bytes per parameter in bf16, 4 in fp32 (initialization).
+SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
+    "extract_l10n_pairs": {"any": (2000, 15)},
+    "split_l10n": {"any": (2000, 15)},
+    "sample_cc100": {"any": (4000, 240)},  # streams a whole CC-100 file (tens of GB of xz for some languages)
+    "flores_mt": {"any": (4000, 30)},
+    # size class:            demo         135M         7B            8B            9B
+    "prepare_source_model": _row((2000, 15), (4000, 30), (64000, 120), (64000, 120), (80000, 150)),
+    "train_aux_tokenizer": _row((2000, 15), (8000, 60), (8000, 60), (8000, 60), (8000, 60)),
+    "expand_tokenizer": _row((2000, 15), (8000, 60), (8000, 60), (8000, 60), (8000, 60)),
+    "initialize": _row((2000, 15), (4000, 30), (96000, 120), (96000, 120), (128000, 150)),
+    # workflow_scripts/gpu_estimate.py: 2x2 LS at batch 8 on ~5M tokens takes about 110 / 120 / 145 min on an A100
+    # (45 / 46 / 53 on an H100) for 7B / 8B / 9B; the limits leave half as much again
+    "lapt": _row((2000, 20), (8000, 60), (64000, 180), (64000, 180), (80000, 240)),
+    "evaluate_mt": _row((2000, 15), (8000, 30), (48000, 60), (48000, 60), (64000, 90)),
+    "evaluate_ppl": _row((2000, 15), (8000, 30), (48000, 60), (48000, 60), (64000, 90)),
+    # 500 prompts x 128 new tokens at batch size 1 (beam search): tens of tokens/s
+    "measure_speed": _row((2000, 15), (8000, 30), (48000, 90), (48000, 90), (64000, 120)),
+}
+# CPUs per GPU of GPU jobs (tokenization and data loading only; the demo size fits a 2-CPU CI node).
+CPUS_PER_GPU = {"demo": 2, "135M": 4, "7B": 8, "8B": 8, "9B": 8}
+
+
+def sized_resources(rule: str, size: str | None, attempt: int = 1) -> dict[str, int]:
+    """Slurm resources of one job: the cost table's entry for its rule and model size class, for the given attempt.
+
+    A retry (attempt 2, 3) most often follows a TIMEOUT or OUT_OF_MEMORY, so the time limit grows by the attempt number
+    and memory by half of attempt 1's per extra attempt.
+    """
+    if rule not in SIZE_RESOURCES:
+        raise KeyError(f"no cost table entry for rule {rule!r} in workflow_scripts/plan.py SIZE_RESOURCES")
+    table = SIZE_RESOURCES[rule]
+    key = "any" if "any" in table else size
+    if key not in table:
+        raise KeyError(f"rule {rule!r} has no cost for model size {size!r}; known: {', '.join(table)}")
+    mem_mb, runtime = table[key]
+    extra = max(attempt, 1) - 1
+    out = {"mem_mb": mem_mb + mem_mb * extra // 2, "runtime": runtime * (1 + extra)}
+    if rule in GPU_RULES:
+        out["cpus_per_gpu"] = CPUS_PER_GPU[size or "demo"]
+    return out
+
+
+def _raw(value: Any) -> Any:
+    """A resource value as given (Snakemake wraps profile values in Resource objects with the text in `.raw`)."""
+    return getattr(value, "raw", value)
+
+
+def gpus_requested(resources: Mapping[str, Any]) -> int:
+    """GPUs a job's resources ask Slurm for, as the executor plugin turns them into --gpus or --gres."""
+    gpu = _raw(resources.get("gpu"))
+    if gpu not in (None, "", 0, "0", False):
+        try:
+            return int(gpu)
+        except (TypeError, ValueError):
+            return 1  # an expression Snakemake evaluates later: count it as one
+    gres = str(_raw(resources.get("gres")) or "")
+    for item in gres.split(","):
+        parts = item.strip().split(":")
+        if parts[0] == "gpu":
+            return int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 1
+    if _raw(resources.get("gpu_model")):
+        return 1  # the plugin asks for gpu_model:1
+    return 0
+
+
+def gpu_request_problems(
+    requests: Mapping[str, Mapping[str, Any]],
+    default: Mapping[str, Any] | None,
+    sizes: Mapping[str, str],
+    require_gpu: bool,
+) -> list[str]:
+    """Problems of a profile's GPU requests against the rules and the config's model sizes, one message each.
+
+    `requests` maps rule to its set-resources, `default` is default-resources, `sizes` maps model to size class.
+    `require_gpu` (a cluster run) also flags GPU rules left without a GPU for a 7B/8B/9B model.
+    """
+    problems = []
+    if default and gpus_requested(default):
+        problems.append(
+            "default-resources asks for a GPU for every rule, including rules that cannot use one; request GPUs per "
+            f"rule under set-resources, for {', '.join(GPU_RULES)} only"
+        )
+    for rule, resources in sorted(requests.items()):
+        if rule not in GPU_RULES and gpus_requested(resources):
+            problems.append(
+                f"set-resources {rule}: asks for a GPU, but rule {rule} cannot use one (only {', '.join(GPU_RULES)} "
+                f"run the model on a GPU); remove its gpu/gres/gpu_model"
+            )
+    big = sorted(model for model, size in sizes.items() if size in GPU_SIZES)
+    if require_gpu and big:
+        named = ", ".join(f"{m} ({sizes[m]})" for m in big)
+        for rule in GPU_RULES:
+            if not gpus_requested({**(default or {}), **requests.get(rule, {})}):
+                problems.append(
+                    f"set-resources {rule}: no GPU requested, but the config has models of a GPU size class: {named}; "
+                    f"add `{rule}: {{gpu: 1}}` (or gres) to the profile's set-resources"
+                )
+    return problems
+
+
+def workflow_gpu_problems(resource_settings: Any, sizes: Mapping[str, str]) -> list[str]:
+    """`gpu_request_problems` for a Snakemake run's `workflow.resource_settings` (from rules/common.smk).
+
+    The Snakefile cannot see the executor, so any GPU request in set-resources stands for a GPU profile in use.
+    """
+    requests = {rule: dict(resources) for rule, resources in resource_settings.overwrite_resources.items()}
+    default = resource_settings.default_resources
+    return gpu_request_problems(
+        requests,
+        dict(default) if default else None,
+        sizes,
+        require_gpu=any(gpus_requested(r) for r in requests.values()),
+    )
+
+
+@dataclass
+class Job:
+    """One job of a dry run: its rule, wildcards, threads and resources as Snakemake resolved them."""
+
+    rule: str
+    local: bool
+    wildcards: dict[str, str] = field(default_factory=dict)
+    resources: dict[str, Any] = field(default_factory=dict)
+    threads: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return gpus_requested(self.resources)
+
+    @property
+    def runtime_min(self) -> float | None:
+        return parse_runtime(self.resources.get("runtime"))
+
+    @property
+    def cpus(self) -> int:
+        """CPUs Slurm allocates (the plugin: cpus_per_task, else cpus_per_gpu x GPUs, else threads)."""
+        if isinstance(self.resources.get("cpus_per_task"), int) and self.resources["cpus_per_task"] > 0:
+            return self.resources["cpus_per_task"]
+        if self.gpus and isinstance(self.resources.get("cpus_per_gpu"), int) and self.resources["cpus_per_gpu"] > 0:
+            return self.resources["cpus_per_gpu"] * self.gpus
+        return self.threads
+
+
+_UNITS = {"d": 1440.0, "h": 60.0, "m": 1.0, "min": 1.0, "s": 1 / 60}
+
+
+def parse_runtime(value: Any) -> float | None:
+    """Minutes from a runtime resource: an integer (minutes) or one number with one unit ("2d", "90m", "1.5h")."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    match = re.fullmatch(r"\s*([\d.]+)\s*(d|h|min|m|s)?\s*", str(value))
+    if not match:
+        return None
+    return float(match.group(1)) * _UNITS[match.group(2) or "m"]
+
+
+def _parse_value(text: str) -> Any:
+    text = text.strip()
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    if re.fullmatch(r"-?\d+\.\d*", text):
+        return float(text)
+    return text
+
+
+def _parse_pairs(text: str) -> dict[str, Any]:
+    """`a=1, b=x, c=gpu:a100:1` as printed by a dry run (a value may itself contain commas, so split before `name=`)."""
+    out = {}
+    for item in re.split(r",\s*(?=\w+=)", text.strip()):
+        if "=" in item:
+            name, value = item.split("=", 1)
+            out[name.strip()] = _parse_value(value)
+    return out
+
+
+def parse_dry_run(text: str, local_rules: set[str] | frozenset[str] = frozenset({"all"})) -> list[Job]:
+    """The jobs of `snakemake -n` output (Snakemake 9's job blocks: `rule X:` and indented fields).
+
+    Jobs of `local_rules` (see declared_local_rules) and of blocks printed as `localrule X:` are marked local.
+    """
+    jobs: list[Job] = []
+    current: Job | None = None
+    for line in text.splitlines():
+        head = re.fullmatch(r"(local)?(?:rule|checkpoint) (\w+):", line.strip())
+        if head and not line.startswith(" "):
+            current = Job(rule=head.group(2), local=bool(head.group(1)) or head.group(2) in local_rules)
+            jobs.append(current)
+            continue
+        if current is None or not line.startswith("    "):
+            if line.strip() and not line.startswith(" "):
+                current = None  # shell command, timestamp, job stats: the block ended
+            continue
+        key, _, value = line.strip().partition(": ")
+        if key == "wildcards":
+            current.wildcards = {k: str(v) for k, v in _parse_pairs(value).items()}
+        elif key == "resources":
+            current.resources = _parse_pairs(value)
+        elif key == "threads":
+            current.threads = int(value)
+    return jobs
+
+
+# `localrules: a, b` on one line, or one indented name per line below it.
+_LOCALRULES = re.compile(r"^localrules:([ \t]*\w[\w, \t]*\n|[ \t]*\n(?:[ \t]+\w[\w, \t]*\n?)+)", re.MULTILINE)
+
+
+def declared_local_rules(root: Path = REPO) -> set[str]:
+    """Rules that run on the submitting node: the workflow's `localrules:` and `all` (a target with nothing to run).
+
+    A dry run prints them like any rule, so they are read from the Snakefile and rules/*.smk.
+    """
+    local = {"all"}
+    for path in [root / "Snakefile", *sorted((root / "rules").glob("*.smk"))]:
+        if path.exists():
+            for block in _LOCALRULES.findall(path.read_text()):
+                local |= set(re.findall(r"\w+", block))
+    return local
+
+
+def dry_run(
+    configfile: Path | None,
+    profiles: Iterable[Path],
+    directory: Path,
+    forceall: bool,
+    extra: Iterable[str] = (),
+) -> str:
+    """Run `snakemake -n` on the repository's Snakefile with the given profiles; its output text."""
+    cmd = [sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"), "--directory", str(directory)]
+    for profile in profiles:
+        cmd += ["--profile", str(profile)]
+    if configfile:
+        cmd += ["--configfile", str(configfile)]
+    if forceall:
+        cmd.append("--forceall")
+    cmd += list(extra)
+    result = subprocess.run(cmd, capture_output=True, text=True, cwd=directory)
+    text = result.stdout + result.stderr
+    if result.returncode != 0:
+        raise RuntimeError(f"snakemake -n failed ({' '.join(cmd)}):\n{text[-4000:]}")
+    return text
+
+
+def model_sizes(config: Mapping[str, Any]) -> dict[str, str]:
+    """Size class of each model of a config (the schema's default is demo)."""
+    return {name: spec.get("size", "demo") for name, spec in config.get("models", {}).items()}
+
+
+def job_problems(jobs: Iterable[Job], sizes: Mapping[str, str], cluster: bool) -> list[str]:
+    """GPU requests of resolved jobs that do not fit: a GPU on a rule that cannot use one, none on a GPU-size model."""
+    problems: dict[str, str] = {}
+    for job in jobs:
+        if job.local:  # runs on the submitting node, never submitted
+            continue
+        if job.gpus and job.rule not in GPU_RULES:
+            problems.setdefault(
+                f"gpu:{job.rule}",
+                f"rule {job.rule} cannot use a GPU but its jobs ask for {job.gpus} (profile set-resources or "
+                f"default-resources); GPUs belong to {', '.join(GPU_RULES)} only",
+            )
+        size = sizes.get(job.wildcards.get("model", ""))
+        if cluster and job.rule in GPU_RULES and not job.gpus and size in GPU_SIZES:
+            problems.setdefault(
+                f"nogpu:{job.rule}:{job.wildcards['model']}",
+                f"rule {job.rule} gets no GPU for model {job.wildcards['model']} of size {size}: add "
+                f"`{job.rule}: {{gpu: 1}}` (or gres) to the profile's set-resources",
+            )
+    return list(problems.values())
+
+
+@dataclass
+class Row:
+    """Totals of a group of jobs."""
+
+    jobs: int = 0
+    gpu_jobs: int = 0
+    gpu_hours: float = 0.0
+    cpu_hours: float = 0.0
+    max_runtime_min: float = 0.0
+    max_mem_mb: int = 0
+    no_runtime: int = 0
+
+    def add(self, job: Job) -> None:
+        self.jobs += 1
+        minutes = job.runtime_min
+        if minutes is None:
+            self.no_runtime += 1
+            minutes = 0.0
+        self.gpu_jobs += bool(job.gpus)
+        self.gpu_hours += job.gpus * minutes / 60
+        self.cpu_hours += job.cpus * minutes / 60
+        self.max_runtime_min = max(self.max_runtime_min, minutes)
+        mem = job.resources.get("mem_mb")
+        self.max_mem_mb = max(self.max_mem_mb, mem if isinstance(mem, int) else 0)
+
+
+def summarize(jobs: Iterable[Job], sizes: Mapping[str, str]) -> dict[str, Any]:
+    """Totals per rule, per model (with its size class) and overall; local jobs are counted apart."""
+    by_rule: dict[str, Row] = {}
+    by_model: dict[str, Row] = {}
+    total = Row()
+    local: dict[str, int] = {}
+    gpus_per_job: dict[str, set[int]] = {}
+    for job in jobs:
+        if job.local:
+            if job.rule != "all":  # the target rule: no job at all
+                local[job.rule] = local.get(job.rule, 0) + 1
+            continue
+        by_rule.setdefault(job.rule, Row()).add(job)
+        gpus_per_job.setdefault(job.rule, set()).add(job.gpus)
+        by_model.setdefault(job.wildcards.get("model", "(data)"), Row()).add(job)
+        total.add(job)
+    return {
+        "by_rule": by_rule,
+        "by_model": by_model,
+        "total": total,
+        "local": local,
+        "gpus_per_job": {rule: sorted(v) for rule, v in gpus_per_job.items()},
+        "sizes": dict(sizes),
+    }
+
+
+def _hours(value: float) -> str:
+    return f"{value:,.1f}"
+
+
+def render_markdown(summary: Mapping[str, Any], problems: list[str], title: str) -> str:
+    """The planning report: jobs and GPU-hours per rule and per model, the totals, and any problems first."""
+    lines = [f"# Slurm plan: {title}", ""]
+    if problems:
+        lines += ["## Problems (fix before submitting)", ""] + [f"- {p}" for p in problems] + [""]
+    total: Row = summary["total"]
+    lines += [
+        f"{total.jobs} cluster jobs, {total.gpu_jobs} of them on a GPU; at most "
+        f"**{_hours(total.gpu_hours)} GPU-hours** and {_hours(total.cpu_hours)} CPU-hours (time limits, attempt 1).",
+        "",
+        "The hours are upper bounds: the sum of each job's requested time limit (`runtime`) times its GPUs (CPUs).",
+        "A retry asks for more. After a run, results/benchmarks/<rule>/*.tsv hold the measured times.",
+        "",
+        "## Per rule",
+        "",
+        "| rule | jobs | GPUs/job | max time limit (min) | max memory (GB) | GPU-hours | CPU-hours |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for rule, row in sorted(summary["by_rule"].items(), key=lambda kv: (-kv[1].gpu_hours, kv[0])):
+        gpus = "/".join(str(g) for g in summary["gpus_per_job"][rule])
+        limit = f"{row.max_runtime_min:,.0f}" + (" (some unset)" if row.no_runtime else "")
+        lines.append(
+            f"| {rule} | {row.jobs} | {gpus} | {limit} | {row.max_mem_mb / 1000:,.0f} | {_hours(row.gpu_hours)} "
+            f"| {_hours(row.cpu_hours)} |"
+        )
+    lines += [
+        "",
+        "## Per model",
+        "",
+        "| model | size | jobs | GPU jobs | GPU-hours | CPU-hours |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for model, row in sorted(summary["by_model"].items()):
+        size = summary["sizes"].get(model, "")
+        lines.append(
+            f"| {model} | {size} | {row.jobs} | {row.gpu_jobs} | {_hours(row.gpu_hours)} | {_hours(row.cpu_hours)} |"
+        )
+    if summary["local"]:
+        local = ", ".join(f"{rule} {n}" for rule, n in sorted(summary["local"].items()))
+        lines += ["", f"Run on the submitting node (no cluster cost): {local}."]
+    return "\n".join(lines) + "\n"
+
+
+def summary_json(summary: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
+    """The report as plain data (for scripts and tests)."""
+
+    def row(r: Row) -> dict[str, Any]:
+        return {
+            "jobs": r.jobs,
+            "gpu_jobs": r.gpu_jobs,
+            "gpu_hours": round(r.gpu_hours, 3),
+            "cpu_hours": round(r.cpu_hours, 3),
+            "max_runtime_min": r.max_runtime_min,
+            "max_mem_mb": r.max_mem_mb,
+        }
+
+    return {
+        "total": row(summary["total"]),
+        "by_rule": {k: row(v) for k, v in sorted(summary["by_rule"].items())},
+        "by_model": {k: row(v) for k, v in sorted(summary["by_model"].items())},
+        "gpus_per_job": summary["gpus_per_job"],
+        "local": summary["local"],
+        "sizes": summary["sizes"],
+        "problems": problems,
+    }
+
+
+def _load_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def profile_executor(profiles: Iterable[Path]) -> str | None:
+    """The executor the profiles select (a later profile replaces an earlier one's keys, as in Snakemake)."""
+    executor = None
+    for profile in profiles:
+        executor = _load_yaml(profile / "config.yaml" if profile.is_dir() else profile).get("executor", executor)
+    return executor
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--configfile", type=Path, help="grid config (default: the repository's config.yaml)")
+    parser.add_argument(
+        "--profile", type=Path, action="append", default=[], help="Snakemake profile folder; repeat for overlays"
+    )
+    parser.add_argument("--directory", type=Path, default=Path.cwd(), help="working directory of the run (default .)")
+    parser.add_argument(
+        "--forceall", action="store_true", help="plan the whole grid, not only the jobs whose outputs are missing"
+    )
+    parser.add_argument(
+        "--from-dry-run", type=Path, help="parse this saved `snakemake -n` output instead of running it"
+    )
+    parser.add_argument("--markdown", type=Path, help="also write the report here")
+    parser.add_argument("--json", type=Path, help="write the totals as JSON here")
+    parser.add_argument("--log", type=Path)
+    args = parser.parse_args(argv)
+
+    from workflow_scripts.io import setup_logging, write_json, write_text
+
+    setup_logging(args.log)
+    log = logging.getLogger("plan")
+    configfile = args.configfile or REPO / "config.yaml"
+    sizes = model_sizes(_load_yaml(configfile))
+    if args.from_dry_run:
+        text = args.from_dry_run.read_text(encoding="utf-8")
+    else:
+        try:
+            text = dry_run(args.configfile, args.profile, args.directory, args.forceall)
+        except RuntimeError as e:  # the Snakefile's own checks (config, GPU requests) stop the dry run: show why
+            print(f"plan: {e}", file=sys.stderr)
+            return 1
+    jobs = parse_dry_run(text, declared_local_rules())
+    # Missing GPUs matter only where jobs go to a cluster; a local run uses whatever GPU the machine has.
+    cluster = profile_executor(args.profile) not in (None, "local", "dryrun", "touch")
+    problems = job_problems(jobs, sizes, cluster)
+    summary = summarize(jobs, sizes)
+    title = f"{configfile.name}" + (f" with {' + '.join(str(p) for p in args.profile)}" if args.profile else "")
+    report = render_markdown(summary, problems, title)
+    sys.stdout.write(report)
+    if args.markdown:
+        write_text(args.markdown, report)
+    if args.json:
+        write_json(args.json, summary_json(summary, problems))
+    log.info("%d jobs, %.1f GPU-hours, %d problems", summary["total"].jobs, summary["total"].gpu_hours, len(problems))
+    if problems:
+        print("plan: GPU requests do not fit the workflow:\n  - " + "\n  - ".join(problems), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
