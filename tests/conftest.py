@@ -40,3 +40,31 @@ def tiny_llama_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("tiny_llama") / "model"
     prepare(TINY_LLAMA, out)
     return out
+
+
+@pytest.fixture(scope="session")
+def thai_lines() -> list[str]:
+    """Real Thai text: the target side of the LibreOffice Thai pairs (at least 3 English words)."""
+    from workflow_scripts.l10n import extract
+
+    debs = sorted((REPO / "resources" / "l10n").glob("libreoffice-l10n-th_*.deb"))
+    assert debs, "resources/l10n/libreoffice-l10n-th_*.deb is missing"
+    pairs, _ = extract(debs[0], "th", 3)
+    return [target for _, target in pairs]
+
+
+@pytest.fixture(scope="session")
+def untied_llama_dir(tmp_path_factory, tiny_llama_dir) -> Path:
+    """The tiny Llama with an untied, separately initialized LM head."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(tiny_llama_dir)
+    config.tie_word_embeddings = False
+    torch.manual_seed(1)
+    model = AutoModelForCausalLM.from_config(config)
+    assert model.lm_head.weight.data_ptr() != model.model.embed_tokens.weight.data_ptr()
+    out = tmp_path_factory.mktemp("untied") / "model"
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(tiny_llama_dir).save_pretrained(out)
+    return out

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import glob
 from pathlib import Path
 
 import pytest
-import torch
 
 from workflow_scripts import gpu_estimate as ge
 from workflow_scripts import lapt
 from workflow_scripts.io import set_threads
 
-REPO = Path(__file__).resolve().parents[1]
 GIB = 2**30
+
+
+@pytest.fixture(scope="module")
+def thai_file(tmp_path_factory, thai_lines) -> Path:
+    path = tmp_path_factory.mktemp("thai") / "train.txt"
+    path.write_text("\n".join(thai_lines[:40]) + "\n", encoding="utf-8")
+    return path
 
 
 def test_parameter_counts_match_the_published_model_sizes():
@@ -75,31 +79,6 @@ def test_step_time_from_flops_by_hand():
 # --------------------------------------------------------------------------- against a real run of lapt (CPU)
 
 
-@pytest.fixture(scope="module")
-def thai_file(tmp_path_factory) -> Path:
-    from workflow_scripts.l10n import extract
-
-    debs = glob.glob(str(REPO / "resources/l10n/libreoffice-l10n-th_*.deb"))
-    assert debs, "resources/l10n/libreoffice-l10n-th_*.deb is missing"
-    pairs, _ = extract(debs[0], "th", 3)
-    path = tmp_path_factory.mktemp("est_data") / "train.txt"
-    path.write_text("\n".join(t for _, t in pairs[:40]) + "\n", encoding="utf-8")
-    return path
-
-
-@pytest.fixture(scope="module")
-def untied_dir(tmp_path_factory, tiny_llama_dir) -> Path:
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-
-    config = AutoConfig.from_pretrained(tiny_llama_dir)
-    config.tie_word_embeddings = False
-    torch.manual_seed(1)
-    out = tmp_path_factory.mktemp("untied") / "model"
-    AutoModelForCausalLM.from_config(config).save_pretrained(out)
-    AutoTokenizer.from_pretrained(tiny_llama_dir).save_pretrained(out)
-    return out
-
-
 @pytest.mark.parametrize(
     ("procedure", "tied", "objective", "hp"),
     [
@@ -113,12 +92,12 @@ def untied_dir(tmp_path_factory, tiny_llama_dir) -> Path:
     ],
 )
 def test_state_bytes_match_a_real_cpu_run(
-    tmp_path, tiny_llama_dir, untied_dir, thai_file, procedure, tied, objective, hp
+    tmp_path, tiny_llama_dir, untied_llama_dir, thai_file, procedure, tied, objective, hp
 ):
     from transformers import AutoConfig
 
     set_threads(1)
-    src = tiny_llama_dir if tied else untied_dir
+    src = tiny_llama_dir if tied else untied_llama_dir
     n_stages = len(lapt.PROCEDURES[procedure].stages)
     stats = lapt.train(
         src, thai_file, tmp_path / "out", procedure=procedure, objective=objective, seq_len=16,

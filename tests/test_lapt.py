@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import signal
@@ -22,36 +21,10 @@ LAYER_KEYS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "d
 
 
 @pytest.fixture(scope="module")
-def thai_lines() -> list[str]:
-    from workflow_scripts.l10n import extract
-
-    debs = glob.glob(str(REPO / "resources/l10n/libreoffice-l10n-th_*.deb"))
-    assert debs, "resources/l10n/libreoffice-l10n-th_*.deb is missing"
-    pairs, _ = extract(debs[0], "th", 3)
-    return [target for _, target in pairs]
-
-
-@pytest.fixture(scope="module")
 def thai_file(tmp_path_factory, thai_lines) -> Path:
     path = tmp_path_factory.mktemp("lapt_data") / "train.txt"
     path.write_text("\n".join(thai_lines[:60]) + "\n", encoding="utf-8")
     return path
-
-
-@pytest.fixture(scope="module")
-def untied_llama_dir(tmp_path_factory, tiny_llama_dir) -> Path:
-    """The tiny Llama with an untied, separately initialized LM head."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-
-    config = AutoConfig.from_pretrained(tiny_llama_dir)
-    config.tie_word_embeddings = False
-    torch.manual_seed(1)
-    model = AutoModelForCausalLM.from_config(config)
-    assert model.lm_head.weight.data_ptr() != model.model.embed_tokens.weight.data_ptr()
-    out = tmp_path_factory.mktemp("untied") / "model"
-    model.save_pretrained(out)
-    AutoTokenizer.from_pretrained(tiny_llama_dir).save_pretrained(out)
-    return out
 
 
 def _state(folder: Path) -> dict[str, torch.Tensor]:

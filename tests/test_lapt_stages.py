@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import signal
@@ -26,29 +25,10 @@ PAD = 2  # the tiny model's pad_token_id, a zero row of the input embeddings
 
 
 @pytest.fixture(scope="module")
-def thai_file(tmp_path_factory) -> Path:
-    from workflow_scripts.l10n import extract
-
-    debs = glob.glob(str(REPO / "resources/l10n/libreoffice-l10n-th_*.deb"))
-    assert debs, "resources/l10n/libreoffice-l10n-th_*.deb is missing"
-    pairs, _ = extract(debs[0], "th", 3)
-    path = tmp_path_factory.mktemp("stages_data") / "train.txt"
-    path.write_text("\n".join(t for _, t in pairs[:60]) + "\n", encoding="utf-8")
+def thai_file(tmp_path_factory, thai_lines) -> Path:
+    path = tmp_path_factory.mktemp("thai") / "train.txt"
+    path.write_text("\n".join(thai_lines[:60]) + "\n", encoding="utf-8")
     return path
-
-
-@pytest.fixture(scope="module")
-def untied_dir(tmp_path_factory, tiny_llama_dir) -> Path:
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-
-    config = AutoConfig.from_pretrained(tiny_llama_dir)
-    config.tie_word_embeddings = False
-    torch.manual_seed(1)
-    model = AutoModelForCausalLM.from_config(config)
-    out = tmp_path_factory.mktemp("untied") / "model"
-    model.save_pretrained(out)
-    AutoTokenizer.from_pretrained(tiny_llama_dir).save_pretrained(out)
-    return out
 
 
 @pytest.fixture(autouse=True)
@@ -119,9 +99,9 @@ def _eeve_expected(stage: int, tied: bool, layer_keys: list[str]) -> dict[str, o
 
 @pytest.mark.parametrize(("tied", "objective"), [(False, "clm"), pytest.param(True, "mtp", marks=pytest.mark.slow)])
 def test_eeve_changes_exactly_each_stage_rows_and_resumes_across_every_boundary(
-    tmp_path, tiny_llama_dir, untied_dir, thai_file, tied, objective
+    tmp_path, tiny_llama_dir, untied_llama_dir, thai_file, tied, objective
 ):
-    src = tiny_llama_dir if tied else untied_dir
+    src = tiny_llama_dir if tied else untied_llama_dir
     source = _state(src)
     if tied:  # the state dict repeats the shared matrix as lm_head.weight; the checkpoint names it once
         del source[HEAD]
@@ -161,26 +141,26 @@ def test_eeve_changes_exactly_each_stage_rows_and_resumes_across_every_boundary(
         torch.testing.assert_close(final[k], ref_state[k], rtol=1e-5, atol=1e-6, msg=k)
 
 
-def test_eeve_needs_the_source_vocabulary_size(tmp_path, untied_dir, thai_file):
+def test_eeve_needs_the_source_vocabulary_size(tmp_path, untied_llama_dir, thai_file):
     kw = dict(procedure="EEVE", seq_len=16, hparams={**HP, "max_steps": 7}, checkpoint_dir=tmp_path / "c")
     with pytest.raises(ValueError, match=r"EEVE .* needs n_source_rows"):
-        lapt.train(untied_dir, thai_file, tmp_path / "o", **kw)
+        lapt.train(untied_llama_dir, thai_file, tmp_path / "o", **kw)
     with pytest.raises(ValueError, match="between 1 and 49151, got 49152"):
-        lapt.train(untied_dir, thai_file, tmp_path / "o", n_source_rows=N_ROWS, **kw)
+        lapt.train(untied_llama_dir, thai_file, tmp_path / "o", n_source_rows=N_ROWS, **kw)
 
 
-def test_cli_reads_source_rows_from_the_init_report(tmp_path, untied_dir, thai_file):
+def test_cli_reads_source_rows_from_the_init_report(tmp_path, untied_llama_dir, thai_file):
     report = tmp_path / "init.report.json"
     report.write_text(json.dumps({"vocab": {"source": N_SRC - 3, "source_matrix_rows": N_SRC}}))
     lapt.main([
-        "--model", str(untied_dir), "--train", str(thai_file), "--procedure", "EEVE", "--seq-len", "16",
+        "--model", str(untied_llama_dir), "--train", str(thai_file), "--procedure", "EEVE", "--seq-len", "16",
         "--hparams", json.dumps({**HP, "max_steps": 7}), "--out", str(tmp_path / "out"),
         "--stats", str(tmp_path / "stats.json"), "--loss-curve", str(tmp_path / "loss.tsv"),
         "--checkpoint-dir", str(tmp_path / "ckpt"), "--init-report", str(report), "--threads", "1",
     ])  # fmt: skip
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["n_source_rows"] == N_SRC and stats["steps"] == 7
-    changed = _changed_rows(_state(untied_dir), _state(tmp_path / "out"))
+    changed = _changed_rows(_state(untied_llama_dir), _state(tmp_path / "out"))
     assert changed[EMB] == set(range(N_ROWS)) - {PAD}  # stage 6 trains all rows
 
 
@@ -196,9 +176,9 @@ def _loss_rows(path: Path) -> list[dict[str, str]]:
 
 @pytest.mark.parametrize(("tied", "objective"), [(True, "clm"), pytest.param(False, "mtp", marks=pytest.mark.slow)])
 def test_two_stage_trains_embeddings_then_lora_and_resumes_across_the_boundary(
-    tmp_path, tiny_llama_dir, untied_dir, thai_file, tied, objective
+    tmp_path, tiny_llama_dir, untied_llama_dir, thai_file, tied, objective
 ):
-    src = tiny_llama_dir if tied else untied_dir
+    src = tiny_llama_dir if tied else untied_llama_dir
     source = _state(src)
     # 6 steps, split 1:2 -> stage 1 = steps 1-2, stage 2 = steps 3-6. LoRA dropout makes stage 2 depend on the RNG.
     hp = {**HP, "max_steps": 6, "stage_split": [1, 2]}
@@ -250,17 +230,17 @@ def test_two_stage_trains_embeddings_then_lora_and_resumes_across_the_boundary(
 # ------------------------------------------------------------------------------------------------ bf16 weights
 
 
-def test_bf16_weights_keep_frozen_weights_bit_identical(tmp_path, untied_dir, thai_file):
+def test_bf16_weights_keep_frozen_weights_bit_identical(tmp_path, untied_llama_dir, thai_file):
     # lr 1e-2: a bf16-rounded update must still show on the norm weights (spacing 2**-7 at 1.0).
     hp = {**HP, "max_steps": 2, "lr": 1e-2, "weights_dtype": "bf16"}
-    stats = lapt.train(untied_dir, thai_file, tmp_path / "out", procedure="2x2LS", seq_len=16, hparams=hp,
+    stats = lapt.train(untied_llama_dir, thai_file, tmp_path / "out", procedure="2x2LS", seq_len=16, hparams=hp,
                        checkpoint_dir=tmp_path / "ckpt")  # fmt: skip
     assert stats["precision"].startswith("bf16 autocast, bf16 frozen weights")
     from transformers import AutoModelForCausalLM
 
     saved = AutoModelForCausalLM.from_pretrained(tmp_path / "out")
     assert saved.dtype == torch.bfloat16
-    before = {k: v.to(torch.bfloat16) for k, v in _state(untied_dir).items()}
+    before = {k: v.to(torch.bfloat16) for k, v in _state(untied_llama_dir).items()}
     after = {k: v.clone() for k, v in saved.state_dict().items()}
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     layers = tuple(f"model.layers.{i}." for i in (0, 1, 4, 5))
@@ -268,21 +248,21 @@ def test_bf16_weights_keep_frozen_weights_bit_identical(tmp_path, untied_dir, th
     assert 10.0 < stats["first_loss"] < 11.5 and stats["trainable_parameters"] < stats["total_parameters"]
 
 
-def test_eeve_with_lora_layers_trains_lora_in_stages_6_and_7(tmp_path, untied_dir, thai_file):
+def test_eeve_with_lora_layers_trains_lora_in_stages_6_and_7(tmp_path, untied_llama_dir, thai_file):
     hp = {**HP, "max_steps": 7, "eeve_layers": "LoRA"}
     ckpt = tmp_path / "ckpt"
     kw = dict(procedure="EEVE", seq_len=16, hparams=hp, checkpoint_dir=ckpt, n_source_rows=N_SRC)
     calls = iter([False] * 5 + [True, False])  # stop after step 6 (the end of stage 6), then resume into stage 7
     with pytest.raises(lapt.TrainingInterrupted, match="after step 6 of 7"):
-        lapt.train(untied_dir, thai_file, tmp_path / "out", should_stop=lambda: next(calls), **kw)
+        lapt.train(untied_llama_dir, thai_file, tmp_path / "out", should_stop=lambda: next(calls), **kw)
     stage6 = torch.load(ckpt / lapt.CHECKPOINT_FILE, weights_only=False)["trainable"]
-    stats = lapt.train(untied_dir, thai_file, tmp_path / "out", **kw)
+    stats = lapt.train(untied_llama_dir, thai_file, tmp_path / "out", **kw)
     stage7 = torch.load(ckpt / lapt.CHECKPOINT_FILE, weights_only=False)["trainable"]
     moved = {k for k in stage6 if not torch.equal(stage6[k], stage7[k])}
     assert moved and all("lora_" in k for k in moved)  # stage 7: LoRA only, embeddings and head frozen
     lora = 6 * 8 * (4 * (64 + 64) + 3 * (64 + 128))
     assert [s["trainable_parameters"] for s in stats["stages"][5:]] == [lora + 2 * N_ROWS * 64, lora]
-    source, after = _state(untied_dir), _state(tmp_path / "out")
+    source, after = _state(untied_llama_dir), _state(tmp_path / "out")
     expected = {k for k in source if any(f".{n}." in k for n in LAYER_KEYS)} | {EMB, HEAD}
     assert {k for k in source if not torch.equal(source[k], after[k])} == expected  # norms never trained
 

@@ -78,12 +78,14 @@ def test_markdown(results):
     assert LABEL in md
     lines = md.splitlines()
     header = next(line for line in lines if line.startswith("| Language"))
-    assert header == "| Language | Method | Settings | mt chrF | ppl BPC | ppl | tokens/s | speed-up |"
+    assert (
+        header == "| Language | Method | Settings | mt chrF | ppl BPC | ppl | tokens/s | speed-up | speed-up (chars) |"
+    )
     source_row = next(line for line in lines if line.startswith("| th | Source"))
     mean_row = next(line for line in lines if line.startswith("| th | Mean"))
     assert lines.index(source_row) < lines.index(mean_row)  # Source first
-    assert source_row == "| th | Source | – | 11.0 | – | – | 20.0 | 1.00x |"  # chrF: mean of the two seeds
-    assert mean_row == "| th | Mean | Mean · 2x2LS · mtp · 512 · k=100 | – | 1.235 | 12.35 | 18.0 | 0.90x |"
+    assert source_row == "| th | Source | – | 11.0 | – | – | 20.0 | 1.00x | 1.00x |"  # chrF: mean of the two seeds
+    assert mean_row == "| th | Mean | Mean · 2x2LS · mtp · 512 · k=100 | – | 1.235 | 12.35 | 18.0 | 0.90x | 2.50x |"
     assert "## smollm2" in md
 
 
@@ -91,7 +93,7 @@ def test_no_source_no_speedup(results):
     frame, md = tables.build_tables([p for p in results if p.parts[-3] != "source"])
     assert not frame["metric"].isin([m for m, _ in tables.DERIVED]).any()
     mean_row = next(line for line in md.splitlines() if line.startswith("| th | Mean"))
-    assert mean_row.endswith("| 18.0 | – |")
+    assert mean_row.endswith("| 18.0 | – | – |")
     assert LABEL not in md  # only the Source files carried the data label
 
 

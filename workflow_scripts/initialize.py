@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from workflow_scripts.io import atomic_path, read_lines, seed_everything, set_threads, setup_logging, write_json
+from workflow_scripts.vocab import bytes_to_unicode
 
 METASPACE = "\u2581"  # "▁", SentencePiece's word-boundary marker
 REPLACEMENT_CHAR = "\ufffd"
@@ -49,20 +50,6 @@ _STATS_CHUNK = 8192  # rows per block when reducing over V_s, so a 128K-row bf16
 # --------------------------------------------------------------------------------------------------------------------
 # Tokens: which ids are new, what their BPE-model strings are, and how they map onto the source BPE.
 # --------------------------------------------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible byte → printable-character table, the alphabet of byte-level BPE vocabularies."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, map(chr, cs), strict=True))
 
 
 @lru_cache(maxsize=1)

@@ -53,6 +53,8 @@ MARKDOWN_COLUMNS = [
     ("ppl", "ppl", "perplexity", "{:.2f}"),
     ("tokens/s", "mt", "tokens_per_second", "{:.1f}"),
     ("speed-up", "mt", "speedup", "{:.2f}x"),
+    # tokens of different vocabularies carry different amounts of text: characters per second is what a user waits for
+    ("speed-up (chars)", "mt", "speedup_chars", "{:.2f}x"),
 ]
 MISSING = "–"
 
