@@ -175,3 +175,10 @@ def test_paper_grid_scopes_tables_to_their_models_and_languages():
     llama2 = {(lang, m.slug) for model, lang, m in cells if model == "llama2"}
     assert {lang for lang, _ in llama2} == {"ar", "my", "de", "el", "hi", "ja", "si", "sw", "te", "th"}
     assert ("de", "CPT-only.LoRA.clm.L2048") in llama2
+
+
+def test_conda_environment_pins_the_same_packages_as_requirements():
+    env = yaml.safe_load((REPO / "envs" / "workflow.yaml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    lines = (REPO / "requirements.txt").read_text().splitlines()
+    assert pip == [line.strip() for line in lines if line.strip() and not line.startswith("#")]
