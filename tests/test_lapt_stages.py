@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.test_lapt import _state, one_thread  # noqa: F401 (one_thread: autouse fixture)
 from workflow_scripts import lapt
-from workflow_scripts.io import set_threads
 
 REPO = Path(__file__).resolve().parents[1]
 LAYER_KEYS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -29,21 +29,6 @@ def thai_file(tmp_path_factory, thai_lines) -> Path:
     path = tmp_path_factory.mktemp("thai") / "train.txt"
     path.write_text("\n".join(thai_lines[:60]) + "\n", encoding="utf-8")
     return path
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    set_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def _state(folder: Path) -> dict[str, torch.Tensor]:
-    from transformers import AutoModelForCausalLM
-
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-    return {k: v.clone() for k, v in model.state_dict().items()}
 
 
 def _changed_rows(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor]) -> dict[str, object]:

@@ -372,10 +372,11 @@ def write_predictions(path: str | Path, predictions: list[tuple[str, str, str]])
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def _add_common(p: argparse.ArgumentParser) -> None:
+def add_common_args(p: argparse.ArgumentParser, batch_size: int = 8) -> None:
+    """The arguments every model-running result CLI shares (evaluate mt / ppl, speed)."""
     p.add_argument("--model", required=True, help="HF model folder")
     p.add_argument("--n", type=int, default=None, help="first n items (default: all)")
-    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--batch-size", type=int, default=batch_size)
     p.add_argument("--cell", required=True, help="grid cell as JSON, or a JSON file")
     p.add_argument("--out", required=True, help="result JSON")
     p.add_argument("--data-label", default=None, help="copied into details.data_label (e.g. the stand-in data note)")
@@ -388,7 +389,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="task", required=True)
     mt = sub.add_parser("mt", help="English→target translation, chrF")
-    _add_common(mt)
+    add_common_args(mt)
     mt.add_argument("--pairs", required=True, help="TSV English<TAB>target")
     mt.add_argument("--lang", required=True, choices=sorted(LANGUAGE_NAMES))
     mt.add_argument("--max-new-tokens", type=int, default=128)
@@ -396,7 +397,7 @@ def main(argv: list[str] | None = None) -> None:
     mt.add_argument("--seed", type=int, default=0)
     mt.add_argument("--predictions", required=True, help="output TSV: source, reference, hypothesis")
     ppl = sub.add_parser("ppl", help="perplexity and bits per character on held-out text")
-    _add_common(ppl)
+    add_common_args(ppl)
     ppl.add_argument("--text", required=True, help="held-out text, one sentence a line")
     a = p.parse_args(argv)
 

@@ -18,7 +18,15 @@ import argparse
 import logging
 import time
 
-from workflow_scripts.evaluate import generate, load_model, mt_prompt, newline_token_mask, read_cell, read_pairs
+from workflow_scripts.evaluate import (
+    add_common_args,
+    generate,
+    load_model,
+    mt_prompt,
+    newline_token_mask,
+    read_cell,
+    read_pairs,
+)
 from workflow_scripts.io import set_threads, setup_logging, write_json
 
 log = logging.getLogger("vocabexp")
@@ -87,19 +95,11 @@ def measure_speed(
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, help="HF model folder")
+    add_common_args(p, batch_size=1)  # batch size 1 as in the paper
     p.add_argument("--pairs", required=True, help="mt TSV English<TAB>target (only the English side is used)")
     p.add_argument("--lang", required=True)
-    p.add_argument("--n", type=int, default=None, help="first n prompts (default: all)")
     p.add_argument("--max-new-tokens", type=int, default=128)
-    p.add_argument("--batch-size", type=int, default=1, help="1 as in the paper")
     p.add_argument("--stop", default="newline", choices=["newline", "length"])
-    p.add_argument("--cell", required=True, help="grid cell as JSON, or a JSON file")
-    p.add_argument("--out", required=True, help="result JSON")
-    p.add_argument("--data-label", default=None, help="copied into details.data_label")
-    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--log")
     a = p.parse_args(argv)
 
     setup_logging(a.log)
