@@ -32,4 +32,5 @@ test: lint
 	$(BIN)/pytest
 
 clean-results:
-	rm -rf results/* .snakemake
+	find results -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
+	rm -rf .snakemake
