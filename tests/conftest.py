@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -42,15 +43,21 @@ def tiny_llama_dir(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.fixture(scope="session")
-def thai_lines() -> list[str]:
-    """Real Thai text: the target side of the LibreOffice Thai pairs (at least 3 English words)."""
+@functools.cache
+def l10n_pairs(lang: str) -> list[tuple[str, str]]:
+    """Real (English, target) pairs from the committed LibreOffice package of ``lang`` (at least 3 English words)."""
     from workflow_scripts.l10n import extract
 
-    debs = sorted((REPO / "resources" / "l10n").glob("libreoffice-l10n-th_*.deb"))
-    assert debs, "resources/l10n/libreoffice-l10n-th_*.deb is missing"
-    pairs, _ = extract(debs[0], "th", 3)
-    return [target for _, target in pairs]
+    debs = sorted((REPO / "resources" / "l10n").glob(f"libreoffice-l10n-{lang}_*.deb"))
+    assert debs, f"resources/l10n/libreoffice-l10n-{lang}_*.deb is missing"
+    pairs, _ = extract(debs[0], lang, 3)
+    return pairs
+
+
+@pytest.fixture(scope="session")
+def thai_lines() -> list[str]:
+    """Real Thai text: the target side of the LibreOffice Thai pairs."""
+    return [target for _, target in l10n_pairs("th")]
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import json
 import shutil
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.conftest import l10n_pairs
 from workflow_scripts.initialize import (
     INIT_METHODS,
     InitContext,
@@ -460,10 +460,7 @@ def thai_expansion_merges(source_dir: Path, texts: list[str], k: int) -> list[tu
 def test_thai_expansion_decode_encode_vs_bpe_model(smollm2_tokenizer_dir, tmp_path):
     from transformers import AutoTokenizer
 
-    from workflow_scripts.l10n import extract
-
-    deb = glob.glob(str(REPO / "resources/l10n/libreoffice-l10n-th_*.deb"))[0]
-    pairs, _ = extract(deb, "th", 3)
+    pairs = l10n_pairs("th")
     thai = [t for _, t in pairs]
     merges = thai_expansion_merges(smollm2_tokenizer_dir, thai, 60)
     tgt_dir = expand_tokenizer(smollm2_tokenizer_dir, tmp_path / "tgt", merges)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import json
 import math
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.conftest import l10n_pairs
 from tests.test_initialize import (
     SMOL_MERGES,
     expand_tokenizer,
@@ -48,13 +48,6 @@ def mean(matrix: torch.Tensor, ids: list[int]) -> torch.Tensor:
 
 def close(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.allclose(a.double(), b.double(), atol=1e-5)
-
-
-def thai_lines() -> list[str]:
-    from workflow_scripts.l10n import extract
-
-    deb = glob.glob(str(REPO / "resources/l10n/libreoffice-l10n-th_*.deb"))[0]
-    return [t for _, t in extract(deb, "th", 3)[0]]
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -324,7 +317,7 @@ def test_focus_weights_are_sparsemax_of_fasttext_cosines(bos_case, tmp_path):
 
 @needs_fasttext
 def test_focus_with_real_fasttext_on_smollm2(tiny_llama_dir, smollm2_tokenizer_dir, tmp_path):
-    lines = thai_lines()
+    lines = [t for _, t in l10n_pairs("th")]
     tgt_dir = expand_tokenizer(
         smollm2_tokenizer_dir, tmp_path / "tgt", thai_expansion_merges(smollm2_tokenizer_dir, lines, 20)
     )

@@ -4,7 +4,6 @@ and Sinhala text (LibreOffice UI translations), plus a tiny byte-level BPE whose
 from __future__ import annotations
 
 import bisect
-import glob
 import itertools
 import json
 from collections import Counter
@@ -13,8 +12,8 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
+from tests.conftest import l10n_pairs
 from workflow_scripts import vocab as V
-from workflow_scripts.l10n import extract
 
 REPO = Path(__file__).resolve().parents[1]
 AUX_VOCAB = 8000
@@ -27,16 +26,9 @@ JAPANESE = [
 ]
 
 
-def _pairs(lang: str) -> list[tuple[str, str]]:
-    deb = glob.glob(str(REPO / f"resources/l10n/libreoffice-l10n-{lang}_*.deb"))
-    assert deb, f"no libreoffice-l10n-{lang} package under resources/l10n"
-    pairs, _ = extract(deb[0], lang, 3)
-    return pairs
-
-
 @pytest.fixture(scope="module")
 def thai() -> dict[str, list[str]]:
-    pairs = _pairs("th")
+    pairs = l10n_pairs("th")
     target = [t for _, t in pairs]
     # Every tenth sentence is held out, so fragmentation is measured on text the aux tokenizer did not see.
     return {
@@ -48,7 +40,7 @@ def thai() -> dict[str, list[str]]:
 
 @pytest.fixture(scope="module")
 def sinhala() -> dict[str, list[str]]:
-    pairs = _pairs("si")
+    pairs = l10n_pairs("si")
     return {"target": [t for _, t in pairs], "english": [e for e, _ in pairs]}
 
 
