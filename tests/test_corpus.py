@@ -18,11 +18,10 @@ from workflow_scripts.corpus import (
     flores_code,
     load_flores_pairs,
     main,
-    read_pairs_tsv,
     sample_lines,
     split_pairs,
 )
-from workflow_scripts.io import read_json, read_lines
+from workflow_scripts.io import read_json, read_lines, read_pairs
 
 HAS_PARQUET = any(importlib.util.find_spec(m) for m in ("pyarrow", "fastparquet"))
 
@@ -93,7 +92,7 @@ def test_split_cli(tmp_path):
     train, heldout, mt = split_pairs(PAIRS, n_train=None, n_heldout=20, n_mt=10, seed=4)
     assert read_lines(out["train"]) == train
     assert read_lines(out["heldout"]) == heldout
-    assert read_pairs_tsv(out["mt"]) == mt
+    assert read_pairs(out["mt"]) == mt
     report = read_json(tmp_path / "r.json")
     assert report["counts"] == {"train": 70, "heldout": 20, "mt": 10}
     assert report["seed"] == 4 and report["source"] == "stand-in for CC-100 / FLORES-200: test"
@@ -104,7 +103,7 @@ def test_read_pairs_tsv_names_bad_line(tmp_path):
     p = tmp_path / "bad.tsv"
     p.write_text("a\tb\nno tab here\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"bad.tsv:2: expected"):
-        read_pairs_tsv(p)
+        read_pairs(p)
 
 
 # --------------------------------------------------------------------------------------------------------------- sample
@@ -318,4 +317,4 @@ def test_flores_parquet_layout_and_cli(tmp_path):
     assert load_flores_pairs(tmp_path, "th") == align_flores(en, th)
     out = tmp_path / "mt.tsv"
     main(["flores", "--root", str(tmp_path), "--lang", "th", "--n", "3", "--seed", "1", "--out", str(out)])
-    assert read_pairs_tsv(out) == align_flores(en, th, n=3, seed=1)
+    assert read_pairs(out) == align_flores(en, th, n=3, seed=1)

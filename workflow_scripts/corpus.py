@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from workflow_scripts.io import setup_logging, write_json, write_text
+from workflow_scripts.io import read_pairs, setup_logging, write_json, write_text
 
 # The paper's ten languages (ISO 639-1) and their FLORES-200 / FLORES+ codes ({iso_639_3}_{iso_15924}).
 FLORES_CODES: dict[str, str] = {
@@ -64,18 +64,6 @@ def _write_pairs(path: str | Path, pairs: Sequence[tuple[str, str]]) -> None:
         if any(c in s for s in (en, tgt) for c in "\t\n\r"):
             raise ValueError(f"{path}: refusing to write a pair that contains a tab or line break: {(en, tgt)!r}")
     write_text(path, "".join(f"{en}\t{tgt}\n" for en, tgt in pairs))
-
-
-def read_pairs_tsv(path: str | Path) -> list[tuple[str, str]]:
-    """Read ``English<TAB>target`` lines; any line without exactly one tab is an error naming the file and line."""
-    pairs = []
-    with open(path, encoding="utf-8", newline="\n") as f:
-        for i, line in enumerate(f, 1):
-            fields = line.rstrip("\n").split("\t")
-            if len(fields) != 2:
-                raise ValueError(f"{path}:{i}: expected 'English<TAB>target', found {len(fields)} field(s)")
-            pairs.append((fields[0], fields[1]))
-    return pairs
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -430,7 +418,7 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     log = setup_logging(a.log)
     if a.command == "split":
-        pairs = read_pairs_tsv(a.pairs)
+        pairs = read_pairs(a.pairs)
         train, heldout, mt = split_pairs(pairs, n_train=a.n_train, n_heldout=a.n_heldout, n_mt=a.n_mt, seed=a.seed)
         report = {
             "source": a.label,

@@ -24,7 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workflow_scripts.io import atomic_path, read_lines, seed_everything, set_threads, setup_logging, write_json
+from workflow_scripts.io import (
+    atomic_path,
+    read_lines,
+    read_pairs,
+    seed_everything,
+    set_threads,
+    setup_logging,
+    write_json,
+)
 
 log = logging.getLogger("vocabexp")
 
@@ -71,24 +79,6 @@ def language_name(lang: str) -> str:
 def mt_prompt(source: str, lang: str) -> str:
     """The zero-shot English→target translation prompt for one source sentence."""
     return MT_TEMPLATE.format(target=language_name(lang), source=source)
-
-
-def read_pairs(path: str | Path, n: int | None = None) -> list[tuple[str, str]]:
-    """The first ``n`` (English, target) pairs of a TSV file (English<TAB>target per line; the file is already a
-    seeded random sample, so the first n are a random subset)."""
-    pairs = []
-    for i, line in enumerate(read_lines(path), 1):
-        if not line.strip():
-            continue
-        parts = line.split("\t")
-        if len(parts) != 2:
-            raise ValueError(f"{path}:{i}: expected 'English<TAB>target', got {len(parts)} tab-separated fields")
-        pairs.append((parts[0], parts[1]))
-        if n is not None and len(pairs) >= n:
-            break
-    if not pairs:
-        raise ValueError(f"{path}: no sentence pairs")
-    return pairs
 
 
 def read_cell(arg: str) -> dict:

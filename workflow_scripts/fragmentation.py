@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 from tokenizers import Tokenizer
 
-from workflow_scripts.io import atomic_path, read_lines, setup_logging
+from workflow_scripts.io import atomic_path, read_lines, read_pairs, setup_logging
 
 ENGLISH = "en"
 COLUMNS = [
@@ -116,10 +116,8 @@ def main(argv: list[str] | None = None) -> None:
     for lang, path in _pairs(args.pairs, "--pairs").items():
         if lang in texts:
             raise ValueError(f"language {lang} given by both --texts and --pairs")
-        rows = [line.split("\t") for line in read_lines(path) if line]
-        if any(len(r) < 2 for r in rows):
-            raise ValueError(f"{path}: every line must be 'English<TAB>target'")
-        english_of[lang], texts[lang] = [r[0] for r in rows], [r[1] for r in rows]
+        rows = read_pairs(path)
+        english_of[lang], texts[lang] = [en for en, _ in rows], [tgt for _, tgt in rows]
     if not texts:
         p.error("give --texts or --pairs")
     if english_of and ENGLISH not in texts:

@@ -60,6 +60,24 @@ def read_lines(path: str | Path) -> list[str]:
         return [line.rstrip("\n") for line in f]
 
 
+def read_pairs(path: str | Path, n: int | None = None) -> list[tuple[str, str]]:
+    """The first ``n`` (all when None) pairs of an ``English<TAB>target`` file; blank lines are skipped, and a line
+    without exactly one tab, or a file without pairs, is an error naming the file (and line)."""
+    pairs = []
+    for i, line in enumerate(read_lines(path), 1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise ValueError(f"{path}:{i}: expected 'English<TAB>target', found {len(fields)} tab-separated field(s)")
+        pairs.append((fields[0], fields[1]))
+        if n is not None and len(pairs) >= n:
+            break
+    if not pairs:
+        raise ValueError(f"{path}: no sentence pairs")
+    return pairs
+
+
 def setup_logging(log_file: str | None = None) -> logging.Logger:
     """Log to stderr and, when given, to ``log_file`` (the rule's log)."""
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
