@@ -63,12 +63,10 @@ def ranked(aux, source, thai) -> list[tuple[str, int]]:
 def expanded(aux, ranked, source, smollm2_tokenizer_dir, tmp_path_factory) -> dict[int, dict]:
     """Thai expansions of SmolLM2 for each k: new tokens, the target backend and the saved folder."""
     out = {}
-    parts = V.aux_merge_parts(aux)
     for k in KS:
-        plan = V.plan_expansion(source, ranked, k, parts)
         folder = tmp_path_factory.mktemp(f"tt_{k}") / "tokenizer"
-        target = V.expand_tokenizer(smollm2_tokenizer_dir, plan.selected, folder, plan.merges)
-        out[k] = {"new": plan.selected, "plan": plan, "target": target, "dir": folder}
+        e = V.expand(smollm2_tokenizer_dir, aux, [], k, folder, ranked=ranked)
+        out[k] = {"new": e.plan.selected, "plan": e.plan, "target": e.target, "dir": folder}
     return out
 
 

@@ -76,19 +76,13 @@ def expansions(family_dirs, texts, tmp_path_factory) -> dict[str, dict]:
         source = Tokenizer.from_file(str(folder / "tokenizer.json"))
         aux = V.train_aux_tokenizer(texts["train"], folder, AUX_VOCAB, seed=42)
         ranked = V.rank_candidates(aux, source, texts["train"])
-        parts = V.aux_merge_parts(aux)
         per_k = {}
-        source_json = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
         for k in KS:
-            plan = V.plan_expansion(source, ranked, k, parts)
-            if k == max(KS):  # the full route, with its checks and the saved folder
-                tdir = tmp_path_factory.mktemp(f"{name}_k{k}") / "tokenizer"
-                target = V.expand_tokenizer(folder, plan.selected, tdir, plan.merges)
-            else:  # the same tokenizer.json, kept in memory (loading a 128K vocabulary from disk is slow)
-                tdir = None
-                expanded = V.build_expanded_json(source_json, [t for t, _ in plan.selected], plan.merges)
-                target = Tokenizer.from_str(json.dumps(expanded))
-            per_k[k] = {"plan": plan, "target": target, "dir": tdir}
+            # The full route (its checks and the saved folder) at the largest k; the same tokenizer.json kept in
+            # memory for the others (loading a 128K vocabulary from disk is slow).
+            tdir = tmp_path_factory.mktemp(f"{name}_k{k}") / "tokenizer" if k == max(KS) else None
+            e = V.expand(folder, aux, texts["train"], k, tdir, ranked=ranked)
+            per_k[k] = {"plan": e.plan, "target": e.target, "dir": tdir}
         out[name] = {"dir": folder, "source": source, "aux": aux, "ranked": ranked, "k": per_k}
     return out
 

@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 
 from workflow_scripts.io import atomic_path, setup_logging
+from workflow_scripts.pieces import SP_CONTROL, SP_NORMAL, SP_UNKNOWN, SP_USER_DEFINED, bytes_to_unicode
 
 # Llama-3's pre-tokenizer regex (llama_models/llama3/tokenizer.py, ``pat_str``).
 LLAMA3_PATTERN = (
@@ -52,8 +53,6 @@ ASSETS = {
     "llama3": ("llama-models", "llama_models/llama3/tokenizer.model"),
     "mistral": ("mistral-common", "mistral_common/data/tokenizer.model.v1"),
 }
-
-_SP_NORMAL, _SP_UNKNOWN, _SP_CONTROL, _SP_USER_DEFINED, _SP_UNUSED, _SP_BYTE = 1, 2, 3, 4, 5, 6
 
 
 def locate_asset(name: str) -> Path:
@@ -102,8 +101,6 @@ def tiktoken_to_tokenizer_json(
 ) -> dict:
     """A byte-level BPE tokenizer.json equivalent to a tiktoken encoding (module docstring); specials follow the
     ranks."""
-    from workflow_scripts.vocab import bytes_to_unicode
-
     b2u = bytes_to_unicode()
     ranks = load_tiktoken_ranks(model_file)
 
@@ -223,10 +220,10 @@ def sentencepiece_decoder(add_dummy_prefix: bool) -> dict:
 def sentencepiece_bpe_parts(proto) -> tuple[dict[str, int], list[list[str]]]:
     """Vocabulary (piece -> id) and merges (every two-piece split of a normal piece, by the merged piece's score)."""
     vocab = {p.piece: i for i, p in enumerate(proto.pieces)}
-    mergeable = {p.piece for p in proto.pieces if p.type in (_SP_NORMAL, _SP_USER_DEFINED)}
+    mergeable = {p.piece for p in proto.pieces if p.type in (SP_NORMAL, SP_USER_DEFINED)}
     splits = []
     for i, p in enumerate(proto.pieces):
-        if p.type != _SP_NORMAL or len(p.piece) < 2:
+        if p.type != SP_NORMAL or len(p.piece) < 2:
             continue
         for j in range(1, len(p.piece)):
             left, right = p.piece[:j], p.piece[j:]
@@ -247,7 +244,7 @@ def sentencepiece_to_tokenizer_json(model: str | Path | bytes, where: str | Path
     vocab, merges = sentencepiece_bpe_parts(proto)
     spec = proto.trainer_spec
     norm = proto.normalizer_spec
-    added = [_added(p.piece, i) for i, p in enumerate(proto.pieces) if p.type in (_SP_UNKNOWN, _SP_CONTROL)]
+    added = [_added(p.piece, i) for i, p in enumerate(proto.pieces) if p.type in (SP_UNKNOWN, SP_CONTROL)]
     post = None
     if spec.bos_id >= 0:
         bos = proto.pieces[spec.bos_id].piece

@@ -1,0 +1,3 @@
+from workflow_scripts.vocab.cli import main
+
+main()

@@ -1,0 +1,64 @@
+"""Command line of the tokenizer step: ``python -m workflow_scripts.vocab aux|expand`` (rules/tokenizer.smk)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from workflow_scripts.io import atomic_path, read_lines, setup_logging, write_json
+from workflow_scripts.vocab.aux import train_aux_tokenizer
+from workflow_scripts.vocab.pipeline import expand
+
+
+def parser() -> argparse.ArgumentParser:
+    """The ``aux`` and ``expand`` subcommands and their arguments."""
+    from workflow_scripts import vocab
+
+    p = argparse.ArgumentParser(
+        prog="python -m workflow_scripts.vocab",
+        description=vocab.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    a = sub.add_parser("aux", help="train the auxiliary tokenizer T_aux on D")
+    a.add_argument("--source-tokenizer", required=True, help="HF model/tokenizer folder with tokenizer.json")
+    a.add_argument("--corpus", required=True, help="D, one sentence a line")
+    a.add_argument("--vocab-size", type=int, required=True)
+    a.add_argument("--seed", type=int, default=42)
+    a.add_argument("--threads", type=int, default=1, help="SentencePiece trainer threads")
+    a.add_argument("--out", required=True, help="aux tokenizer.json")
+    a.add_argument("--log")
+    e = sub.add_parser("expand", help="choose V_new and write the target tokenizer T_t")
+    e.add_argument("--source-tokenizer", required=True)
+    e.add_argument("--aux", required=True, help="aux tokenizer.json")
+    e.add_argument("--corpus", required=True, help="D, for token frequencies")
+    e.add_argument("--heldout", required=True, help="held-out target text for the report")
+    e.add_argument("--k", type=int, required=True)
+    e.add_argument("--out", required=True, help="target tokenizer folder")
+    e.add_argument("--report", required=True)
+    e.add_argument("--log")
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    log = setup_logging(args.log)
+    lines = read_lines(args.corpus)
+    if args.command == "aux":
+        t0 = time.perf_counter()
+        aux = train_aux_tokenizer(lines, args.source_tokenizer, args.vocab_size, args.seed, args.threads)
+        log.info("aux tokenizer: %d tokens from %d lines in %.1f s", aux.get_vocab_size(), len(lines),
+                 time.perf_counter() - t0)  # fmt: skip
+        with atomic_path(args.out) as tmp:
+            aux.save(str(tmp))
+        return
+    result = expand(args.source_tokenizer, args.aux, lines, args.k, args.out, read_lines(args.heldout))
+    write_json(args.report, result.report)
+    log.info(
+        "T_t: %d new tokens (%d of the top k passed over) in %.1f s; held-out tokens/sentence %.1f -> %.1f",
+        args.k,
+        len(result.plan.passed_over),
+        result.seconds,
+        result.report["tokens_per_sentence_source"],
+        result.report["tokens_per_sentence_target"],
+    )
