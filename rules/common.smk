@@ -28,6 +28,8 @@ from workflow_scripts.grid import (
     ConfigError,
     expand_grid,
     check_config,
+    config_warnings,
+    deferred_checks,
     schema_errors,
     slug_regex,
 )  # noqa: E402
@@ -44,6 +46,11 @@ try:
     CELLS = expand_grid(config)
 except ConfigError as e:
     raise WorkflowError(str(e)) from None
+# Printed with the plan: settings that run but are probably not meant, and the data checks that happen later.
+for _line in config_warnings(config):
+    print(f"config warning: {_line}", file=sys.stderr)
+for _line in deferred_checks(config):
+    print(f"checked later: {_line}", file=sys.stderr)
 
 METHOD_BY_SLUG = {m.slug: m for m in METHODS}
 MODELS = list(config["models"])

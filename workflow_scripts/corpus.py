@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from workflow_scripts.io import read_pairs, setup_logging, write_json, write_text
+from workflow_scripts.io import MAX_LINE_CHARS, read_pairs_with_stats, setup_logging, write_json, write_text
 
 # The paper's ten languages (ISO 639-1) and their FLORES-200 / FLORES+ codes ({iso_639_3}_{iso_15924}).
 FLORES_CODES: dict[str, str] = {
@@ -188,6 +188,7 @@ def sample_lines(
     n_heldout: int,
     seed: int,
     min_chars: int = 1,
+    max_chars: int = MAX_LINE_CHARS,
     oversample: float = 0.05,
     block_bytes: int = _BLOCK_BYTES,
     external: bool = True,
@@ -195,17 +196,19 @@ def sample_lines(
     """Sample ``n`` lines (D) and ``n_heldout`` more (held-out) uniformly at random in one pass over a large text file.
 
     Cleaning, counted in the stats: lines that are not valid UTF-8 are skipped; trailing whitespace is stripped; lines
-    left shorter than ``min_chars`` (empty and whitespace-only lines always) are skipped; a carriage return inside a
-    line becomes a space (it would split the line when read back in text mode). Reservoir sampling (Li's Algorithm L,
+    left shorter than ``min_chars`` (empty and whitespace-only lines always) or longer than ``max_chars`` (see
+    io.MAX_LINE_CHARS) are skipped; a carriage return inside a line becomes a space (it would split the line when read
+    back in text mode). A file without a single usable line is an error naming it. Reservoir sampling (Li's Algorithm L,
     seeded) draws ``(n + n_heldout) * (1 + oversample)`` distinct line positions; the reservoir is shuffled and read in
     order, keeping the first occurrence of each string, the first ``n`` for D and the next ``n_heldout`` for the
     held-out set. So both sets are duplicate-free and disjoint by string as well as by position, and a string that
     occurs m times in the file is proportionally likelier to be drawn (as in the corpus). The result does not depend
     on ``block_bytes`` nor on ``external`` (see open_text_stream).
     """
-    if n < 1 or n_heldout < 0 or min_chars < 1 or oversample < 0:
+    if n < 1 or n_heldout < 0 or min_chars < 1 or max_chars < min_chars or oversample < 0:
         raise ValueError(
-            f"invalid request: n={n}, n_heldout={n_heldout}, min_chars={min_chars}, oversample={oversample}"
+            f"invalid request: n={n}, n_heldout={n_heldout}, min_chars={min_chars}, max_chars={max_chars}, "
+            f"oversample={oversample}"
         )
     want = n + n_heldout
     k = want + math.ceil(want * oversample)
@@ -214,7 +217,7 @@ def sample_lines(
     w = math.exp(math.log(_unit(rng)) / k)
     nxt = k + _skip(rng, w)  # index (among valid lines) of the next line that enters the full reservoir
     seen = 0  # valid lines before the current block
-    total = empty = short = invalid = cr = 0
+    total = empty = short = long = invalid = cr = 0
     nbytes = 0
     start = time.perf_counter()
     with open_text_stream(path, external=external) as f:
@@ -227,6 +230,10 @@ def sample_lines(
             empty += stripped.count("")
             valid = [s for s in stripped if len(s) >= min_chars] if min_chars > 1 else [s for s in stripped if s]
             short += len(stripped) - len(valid)
+            if valid and max(map(len, valid)) > max_chars:  # rare: the maximum is found at C speed
+                kept = [s for s in valid if len(s) <= max_chars]
+                long += len(valid) - len(kept)
+                valid = kept
             if b"\r" in block and any("\r" in s for s in valid):  # rare: test the bytes first, at C speed
                 cr += sum("\r" in s for s in valid)
                 valid = [s.replace("\r", " ") for s in valid]
@@ -240,10 +247,17 @@ def sample_lines(
             seen = end
     seconds = time.perf_counter() - start
     short -= empty
+    if seen == 0:
+        raise ValueError(
+            f"{path}: the CC-100 corpus has no usable line ({total} line(s): {empty} blank or whitespace-only, "
+            f"{invalid} not valid UTF-8, {short} shorter than {min_chars} and {long} longer than {max_chars} "
+            "characters); it must be UTF-8 text, one paragraph a line: check or download the file again"
+        )
     if seen < want:
         raise ValueError(
             f"{path}: too few valid lines: {seen} (of {total} lines; {empty} empty, {invalid} invalid UTF-8, {short} "
-            f"shorter than {min_chars} characters), but n={n} + n_heldout={n_heldout} = {want} asked for"
+            f"shorter than {min_chars} characters, {long} longer than {max_chars}), but n={n} + "
+            f"n_heldout={n_heldout} = {want} asked for"
         )
     rng.shuffle(reservoir)
     chosen: dict[str, None] = {}
@@ -270,7 +284,9 @@ def sample_lines(
         "skipped_empty": empty,
         "skipped_invalid_utf8": invalid,
         "skipped_short": short,
+        "skipped_long": long,
         "min_chars": min_chars,
+        "max_chars": max_chars,
         "carriage_returns_replaced": cr,
         "reservoir_size": len(reservoir),
         "duplicates_skipped": duplicates,
@@ -400,6 +416,9 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--n-heldout", type=int, required=True)
     c.add_argument("--seed", type=int, required=True)
     c.add_argument("--min-chars", type=int, default=1)
+    c.add_argument(
+        "--max-chars", type=int, default=MAX_LINE_CHARS, help="longer lines are skipped and counted (see io.py)"
+    )
     c.add_argument("--oversample", type=float, default=0.05, help="extra reservoir share that absorbs duplicates")
     c.add_argument("--out-train", required=True)
     c.add_argument("--out-heldout", required=True)
@@ -418,12 +437,13 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     log = setup_logging(a.log)
     if a.command == "split":
-        pairs = read_pairs(a.pairs)
+        pairs, lines = read_pairs_with_stats(a.pairs)
         train, heldout, mt = split_pairs(pairs, n_train=a.n_train, n_heldout=a.n_heldout, n_mt=a.n_mt, seed=a.seed)
         report = {
             "source": a.label,
             "pairs_file": str(a.pairs),
             "pairs_in": len(pairs),
+            "pairs_file_lines": lines,
             "seed": a.seed,
             "counts": {"train": len(train), "heldout": len(heldout), "mt": len(mt)},
             "mean_chars_per_line": {
@@ -439,7 +459,13 @@ def main(argv: list[str] | None = None) -> None:
         write_json(a.report, report)
     elif a.command == "sample":
         sample, heldout, report = sample_lines(
-            a.input, n=a.n, n_heldout=a.n_heldout, seed=a.seed, min_chars=a.min_chars, oversample=a.oversample
+            a.input,
+            n=a.n,
+            n_heldout=a.n_heldout,
+            seed=a.seed,
+            min_chars=a.min_chars,
+            max_chars=a.max_chars,
+            oversample=a.oversample,
         )
         _write_lines(a.out_train, sample)
         _write_lines(a.out_heldout, heldout)

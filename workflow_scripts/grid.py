@@ -5,6 +5,7 @@ Imported by rules/common.smk (to build targets and wildcard constraints) and by 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -154,10 +155,55 @@ def expand_grid(config: dict) -> list[tuple[str, str, Method]]:
     return list(cells.values())
 
 
+def _describe(schema: dict) -> str:
+    """What a (small) schema accepts, in words: 'an integer >= 1', 'one of [...]', 'a list of ...'."""
+    if "enum" in schema:
+        return f"one of {schema['enum']}"
+    types = schema.get("type")
+    types = types if isinstance(types, list) else [types]
+    words = []
+    for t in types:
+        if t == "array":
+            items = schema.get("items")
+            words.append(f"a list, each item {_describe(items)}" if items else "a list")
+        elif t in ("integer", "number"):
+            word = "an integer" if t == "integer" else "a number"
+            if "minimum" in schema:
+                word += f" >= {schema['minimum']}"
+            if "exclusiveMinimum" in schema:
+                word += f" > {schema['exclusiveMinimum']}"
+            words.append(word)
+        elif t is not None:
+            words.append({"string": "a string", "boolean": "true or false", "null": "null", "object": "a mapping"}[t])
+    return " or ".join(words) or "a valid value"
+
+
+_TYPE_NAMES = {
+    bool: "true/false",
+    int: "an integer",
+    float: "a fractional number",
+    str: "a string",
+    list: "a list",
+    dict: "a mapping",
+}
+
+
 def _relevant(error):
-    """For a oneOf failure, the error of the alternative whose type matched (the enum, not 'not an array')."""
-    same_type = [e for e in error.context or [] if e.validator != "type"]
-    return _relevant(same_type[0]) if len(same_type) == 1 else error
+    """For a oneOf failure, the error of the alternative whose type matched (the enum, not 'not an array'); when no
+    alternative has the value's type, an error that says which types are expected."""
+    if error.validator != "oneOf" or not error.context:
+        return error
+    alternatives: dict[int, list] = {}
+    for e in error.context:
+        alternatives.setdefault(e.relative_schema_path[0], []).append(e)
+    typed = [errs for errs in alternatives.values() if not any(e.validator == "type" and not e.path for e in errs)]
+    if len(typed) == 1:
+        return _relevant(typed[0][0])
+    if not typed:
+        got = _TYPE_NAMES.get(type(error.instance), type(error.instance).__name__)
+        expected = " or ".join(_describe(alt) for alt in error.validator_value)
+        error.message = f"{error.instance!r} is {got}; expected {expected}"
+    return error
 
 
 def schema_errors(config: dict, schema_path: str | Path) -> list[str]:
@@ -177,8 +223,251 @@ def schema_errors(config: dict, schema_path: str | Path) -> list[str]:
     return lines
 
 
+# Every source vocabulary holds the 256 byte symbols (byte-level BPE alphabet, or SentencePiece byte-fallback pieces),
+# and so does every auxiliary tokenizer: at most |V_aux| - 256 aux tokens can be new.
+BYTE_SYMBOLS = 256
+CC100_PEEK_BYTES = 1 << 20  # decompressed bytes of a local CC-100 file read at planning time
+
+
+@functools.lru_cache(maxsize=32)
+def _l10n_pair_count(deb: Path, mtime_ns: int, size: int, lang: str, min_words: int) -> int:
+    """Pairs that extract_l10n_pairs will keep (under a second: the .deb is read and cleaned as the job does)."""
+    from workflow_scripts import l10n
+
+    return len(l10n.extract(deb, lang, min_words)[0])
+
+
+def _check_l10n_deb(deb: Path, lang: str, config: dict) -> list[str]:
+    key = f"languages.{lang}.corpus.deb"
+    data = config.get("data", {})
+    try:
+        st = deb.stat()
+        n = _l10n_pair_count(deb.resolve(), st.st_mtime_ns, st.st_size, lang, data.get("l10n_min_english_words", 4))
+    except Exception as e:  # a wrong-language or broken package fails the same way in the extract_l10n_pairs job
+        return [f"{key}: {e}"]
+    sizes = {k: data.get(k) for k in ("n_train", "n_heldout", "n_mt")}
+    if None in sizes.values() or n >= sum(sizes.values()):
+        return []
+    room = n - sizes["n_heldout"] - sizes["n_mt"]
+    fix = f"lower data.n_train to at most {room}" if room >= 1 else "lower data.n_heldout and data.n_mt"
+    return [
+        f"data.n_train: n_train {sizes['n_train']} + n_heldout {sizes['n_heldout']} + n_mt {sizes['n_mt']} = "
+        f"{sum(sizes.values())} pairs asked for, but {key} {str(deb)!r} holds {n} {lang!r} pairs after cleaning; "
+        f"{fix}"
+    ]
+
+
+_MAGIC = {".xz": b"\xfd7zXZ\x00", ".gz": b"\x1f\x8b"}
+
+
+def _check_cc100_file(path: Path, lang: str) -> list[str]:
+    """What is cheap to check in a local CC-100 file: it is not empty, its compression matches its suffix, its first
+    MiB decompresses into UTF-8 lines, some of them in the language's script. The line count needs the whole stream:
+    sample_cc100 checks it."""
+    from workflow_scripts.corpus import open_text_stream
+    from workflow_scripts.l10n import SCRIPT_RANGES, in_script
+
+    key = f"languages.{lang}.corpus.path"
+    if path.stat().st_size == 0:
+        return [f"{key}: file {str(path)!r} is empty"]
+    magic = _MAGIC.get(path.suffix)
+    if magic is not None:
+        with open(path, "rb") as f:
+            if f.read(len(magic)) != magic:
+                return [f"{key}: file {str(path)!r} is not {path.suffix[1:]}-compressed, as its name says"]
+    try:
+        with open_text_stream(path, external=False) as f:
+            head = f.read(CC100_PEEK_BYTES)
+    except Exception as e:
+        return [f"{key}: cannot decompress {str(path)!r}: {e}"]
+    if b"\x00" in head:
+        return [f"{key}: {str(path)!r} contains NUL bytes: a CC-100 file is UTF-8 text (is this one UTF-16 or binary?)"]
+    lines = head.split(b"\n")[:-1] if len(head) == CC100_PEEK_BYTES else head.split(b"\n")  # drop a cut line
+    texts = []
+    for raw in lines:
+        try:
+            text = raw.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            continue
+        if text:
+            texts.append(text)
+    if not texts:
+        return [
+            f"{key}: the start of {str(path)!r} holds no usable line ({len(lines)} lines, blank or not UTF-8): "
+            "a CC-100 file is UTF-8 text, one paragraph a line"
+        ]
+    if lang in SCRIPT_RANGES and not any(in_script(t, lang) for t in texts):
+        return [
+            f"{key}: none of the first {len(texts)} lines of {str(path)!r} is in the script of {lang!r} "
+            f"(e.g. {texts[0][:60]!r}): is it the file of another language?"
+        ]
+    return []
+
+
+def _check_model(name: str, spec: dict, workdir: Path) -> list[str]:
+    from workflow_scripts.source_model import package_file_problem, random_llama_problem
+
+    kind = spec["kind"]
+    errors = []
+    if kind == "local" and "path" in spec:
+        path = workdir / spec["path"]
+        if path.is_file():
+            errors.append(
+                f"models.{name}.path: {spec['path']!r} is a file; a local model must be a folder (the output of "
+                "save_pretrained: config.json, weights, tokenizer)"
+            )
+        elif not path.is_dir():
+            errors.append(f"models.{name}.path: local model folder {spec['path']!r} does not exist")
+        elif not (path / "config.json").is_file():
+            errors.append(
+                f"models.{name}.path: folder {spec['path']!r} has no config.json; a local model must be a "
+                "save_pretrained folder (config.json, weights, tokenizer)"
+            )
+    if kind in ("gguf_package", "random_llama") and "package" in spec and "file" in spec:
+        problem = package_file_problem(spec["package"], spec["file"])
+        if problem:
+            errors.append(f"models.{name}.{problem[0]}: {problem[1]}")
+    if kind == "random_llama":
+        problem = random_llama_problem(spec.get("random", {}))
+        if problem:
+            errors.append(f"models.{name}.random.num_heads: {problem}")
+    return errors
+
+
+def _first_entries(config: dict) -> dict[str, int]:
+    """For each method slug, the index of the first ``methods`` entry that produces it."""
+    first: dict[str, int] = {}
+    for i, entry in enumerate(config["methods"]):
+        for m in expand_methods([entry], config.get("method_defaults")):
+            first.setdefault(m.slug, i)
+    return first
+
+
+def _hparam(config: dict, model: str, i: int, key: str) -> tuple[Any, str]:
+    """The value of LAPT hparam ``key`` a cell (model, methods[i]) trains with, and the config key it comes from (as in
+    rules/common.smk hparams_json: methods entry > method_defaults > models.<name>.hparams > training > lapt's
+    default)."""
+    from workflow_scripts.lapt import DEFAULT_HPARAMS
+
+    sources = [
+        (config["methods"][i].get("hparams", {}), f"methods[{i}].hparams.{key}"),
+        ((config.get("method_defaults") or {}).get("hparams", {}), f"method_defaults.hparams.{key}"),
+        (config["models"][model].get("hparams", {}), f"models.{model}.hparams.{key}"),
+        (config.get("training", {}), f"training.{key}"),
+    ]
+    for values, where in sources:
+        if key in values:
+            return values[key], where
+    return DEFAULT_HPARAMS.get(key), f"training.{key} (not set: default {DEFAULT_HPARAMS.get(key)!r})"
+
+
+def _aux_size(config: dict, lang: str) -> tuple[int, str]:
+    spec = config["languages"][lang]
+    if "aux_vocab_size" in spec:
+        return spec["aux_vocab_size"], f"languages.{lang}.aux_vocab_size"
+    return config.get("tokenizer", {}).get("aux_vocab_size", 50000), "tokenizer.aux_vocab_size"
+
+
+def _check_cells(config: dict) -> list[str]:
+    """Checks that need the grid's cells: k against |V_aux|, stage_split and max_steps against the procedure."""
+    from workflow_scripts.lapt import PROCEDURES
+
+    errors = []
+    first = _first_entries(config)
+    for model, lang, m in expand_grid(config):
+        if m.expands and m.vocab == "expand" and m.k is not None:
+            aux, aux_key = _aux_size(config, lang)
+            if m.k > aux - BYTE_SYMBOLS:
+                i = first[m.slug]
+                k_key = f"methods[{i}].k" if "k" in config["methods"][i] else "method_defaults.k"
+                errors.append(
+                    f"{k_key}: k {m.k} (method {m.slug}, language {lang}) is more than the auxiliary vocabulary can "
+                    f"supply: {aux_key} {aux} leaves at most {aux - BYTE_SYMBOLS} tokens beyond the {BYTE_SYMBOLS} "
+                    f"byte symbols every source vocabulary holds; lower k or raise {aux_key}"
+                )
+        if not m.trains or m.procedure not in PROCEDURES:
+            continue
+        stages = [stage.name for stage in PROCEDURES[m.procedure].stages]
+        split, split_key = _hparam(config, model, first[m.slug], "stage_split")
+        if split is not None and len(split) != len(stages):
+            errors.append(
+                f"{split_key}: {split} has {len(split)} value(s), but procedure {m.procedure!r} (method {m.slug}, "
+                f"model {model}) has {len(stages)} stage(s) {stages}; give {len(stages)} fractions, or null for "
+                "equal shares (set it in the methods entry of that procedure)"
+            )
+        max_steps, steps_key = _hparam(config, model, first[m.slug], "max_steps")
+        if max_steps is not None and max_steps < len(stages):
+            errors.append(
+                f"{steps_key}: {max_steps} optimizer steps cannot be split into the {len(stages)} stages of "
+                f"procedure {m.procedure!r} (method {m.slug}, model {model}); raise it to at least {len(stages)}"
+            )
+    return errors
+
+
+def config_warnings(config: dict) -> list[str]:
+    """Settings that run but are probably not meant (printed at planning time): a checkpoint interval that reaches
+    the last step, so a killed LAPT job has nothing to resume from."""
+    from workflow_scripts.lapt import PROCEDURES
+
+    warnings = []
+    first = _first_entries(config)
+    for model, _, m in expand_grid(config):
+        if not m.trains or m.procedure not in PROCEDURES:
+            continue
+        every, every_key = _hparam(config, model, first[m.slug], "checkpoint_every")
+        max_steps, steps_key = _hparam(config, model, first[m.slug], "max_steps")
+        if max_steps is not None and every >= max_steps:
+            stages = len(PROCEDURES[m.procedure].stages)
+            when = "at the end of each stage" if stages > 1 else "at the end"
+            warnings.append(
+                f"{every_key}: {every} is not smaller than {steps_key.split(' ')[0]} {max_steps} (method {m.slug}, "
+                f"model {model}): the only checkpoint is written {when}, so a job killed before then loses all its "
+                f"training; lower checkpoint_every"
+            )
+    return list(dict.fromkeys(warnings))
+
+
+def deferred_checks(config: dict) -> list[str]:
+    """What cannot be checked at planning time without downloading or streaming, and when it is checked."""
+    data = config.get("data", {})
+    want = f"n_train + n_heldout = {data.get('n_train', '?')} + {data.get('n_heldout', '?')}"
+    notes = []
+    by_source = {"url": [], "path": []}
+    for lang, spec in config["languages"].items():
+        corpus = spec["corpus"]
+        if corpus["kind"] == "cc100":
+            by_source["url" if "url" in corpus else "path"].append(lang)
+    if by_source["url"]:
+        notes.append(
+            f"languages.*.corpus.url ({', '.join(by_source['url'])}): download_cc100 fetches each file when the run "
+            f"starts (an HTTP error stops that job); sample_cc100 then checks that it decompresses, is UTF-8 text "
+            f"and holds {want} distinct usable lines"
+        )
+    if by_source["path"]:
+        notes.append(
+            f"languages.*.corpus.path ({', '.join(by_source['path'])}): the start of each file was checked now; "
+            f"sample_cc100 checks the whole stream (decompression, {want} distinct usable lines)"
+        )
+    hub = [name for name, spec in config["models"].items() if spec["kind"] == "hub"]
+    if hub:
+        notes.append(
+            f"models.*.path ({', '.join(hub)}): hub models are fetched and checked by prepare_source_model "
+            "(access to gated models needs a token: HF_TOKEN or `hf auth login`)"
+        )
+    flores = [lang for lang, spec in config["languages"].items() if spec.get("mt", {}).get("kind") == "flores"]
+    if flores:
+        notes.append(
+            f"languages.*.mt.root ({', '.join(flores)}): FLORES is fetched and checked by flores_mt "
+            f"(n_mt = {data.get('n_mt', '?')} of its devtest sentences)"
+        )
+    return notes
+
+
 def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
-    """Semantic checks beyond the JSON schema; raise ConfigError naming the key. Returns the expanded methods."""
+    """Semantic checks beyond the JSON schema; raise ConfigError naming the key. Returns the expanded methods.
+
+    Cheap checks of the data and models (reading a .deb's catalogue, the head of a local CC-100 file, installed
+    packages), but no torch import: planning stays fast."""
     workdir = Path(workdir)
     errors: list[str] = []
     for name, spec in config["models"].items():
@@ -192,8 +481,7 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
         for key in need[kind]:
             if key not in spec:
                 errors.append(f"models.{name}.{key} is required for kind {kind!r}")
-        if kind == "local" and "path" in spec and not (workdir / spec["path"]).is_dir():
-            errors.append(f"models.{name}.path: local model folder {spec['path']!r} does not exist")
+        errors += _check_model(name, spec, workdir)
     for lang, spec in config["languages"].items():
         corpus = spec["corpus"]
         if corpus["kind"] == "l10n":
@@ -201,10 +489,14 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
                 errors.append(f"languages.{lang}.corpus.deb is required for corpus kind 'l10n'")
             elif not (workdir / corpus["deb"]).is_file():
                 errors.append(f"languages.{lang}.corpus.deb: file {corpus['deb']!r} does not exist")
+            else:
+                errors += _check_l10n_deb(workdir / corpus["deb"], lang, config)
         elif ("path" in corpus) == ("url" in corpus):
             errors.append(f"languages.{lang}.corpus: give exactly one of path and url for corpus kind 'cc100'")
         elif "path" in corpus and not (workdir / corpus["path"]).is_file():
             errors.append(f"languages.{lang}.corpus.path: file {corpus['path']!r} does not exist")
+        elif "path" in corpus:
+            errors += _check_cc100_file(workdir / corpus["path"], lang)
         mt = spec.get("mt", {"kind": "l10n"})
         if mt["kind"] == "l10n" and corpus["kind"] != "l10n":
             errors.append(
@@ -212,6 +504,8 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
             )
         if mt["kind"] == "flores" and "root" not in mt:
             errors.append(f"languages.{lang}.mt.root is required for mt kind 'flores'")
+    if not config["evaluation"]["tasks"]:
+        errors.append(f"evaluation.tasks: the list is empty; name at least one of {sorted(IMPLEMENTED['tasks'])}")
     for task in config["evaluation"]["tasks"]:
         if task not in IMPLEMENTED["tasks"]:
             errors.append(
@@ -230,6 +524,11 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
                     f"methods: {key} {value!r} (method {m.slug}) is not implemented yet; "
                     f"implemented: {sorted(IMPLEMENTED[key])}"
                 )
+    if methods:
+        try:
+            errors += _check_cells(config)
+        except ConfigError as e:
+            errors.append(str(e))
     if errors:
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(dict.fromkeys(errors)))
     return methods

