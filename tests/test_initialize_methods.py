@@ -1,4 +1,4 @@
-"""Merge, Align, FOCUS and EEVE (workflow_scripts/initialize.py): expected rows are built here from the definitions."""
+"""Merge, Align, FOCUS and EEVE (workflow_scripts/initialize/methods/): expected rows are built from the definitions."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import l10n_pairs
-from tests.test_initialize import (
+from tests.conftest import (
     SMOL_MERGES,
     expand_tokenizer,
     hand_rows,
+    l10n_pairs,
     load,
     rows,
     save_tokenizer,
