@@ -411,3 +411,25 @@ def test_command_line(smollm2_tokenizer_dir, thai, tmp_path):
     assert "30 new tokens" in log.read_text(encoding="utf-8")
     with pytest.raises(ValueError, match="lower k"):
         V.main(["expand", *common, *args[:5], "100000", *args[6:]])
+
+
+def test_command_line_skips_invalid_utf8_and_refuses_an_empty_corpus(smollm2_tokenizer_dir, thai, tmp_path):
+    """Issue 16: the tokenizer step reads D like every other step: bad lines skipped and counted, empty D refused."""
+    corpus, blank, log = tmp_path / "train.txt", tmp_path / "blank.txt", tmp_path / "log.txt"
+    good = "\n".join(thai["train"][:300]).encode("utf-8")
+    corpus.write_bytes(b"\xff\xfe broken\n" + good + b"\n")
+    blank.write_text("  \n\t\n\n", encoding="utf-8")
+    aux_file = tmp_path / "aux.json"
+    common = ["--source-tokenizer", str(smollm2_tokenizer_dir), "--log", str(log)]
+    V.main(["aux", *common, "--corpus", str(corpus), "--vocab-size", "400", "--out", str(aux_file)])
+    assert Tokenizer.from_file(str(aux_file)).get_vocab_size() == 400
+    assert "not valid UTF-8" in log.read_text(encoding="utf-8")
+    args = ["--aux", str(aux_file), "--heldout", str(corpus), "--k", "5", "--out", str(tmp_path / "tt")]
+    with pytest.raises(ValueError, match=rf"{blank}: the corpus D is empty"):
+        V.main(["expand", *common, "--corpus", str(blank), *args, "--report", str(tmp_path / "r.json")])
+    assert not (tmp_path / "tt").exists()
+    with pytest.raises(ValueError, match=rf"{blank}: the corpus D is empty"):
+        V.main(["aux", *common, "--corpus", str(blank), "--vocab-size", "400", "--out", str(tmp_path / "a2.json")])
+    V.main(["expand", *common, "--corpus", str(corpus), *args, "--report", str(tmp_path / "r.json")])
+    report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert report["corpus"]["skipped_invalid_utf8"] == 1 and report["corpus"]["lines_kept"] == 300

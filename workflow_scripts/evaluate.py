@@ -26,7 +26,7 @@ from typing import Any
 
 from workflow_scripts.io import (
     atomic_path,
-    read_lines,
+    read_corpus,
     read_pairs,
     seed_everything,
     set_threads,
@@ -346,12 +346,9 @@ def evaluate_ppl(model, tokenizer, sentences: list[str], *, batch_size: int = 8)
 
 
 def read_sentences(path: str | Path, n: int | None = None) -> list[str]:
-    """The first ``n`` non-empty lines of a one-sentence-per-line file."""
-    sentences = [line for line in read_lines(path) if line.strip()]
-    sentences = sentences[:n] if n is not None else sentences
-    if not sentences:
-        raise ValueError(f"{path}: no sentences")
-    return sentences
+    """The first ``n`` usable lines of a one-sentence-per-line file (``io.read_corpus``: an empty file is refused)."""
+    sentences = read_corpus(path, what="held-out text")
+    return sentences[:n] if n is not None else sentences
 
 
 def write_predictions(path: str | Path, predictions: list[tuple[str, str, str]]) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 from tokenizers import Tokenizer
 
-from workflow_scripts.io import atomic_path, read_lines, read_pairs, setup_logging
+from workflow_scripts.io import atomic_path, read_corpus, read_pairs, setup_logging
 
 ENGLISH = "en"
 COLUMNS = [
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     log = setup_logging(args.log)
     tokenizers = {name: load_tokenizer(path) for name, path in _pairs(args.tokenizers, "--tokenizers").items()}
-    texts = {lang: read_lines(path) for lang, path in _pairs(args.texts, "--texts").items()}
+    texts = {lang: read_corpus(path, what=f"{lang} text") for lang, path in _pairs(args.texts, "--texts").items()}
     english_of = {}
     for lang, path in _pairs(args.pairs, "--pairs").items():
         if lang in texts:

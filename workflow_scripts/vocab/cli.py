@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from workflow_scripts.io import atomic_path, read_lines, setup_logging, write_json
+from workflow_scripts.io import atomic_path, corpus_lines, read_corpus, setup_logging, write_json
 from workflow_scripts.vocab.aux import train_aux_tokenizer
 from workflow_scripts.vocab.pipeline import expand
 
@@ -43,7 +43,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     log = setup_logging(args.log)
-    lines = read_lines(args.corpus)
+    # Invalid UTF-8 and over-long lines are skipped and counted; an empty corpus stops here, naming the file.
+    lines, corpus_stats = corpus_lines(args.corpus, what="corpus D")
     if args.command == "aux":
         t0 = time.perf_counter()
         aux = train_aux_tokenizer(lines, args.source_tokenizer, args.vocab_size, args.seed, args.threads)
@@ -52,8 +53,9 @@ def main(argv: list[str] | None = None) -> None:
         with atomic_path(args.out) as tmp:
             aux.save(str(tmp))
         return
-    result = expand(args.source_tokenizer, args.aux, lines, args.k, args.out, read_lines(args.heldout))
-    write_json(args.report, result.report)
+    heldout = read_corpus(args.heldout, what="held-out text")
+    result = expand(args.source_tokenizer, args.aux, lines, args.k, args.out, heldout)
+    write_json(args.report, {**result.report, "corpus": corpus_stats})
     log.info(
         "T_t: %d new tokens (%d of the top k passed over) in %.1f s; held-out tokens/sentence %.1f -> %.1f",
         args.k,
