@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import logging
 import time
 from pathlib import Path
 from typing import Any
 
+from workflow_scripts.initialize import INIT_METHODS  # the registry: no torch at import
 from workflow_scripts.io import set_threads, setup_logging, write_json, write_text
 
-METHODS = ("Source", "Random", "Mean", "Merge", "Align", "FOCUS", "EEVE")
+METHODS = ("Source", *INIT_METHODS)
 
 
 def expand_for_language(
@@ -39,20 +39,15 @@ def expand_for_language(
     n_mt: int,
 ) -> tuple[Path, list[str], list[str], dict]:
     """D, held-out text and T_t for one language, built with the workflow's own modules (corpus, l10n, vocab)."""
-    from workflow_scripts import vocab
     from workflow_scripts.corpus import split_pairs
     from workflow_scripts.l10n import extract
+    from workflow_scripts.vocab import expand, train_aux_tokenizer
 
     pairs, _ = extract(deb, lang, 3)
     train, heldout, _ = split_pairs(pairs, n_train=n_train, n_heldout=n_heldout, n_mt=n_mt, seed=seed)
     tok_dir = work / f"{lang}.aux{aux_vocab_size}.k{k}"
-    aux = vocab.train_aux_tokenizer(train, source_model, aux_vocab_size, seed)
-    source = vocab.Tokenizer.from_str(json.dumps(vocab.load_source(source_model)[0]))
-    ranked = vocab.rank_candidates(aux, source, train)
-    plan = vocab.plan_expansion(source, ranked, k, vocab.aux_merge_parts(aux))
-    if not tok_dir.exists():
-        vocab.expand_tokenizer(source_model, plan.selected, tok_dir, plan.merges)
-    report = vocab.expansion_report(source, tok_dir, plan.selected, heldout)
+    aux = train_aux_tokenizer(train, source_model, aux_vocab_size, seed)
+    report = expand(source_model, aux, train, k, None if tok_dir.exists() else tok_dir, heldout).report
     info = {
         "pairs": len(pairs),
         "train_sentences": len(train),

@@ -9,7 +9,7 @@ import workflow_scripts.initialize as package
 from workflow_scripts.initialize.apply import initialize
 from workflow_scripts.initialize.methods.focus import FASTTEXT_DEFAULTS
 from workflow_scripts.initialize.registry import CORPUS_METHODS, INIT_METHODS
-from workflow_scripts.io import read_lines, set_threads, setup_logging, write_json
+from workflow_scripts.io import read_corpus, set_threads, setup_logging, write_json
 
 
 def parser() -> argparse.ArgumentParser:
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     set_threads(a.threads)
     resources: dict[str, Any] = {}
     if a.corpus:
-        resources["corpus"] = read_lines(a.corpus)
+        resources["corpus"] = read_corpus(a.corpus, what="corpus D")
     resources["fasttext_options"] = {
         "dim": a.fasttext_dim,
         "epoch": a.fasttext_epochs,
