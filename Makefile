@@ -34,3 +34,14 @@ test: lint
 clean-results:
 	find results -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
 	rm -rf .snakemake
+
+# The site profile `slurm` that `snakemake --profile slurm` finds (~/.config/snakemake/slurm; README, "Running on Slurm"):
+#   make slurm-profile ACCOUNT=my_project PARTITION=cpu [GPU_PARTITION=gpu] [GPU_MODEL=a100] [QOS=normal]
+#       [STATUS=squeue] [JOBS=50] [FORCE=1]
+# An existing profile is kept unless FORCE=1. Standard library only: needs no venv.
+.PHONY: slurm-profile
+slurm-profile:
+	$(PYTHON) -m tools.slurm_profile $(if $(ACCOUNT),--account '$(ACCOUNT)') $(if $(PARTITION),--partition '$(PARTITION)') \
+	    $(if $(GPU_PARTITION),--gpu-partition '$(GPU_PARTITION)') $(if $(GPU_MODEL),--gpu-model '$(GPU_MODEL)') \
+	    $(if $(QOS),--qos '$(QOS)') $(if $(STATUS),--status-command '$(STATUS)') $(if $(JOBS),--jobs '$(JOBS)') \
+	    $(if $(filter 1 yes true,$(FORCE)),--force)

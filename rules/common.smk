@@ -33,7 +33,11 @@ from workflow_scripts.grid import (
     schema_errors,
     slug_regex,
 )  # noqa: E402
-from workflow_scripts.plan import sized_resources, workflow_gpu_problems  # noqa: E402
+from workflow_scripts.resources import (
+    rule_gpus,
+    sized_resources,
+    workflow_gpu_problems,
+)  # noqa: E402
 
 SCHEMA = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
 _problems = schema_errors(config, SCHEMA)
@@ -243,7 +247,7 @@ def all_targets():
 
 
 def sized(rule_name, key):
-    """A `resources:` function: `key` of the cost table in workflow_scripts/plan.py for the job's model size."""
+    """A `resources:` function: `key` of the cost table in workflow_scripts/resources.py for the job's model size."""
 
     def get(wildcards, attempt):
         model = getattr(wildcards, "model", None)
@@ -251,3 +255,10 @@ def sized(rule_name, key):
         return sized_resources(rule_name, size, attempt)[key]
 
     return get
+
+
+def gpus(rule_name):
+    """The `gpu` resource of a GPU rule: one GPU (sbatch --gpus=1 on Slurm; a local run ignores it unless given
+    `--resources gpu=N`), or none when the run's set-resources request the rule's GPU by gres.
+    """
+    return rule_gpus(rule_name, workflow.resource_settings.overwrite_resources)

@@ -20,6 +20,7 @@ rule evaluate_mt:
         mem_mb=sized("evaluate_mt", "mem_mb"),
         runtime=sized("evaluate_mt", "runtime"),
         cpus_per_gpu=sized("evaluate_mt", "cpus_per_gpu"),
+        gpu=gpus("evaluate_mt"),
     params:
         cell=cell_json,
         data_label=data_label_of,
@@ -53,6 +54,7 @@ rule evaluate_ppl:
         mem_mb=sized("evaluate_ppl", "mem_mb"),
         runtime=sized("evaluate_ppl", "runtime"),
         cpus_per_gpu=sized("evaluate_ppl", "cpus_per_gpu"),
+        gpu=gpus("evaluate_ppl"),
     params:
         cell=cell_json,
         data_label=data_label_of,
@@ -82,6 +84,7 @@ rule measure_speed:
         mem_mb=sized("measure_speed", "mem_mb"),
         runtime=sized("measure_speed", "runtime"),
         cpus_per_gpu=sized("measure_speed", "cpus_per_gpu"),
+        gpu=gpus("measure_speed"),
     params:
         cell=cell_json,
         data_label=data_label_of,

@@ -22,6 +22,7 @@ rule lapt:
         mem_mb=sized("lapt", "mem_mb"),
         runtime=sized("lapt", "runtime"),
         cpus_per_gpu=sized("lapt", "cpus_per_gpu"),
+        gpu=gpus("lapt"),
     params:
         procedure=method_attr("procedure"),
         objective=method_attr("objective"),

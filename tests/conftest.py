@@ -85,6 +85,39 @@ def untied_llama_dir(tmp_path_factory, tiny_llama_dir) -> Path:
     return out
 
 
+# LAPT tests (tests/test_lapt*.py): the corpus D, reading a saved model, one torch thread.
+
+
+@pytest.fixture(scope="session")
+def thai_file(tmp_path_factory, thai_lines) -> Path:
+    """A small adaptation corpus D: 60 lines of real Thai text, one sentence a line."""
+    path = tmp_path_factory.mktemp("lapt_data") / "train.txt"
+    path.write_text("\n".join(thai_lines[:60]) + "\n", encoding="utf-8")
+    return path
+
+
+def model_state(folder: Path) -> dict:
+    """The fp32 state dict (name -> cloned tensor) of the HF model saved in ``folder``."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+@pytest.fixture
+def one_thread():
+    """One torch thread: deterministic CPU sums for the resume comparisons, and no oversubscription on shared cores."""
+    import torch
+
+    from workflow_scripts.io import set_threads
+
+    before = torch.get_num_threads()
+    set_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Builders for the initialization tests (tests/test_initialize*.py): tokenizers, expansions, tiny models.
 # --------------------------------------------------------------------------------------------------------------------

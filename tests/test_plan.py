@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,23 +11,22 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REPO
-from tests.test_workflow import expected_counts, snakemake, tiny_config
+from tests.conftest import REPO, expected_counts, snakemake, tiny_config
+from tools.plan import Job, declared_local_rules, job_problems, parse_dry_run, parse_runtime, summarize
 from workflow_scripts.grid import expand_grid
-from workflow_scripts.plan import (
-    GPU_RULES,
-    Job,
-    declared_local_rules,
-    gpu_request_problems,
-    gpus_requested,
-    job_problems,
-    parse_dry_run,
-    parse_runtime,
-    sized_resources,
-    summarize,
-)
+from workflow_scripts.resources import GPU_RULES, gpu_request_problems, gpus_requested, sized_resources
 
-SLURM = REPO / "profiles" / "slurm"
+
+def site_home(tmp_path: Path, *make_args: str) -> dict[str, str]:
+    """A throwaway HOME with the site profile `slurm` written by the README's command; the environment to use it."""
+    home = tmp_path / "home"
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    result = subprocess.run(
+        ["make", "-s", "slurm-profile", *make_args], cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    return env
+
 
 # Three job blocks as `snakemake -n` prints them (Snakemake 9.27), with a shell command; `tables` is a local rule.
 DRY_RUN = """\
@@ -158,14 +158,17 @@ def test_job_problems_on_resolved_jobs():
     assert job_problems(jobs, sizes, cluster=False) == [gpu_on_cpu_rule]
 
 
-def plan(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "workflow_scripts.plan", "--directory", str(tmp_path), *args]
-    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+def plan(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "tools.plan", "--directory", str(tmp_path), *args]
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env={**os.environ, **(env or {})})
 
 
 def test_report_on_the_paper_grid(tmp_path):
     config = REPO / "configs" / "paper.yaml"
-    result = plan(tmp_path, "--configfile", str(config), "--profile", str(SLURM), "--json", str(tmp_path / "p.json"))
+    env = site_home(tmp_path, "ACCOUNT=my_project", "PARTITION=cpu", "GPU_PARTITION=gpu")
+    result = plan(
+        tmp_path, "--configfile", str(config), "--profile", "slurm", "--json", str(tmp_path / "p.json"), env=env
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((tmp_path / "p.json").read_text())
     grid = yaml.safe_load(config.read_text())
@@ -176,7 +179,7 @@ def test_report_on_the_paper_grid(tmp_path):
     assert report["by_rule"]["initialize"]["gpu_jobs"] == 0
     assert report["gpus_per_job"]["evaluate_ppl"] == [1] and report["gpus_per_job"]["expand_tokenizer"] == [0]
     # Each model's GPU-hours from its cells: one LAPT job per trained cell, one job per task and cell, each for its
-    # time limit at the model's size (1 GPU per job in profiles/slurm).
+    # time limit at the model's size (1 GPU per job: the GPU rules ask for it themselves).
     for model, spec in grid["models"].items():
         cells = [m for name, _, m in expand_grid(grid) if name == model]
         minutes = sum(m.trains for m in cells) * sized_resources("lapt", spec["size"])["runtime"]
@@ -194,13 +197,16 @@ def test_report_on_the_test_config_without_a_profile(tmp_path):
     result = plan(tmp_path, "--configfile", str(config), "--json", str(tmp_path / "p.json"))
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((tmp_path / "p.json").read_text())
-    assert report["total"]["gpu_jobs"] == 0  # no profile, no GPU requests
-    n = expected_counts(yaml.safe_load(config.read_text()))["lapt"]
-    # demo size: 20 min and 2 GB per LAPT job, 2 threads (the rule's) and so 2 CPUs each.
+    counts = expected_counts(yaml.safe_load(config.read_text()))
+    n = counts["lapt"]
+    # No profile: the GPU rules still ask for their GPU (the rules' own resources), and only they.
+    assert report["total"]["gpu_jobs"] == n + 2 * counts["evaluate_mt"] + counts["measure_speed"]
+    assert report["gpus_per_job"]["lapt"] == [1] and report["gpus_per_job"]["initialize"] == [0]
+    # demo size: 20 min and 2 GB per LAPT job, 1 GPU with 2 CPUs (cpus_per_gpu) each.
     assert report["by_rule"]["lapt"] == {
         "jobs": n,
-        "gpu_jobs": 0,
-        "gpu_hours": 0.0,
+        "gpu_jobs": n,
+        "gpu_hours": pytest.approx(n * 20 / 60, abs=1e-3),
         "cpu_hours": pytest.approx(n * 2 * 20 / 60, abs=1e-3),
         "max_runtime_min": 20.0,
         "max_mem_mb": 2000,
@@ -209,29 +215,79 @@ def test_report_on_the_test_config_without_a_profile(tmp_path):
 
 def site_profile(tmp_path: Path, set_resources: dict) -> Path:
     site = tmp_path / "site"
-    site.mkdir()
+    site.mkdir(parents=True)
     (site / "config.yaml").write_text(yaml.safe_dump({"set-resources": set_resources}))
     return site
 
 
 def test_gpu_on_a_cpu_rule_stops_planning_and_the_run(tmp_path):
+    env = site_home(tmp_path, "PARTITION=cpu")
     site = site_profile(tmp_path, {"lapt": {"gpu": 1}, "split_l10n": {"gpu": 1}})
-    profiles = ["--profile", str(SLURM), "--profile", str(site)]
+    profiles = ["--profile", "slurm", "--profile", str(site)]
     config = str(tiny_config(tmp_path))
-    result = plan(tmp_path, "--configfile", config, *profiles)
+    result = plan(tmp_path, "--configfile", config, *profiles, env=env)
     assert result.returncode == 1
     assert "split_l10n" in result.stderr and "cannot use" in result.stderr
     # The Snakefile refuses it too, before any job.
-    run = snakemake(["-n", "--configfile", config, *profiles], tmp_path)
+    run = snakemake(["-n", "--configfile", config, *profiles], tmp_path, env=env)
     assert run.returncode != 0
     assert "set-resources split_l10n: asks for a GPU, but rule split_l10n cannot use one" in run.stdout + run.stderr
 
 
 def test_paper_grid_without_a_gpu_for_lapt_is_flagged(tmp_path):
-    # A site overlay that replaced set-resources and forgot the training rule.
-    site = site_profile(tmp_path, {rule: {"gres": "gpu:a100:1"} for rule in GPU_RULES if rule != "lapt"})
-    profiles = ["--profile", str(SLURM), "--profile", str(site)]
-    result = plan(tmp_path, "--configfile", str(REPO / "configs" / "paper.yaml"), *profiles)
+    # A site overlay that took the training rule's GPU away (and asks for the others' by gres).
+    env = site_home(tmp_path, "PARTITION=cpu")
+    overlay = {rule: {"gres": "gpu:a100:1"} for rule in GPU_RULES if rule != "lapt"}
+    site = site_profile(tmp_path, {**overlay, "lapt": {"gpu": 0}})
+    profiles = ["--profile", "slurm", "--profile", str(site)]
+    result = plan(tmp_path, "--configfile", str(REPO / "configs" / "paper.yaml"), *profiles, env=env)
     assert result.returncode == 1
     assert "set-resources lapt: no GPU requested" in result.stderr
     assert "llama2 (7B)" in result.stderr
+
+
+def test_sites_that_want_gres_get_gres_only(tmp_path):
+    # set-resources asking for the GPU by gres replaces the rules' own `gpu: 1` (the plugin would pass both).
+    env = site_home(tmp_path, "PARTITION=cpu")
+    site = site_profile(tmp_path, {rule: {"gres": "gpu:a100:1", "slurm_partition": "gpu"} for rule in GPU_RULES})
+    config = tiny_config(tmp_path)
+    run = snakemake(
+        ["-n", "--configfile", str(config), "--profile", "slurm", "--profile", str(site)], tmp_path, env=env
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    jobs = parse_dry_run(run.stdout + run.stderr, declared_local_rules())
+    for job in jobs:
+        if job.rule in GPU_RULES:
+            assert job.resources["gres"] == "gpu:a100:1" and job.resources.get("gpu", 0) == 0, job
+        elif not job.local:
+            assert job.gpus == 0 and job.resources["slurm_partition"] == "cpu", job
+    assert {j.rule for j in jobs} >= set(GPU_RULES)
+    # Both at once is refused, naming the rule.
+    both = site_profile(tmp_path / "both", {"lapt": {"gpu": 1, "gres": "gpu:1"}})
+    run = snakemake(
+        ["-n", "--configfile", str(config), "--profile", "slurm", "--profile", str(both)], tmp_path, env=env
+    )
+    assert run.returncode != 0
+    assert "set-resources lapt: asks for its GPU by both gpu and gres" in run.stdout + run.stderr
+
+
+def test_site_profile_command_writes_slurm_and_keeps_an_existing_one(tmp_path):
+    env = site_home(tmp_path, "ACCOUNT=my_project", "PARTITION=cpu", "GPU_PARTITION=gpu", "QOS=normal")
+    path = Path(env["XDG_CONFIG_HOME"]) / "snakemake" / "slurm" / "config.yaml"
+    profile = yaml.safe_load(path.read_text())
+    assert profile["executor"] == "slurm" and profile["slurm-qos"] == "normal"
+    assert profile["default-resources"] == {"slurm_account": "my_project", "slurm_partition": "cpu"}
+    assert profile["set-resources"] == {rule: {"slurm_partition": "gpu"} for rule in GPU_RULES}
+    # What the workflow needs is not the site's business: no GPU requests, memory or time limits in it.
+    assert "gpu" not in str(profile["set-resources"]).replace("slurm_partition': 'gpu", "")
+    # A second run keeps the profile (a site's own, say) unless asked.
+    again = subprocess.run(
+        ["make", "-s", "slurm-profile", "PARTITION=other"], cwd=REPO, env={**os.environ, **env}, capture_output=True
+    )
+    assert again.returncode != 0 and b"already exists" in again.stderr and b"FORCE=1" in again.stderr
+    assert yaml.safe_load(path.read_text()) == profile
+    forced = subprocess.run(
+        ["make", "-s", "slurm-profile", "PARTITION=other", "FORCE=1"], cwd=REPO, env={**os.environ, **env}
+    )
+    assert forced.returncode == 0
+    assert yaml.safe_load(path.read_text())["default-resources"] == {"slurm_partition": "other"}

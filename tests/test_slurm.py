@@ -1,11 +1,15 @@
-"""The tiny grid through a real Slurm cluster with the repository's own profile (profiles/slurm + profiles/ci-slurm).
+"""The tiny grid through a real Slurm cluster with the command the README shows: `snakemake --profile slurm`.
 
-Runs against the single-node cluster that .ci/slurm/start.sh starts (ClusterName vocabci, one fake GPU), never
-against another cluster. One scenario, checked by the tests below: a local reference run; a Slurm run whose first
-LAPT job is cancelled with scancel (Snakemake resubmits it with a longer time limit) and which is then stopped with
-SIGINT while a job runs (Snakemake cancels it); a second Slurm run that completes. Evidence comes from the executor's
-log (Slurm job ids) and `scontrol show job -d` (state, time limit, allocated GRES), not from sacct: the test cluster
-has no accounting database.
+The site profile `slurm` is written into a throwaway HOME by the README's command (`make slurm-profile`), and the CI
+overlay profiles/ci-slurm is added for the test cluster (status by squeue, fast polling, two jobs); what the workflow
+needs (GPUs, memory, time limits, retries) comes from the rules and profiles/default. Runs against the single-node
+cluster that .ci/slurm/start.sh starts (ClusterName vocabci, one fake GPU), never against another cluster. One
+scenario, checked by the tests below: a local reference run; a Slurm run whose first LAPT job is cancelled with
+scancel (Snakemake resubmits it with a longer time limit) and which is then stopped with SIGINT while a job runs
+(Snakemake cancels it); a second Slurm run that completes. The job cancelled and the job running at the SIGINT are
+suspended first (`scontrol suspend`), so neither can finish before the test acts, however loaded the machine. Evidence
+comes from the executor's log (Slurm job ids) and `scontrol show job -d` (state, time limit, allocated GRES), not from
+sacct: the test cluster has no accounting database.
 """
 
 from __future__ import annotations
@@ -24,15 +28,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import REPO
-from tests.test_workflow import tiny_config
-from workflow_scripts.plan import GPU_RULES, sized_resources
+from tests.conftest import REPO, tiny_config
+from workflow_scripts.resources import GPU_RULES, sized_resources
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slurm]
 
 CLUSTER_NAME = "vocabci"  # .ci/slurm/start.sh
 REQUIRED_ENV = "VOCAB_SLURM_REQUIRED"  # set by .ci/run: there a missing cluster is a failure, not a skip
-PROFILES = ["--profile", str(REPO / "profiles" / "slurm"), "--profile", str(REPO / "profiles" / "ci-slurm")]
+# The site profile by name, as users type it (found in the throwaway HOME), then the CI overlay.
+PROFILES = ["--profile", "slurm", "--profile", str(REPO / "profiles" / "ci-slurm")]
+# The README's command for the site profile, with the test cluster's partition (no account: the cluster has none).
+PROFILE_COMMAND = ["make", "-s", "slurm-profile", "PARTITION=debug"]
 CLUSTER_RULES = {
     "extract_l10n_pairs",
     "split_l10n",
@@ -92,13 +98,43 @@ def running_jobs() -> list[tuple[str, str]]:
     return [tuple(line.split("|", 1)) for line in out.splitlines() if "|" in line]
 
 
-def env() -> dict[str, str]:
-    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+def env(home: Path | None = None) -> dict[str, str]:
+    """The tests' environment with their interpreter's bin/ first on PATH; with `home`, a throwaway HOME (and so
+    ~/.config/snakemake) for the Slurm runs."""
+    out = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    if home is not None:
+        out |= {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    return out
+
+
+def install_site_profile(home: Path) -> Path:
+    """Run the README's `make slurm-profile` with HOME=`home`; the profile file it wrote."""
+    result = subprocess.run(PROFILE_COMMAND, cwd=REPO, env=env(home), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    path = home / ".config" / "snakemake" / "slurm" / "config.yaml"
+    assert path.is_file(), result.stdout
+    return path
 
 
 def snakemake_cmd(workdir: Path, config: Path, *extra: str) -> list[str]:
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir)]
     return [*cmd, "--configfile", str(config), *extra]
+
+
+def freeze_running(predicate, timeout: float, proc: subprocess.Popen, what: str, log: Path) -> str:
+    """Find a running job that `predicate(jobid, comment)` accepts and suspend it (`scontrol suspend`: SIGSTOP to its
+    processes), so that it cannot finish before the test acts on it however loaded the machine is; a job that ended
+    between `squeue` and the suspension is passed over. Its Slurm job id."""
+
+    def suspended() -> str | None:
+        for jobid, comment in running_jobs():
+            if predicate(jobid, comment):
+                done = subprocess.run(["scontrol", "suspend", jobid], capture_output=True, text=True, timeout=20)
+                if done.returncode == 0:
+                    return jobid
+        return None
+
+    return wait_for(suspended, timeout, proc, what, log)
 
 
 def wait_for(predicate, timeout: float, proc: subprocess.Popen, what: str, log: Path):
@@ -164,21 +200,19 @@ def scenario(tmp_path_factory) -> Scenario:
     )
 
     config = tiny_config(s.slurm, methods=METHODS)
+    home = base / "home"
+    install_site_profile(home)
+    slurm_env = env(home)
     log_path = s.slurm / "first_run.log"
     log = open(log_path, "w")
     proc = subprocess.Popen(
-        snakemake_cmd(s.slurm, config, *PROFILES), cwd=s.slurm, env=env(), stdout=log, stderr=subprocess.STDOUT
+        snakemake_cmd(s.slurm, config, *PROFILES), cwd=s.slurm, env=slurm_env, stdout=log, stderr=subprocess.STDOUT
     )
     try:
-        # The first LAPT job: cancel it while it runs; the profile's retries resubmit it (attempt 2).
-        lapt = wait_for(
-            lambda: next((j for j in running_jobs() if j[1].startswith("rule_lapt_")), None),
-            900,
-            proc,
-            "a running LAPT job",
-            log_path,
+        # The first LAPT job: frozen as soon as it runs, then cancelled; the retries resubmit it (attempt 2).
+        s.cancelled = freeze_running(
+            lambda _, comment: comment.startswith("rule_lapt_"), 900, proc, "a running LAPT job", log_path
         )
-        s.cancelled = lapt[0]
         subprocess.run(["scancel", s.cancelled], check=True, timeout=20)
         retry = wait_for(
             lambda: next(
@@ -195,14 +229,10 @@ def scenario(tmp_path_factory) -> Scenario:
         wait_for(
             lambda: job_info(s.retried).get("JobState") == "COMPLETED", 600, proc, "the LAPT retry to finish", log_path
         )
-        later = wait_for(
-            lambda: next((j for j in running_jobs() if int(j[0]) > int(s.retried)), None),
-            600,
-            proc,
-            "a job running after the LAPT retry",
-            log_path,
+        # Frozen, it is still running when Snakemake handles the SIGINT, however long that takes.
+        s.interrupted = freeze_running(
+            lambda jobid, _: int(jobid) > int(s.retried), 600, proc, "a job running after the LAPT retry", log_path
         )
-        s.interrupted = later[0]
         s.untouched = {
             p: p.stat().st_mtime_ns
             for p in [*s.slurm.glob("results/data/**/*.txt"), *s.slurm.glob("results/*/*/*/train_stats.json")]
@@ -231,7 +261,7 @@ def scenario(tmp_path_factory) -> Scenario:
 
     start = time.time()
     s.second = subprocess.run(
-        snakemake_cmd(s.slurm, config, *PROFILES), cwd=s.slurm, env=env(), capture_output=True, text=True
+        snakemake_cmd(s.slurm, config, *PROFILES), cwd=s.slurm, env=slurm_env, capture_output=True, text=True
     )
     (s.slurm / "second_run.log").write_text(s.second.stdout + s.second.stderr)
     s.seconds["second Slurm run"] = time.time() - start
@@ -242,7 +272,7 @@ def scenario(tmp_path_factory) -> Scenario:
     assert local_rc == 0, (s.local / "run.log").read_text()[-4000:]
     s.submissions = first + submissions(s.second.stdout + s.second.stderr)
     s.again = subprocess.run(
-        snakemake_cmd(s.slurm, config, *PROFILES, "-n"), cwd=s.slurm, env=env(), capture_output=True, text=True
+        snakemake_cmd(s.slurm, config, *PROFILES, "-n"), cwd=s.slurm, env=slurm_env, capture_output=True, text=True
     )
     print("timings (s):", {k: round(v) for k, v in s.seconds.items()})
     return s
@@ -255,7 +285,7 @@ def test_every_cluster_rule_went_through_sbatch(scenario):
     ids = [jobid for _, jobid, _ in scenario.submissions]
     assert len(ids) == len(set(ids))
     for rule, jobid, slurm_log in scenario.submissions:
-        # The executor's per-rule Slurm logs (profiles/slurm keeps them), named by the Slurm job id.
+        # The executor's per-rule Slurm logs (the site profile keeps them), named by the Slurm job id.
         assert slurm_log.name == f"{jobid}.log"
         assert slurm_log.is_relative_to(scenario.slurm / "results" / "logs" / "slurm" / f"rule_{rule}")
         if job_info(jobid).get("JobState") == "COMPLETED":

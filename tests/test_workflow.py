@@ -14,17 +14,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import REPO
-from workflow_scripts.grid import expand_grid
+from tests.conftest import REPO, expected_counts, snakemake, tiny_config
 
 PLAN_RULES = ("prepare_source_model", "lapt", "initialize", "expand_tokenizer", "evaluate_mt", "measure_speed")
-
-
-def snakemake(args: list[str], cwd: Path, **kwargs) -> subprocess.CompletedProcess:
-    """Run the repository's Snakefile with the interpreter running the tests (its bin/ first on PATH)."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(cwd), *args]
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, **kwargs)
 
 
 def planned_jobs(stdout: str) -> Counter:
@@ -35,32 +27,6 @@ def planned_jobs(stdout: str) -> Counter:
         if len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
             counts[parts[0]] = int(parts[1])
     return counts
-
-
-def tiny_config(tmp_path: Path, source: str = "configs/test.yaml", **changes) -> Path:
-    """A shipped config with its package paths made absolute, written into a fresh working directory."""
-    config = yaml.safe_load((REPO / source).read_text())
-    for spec in config["languages"].values():
-        if "deb" in spec["corpus"]:
-            spec["corpus"]["deb"] = str(REPO / spec["corpus"]["deb"])
-    for key, value in changes.items():
-        config[key] = value
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
-def expected_counts(config: dict) -> dict[str, int]:
-    """Jobs per rule, counted from the grid's cells independently of Snakemake."""
-    cells = expand_grid(config)
-    return {
-        "prepare_source_model": len({model for model, _, _ in cells}),
-        "lapt": sum(m.trains for _, _, m in cells),
-        "initialize": len({(model, lang, m.init, m.k) for model, lang, m in cells if m.expands}),
-        "expand_tokenizer": len({(model, lang, m.k) for model, lang, m in cells if m.expands}),
-        "evaluate_mt": len(cells),
-        "measure_speed": len(cells),
-    }
 
 
 @pytest.mark.parametrize("configfile", ["config.yaml", "configs/paper.yaml"])

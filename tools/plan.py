@@ -1,10 +1,10 @@
-"""What a grid costs on Slurm before it is submitted, and GPU requests that do not fit the rules.
+"""What a grid costs on Slurm before it is submitted: the jobs of a Snakemake dry run, per rule and per model.
 
-Holds the cost table the rules read their `resources:` from (memory, time limit and CPUs per GPU by rule and model
-size class, growing with each retry), parses the jobs of a Snakemake dry run, and reports jobs, GPUs and GPU-hours per
-rule and per model. Pure Python, no torch.
+Runs `snakemake -n` with the given profiles (a profile name such as `slurm` is looked up as Snakemake does), parses its
+jobs and reports jobs, GPUs, GPU-hours and CPU-hours per rule and per model, and GPU requests that do not fit the rules.
+The cost table the rules ask for is workflow_scripts/resources.py. Pure Python, no torch.
 
-    python -m workflow_scripts.plan --configfile configs/paper.yaml --profile profiles/slurm
+    python -m tools.plan --configfile configs/paper.yaml --profile slurm
 """
 
 from __future__ import annotations
@@ -19,135 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workflow_scripts.resources import GPU_RULES, GPU_SIZES, gpus_requested
+
 REPO = Path(__file__).resolve().parents[1]
-SIZES = ("demo", "135M", "7B", "8B", "9B")
-# Size classes that cannot be trained or evaluated in useful time without a GPU.
-GPU_SIZES = frozenset({"7B", "8B", "9B"})
-# The rules whose code moves the model to a GPU when one is visible (workflow_scripts/lapt.py, evaluate.py, speed.py).
-GPU_RULES = ("lapt", "evaluate_mt", "evaluate_ppl", "measure_speed")
-
-
-def _row(*values: tuple[int, int]) -> dict[str, tuple[int, int]]:
-    return dict(zip(SIZES, values, strict=True))
-
-
-# Host memory (MB) and time limit (minutes) of attempt 1, by rule and size class; "any" for rules without a model.
-# Starting points for one A100/H100-80GB GPU per GPU job and the paper's settings (|D| = 30K sentences, 2 epochs of
-# 2x2 LS, 500 MT and speed sentences, 100K held-out sentences); results/benchmarks/ has the measured times afterwards.
-# Loading a 7-9B checkpoint on the host takes about 2 bytes per parameter in bf16, 4 in fp32 (initialization).
-SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
-    "extract_l10n_pairs": {"any": (2000, 15)},
-    "split_l10n": {"any": (2000, 15)},
-    "sample_cc100": {"any": (4000, 240)},  # streams a whole CC-100 file (tens of GB of xz for some languages)
-    "flores_mt": {"any": (4000, 30)},
-    # size class:            demo         135M         7B            8B            9B
-    "prepare_source_model": _row((2000, 15), (4000, 30), (64000, 120), (64000, 120), (80000, 150)),
-    "train_aux_tokenizer": _row((2000, 15), (8000, 60), (8000, 60), (8000, 60), (8000, 60)),
-    "expand_tokenizer": _row((2000, 15), (8000, 60), (8000, 60), (8000, 60), (8000, 60)),
-    "initialize": _row((2000, 15), (4000, 30), (96000, 120), (96000, 120), (128000, 150)),
-    # workflow_scripts/gpu_estimate.py: 2x2 LS at batch 8 on ~5M tokens takes about 110 / 120 / 145 min on an A100
-    # (45 / 46 / 53 on an H100) for 7B / 8B / 9B; the limits leave half as much again
-    "lapt": _row((2000, 20), (8000, 60), (64000, 180), (64000, 180), (80000, 240)),
-    "evaluate_mt": _row((2000, 15), (8000, 30), (48000, 60), (48000, 60), (64000, 90)),
-    "evaluate_ppl": _row((2000, 15), (8000, 30), (48000, 60), (48000, 60), (64000, 90)),
-    # 500 prompts x 128 new tokens at batch size 1 (beam search): tens of tokens/s
-    "measure_speed": _row((2000, 15), (8000, 30), (48000, 90), (48000, 90), (64000, 120)),
-}
-# CPUs per GPU of GPU jobs (tokenization and data loading only; the demo size fits a 2-CPU CI node).
-CPUS_PER_GPU = {"demo": 2, "135M": 4, "7B": 8, "8B": 8, "9B": 8}
-
-
-def sized_resources(rule: str, size: str | None, attempt: int = 1) -> dict[str, int]:
-    """Slurm resources of one job: the cost table's entry for its rule and model size class, for the given attempt.
-
-    A retry (attempt 2, 3) most often follows a TIMEOUT or OUT_OF_MEMORY, so the time limit grows by the attempt number
-    and memory by half of attempt 1's per extra attempt.
-    """
-    if rule not in SIZE_RESOURCES:
-        raise KeyError(f"no cost table entry for rule {rule!r} in workflow_scripts/plan.py SIZE_RESOURCES")
-    table = SIZE_RESOURCES[rule]
-    key = "any" if "any" in table else size
-    if key not in table:
-        raise KeyError(f"rule {rule!r} has no cost for model size {size!r}; known: {', '.join(table)}")
-    mem_mb, runtime = table[key]
-    extra = max(attempt, 1) - 1
-    out = {"mem_mb": mem_mb + mem_mb * extra // 2, "runtime": runtime * (1 + extra)}
-    if rule in GPU_RULES:
-        out["cpus_per_gpu"] = CPUS_PER_GPU[size or "demo"]
-    return out
-
-
-def _raw(value: Any) -> Any:
-    """A resource value as given (Snakemake wraps profile values in Resource objects with the text in `.raw`)."""
-    return getattr(value, "raw", value)
-
-
-def gpus_requested(resources: Mapping[str, Any]) -> int:
-    """GPUs a job's resources ask Slurm for, as the executor plugin turns them into --gpus or --gres."""
-    gpu = _raw(resources.get("gpu"))
-    if gpu not in (None, "", 0, "0", False):
-        try:
-            return int(gpu)
-        except (TypeError, ValueError):
-            return 1  # an expression Snakemake evaluates later: count it as one
-    gres = str(_raw(resources.get("gres")) or "")
-    for item in gres.split(","):
-        parts = item.strip().split(":")
-        if parts[0] == "gpu":
-            return int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 1
-    if _raw(resources.get("gpu_model")):
-        return 1  # the plugin asks for gpu_model:1
-    return 0
-
-
-def gpu_request_problems(
-    requests: Mapping[str, Mapping[str, Any]],
-    default: Mapping[str, Any] | None,
-    sizes: Mapping[str, str],
-    require_gpu: bool,
-) -> list[str]:
-    """Problems of a profile's GPU requests against the rules and the config's model sizes, one message each.
-
-    `requests` maps rule to its set-resources, `default` is default-resources, `sizes` maps model to size class.
-    `require_gpu` (a cluster run) also flags GPU rules left without a GPU for a 7B/8B/9B model.
-    """
-    problems = []
-    if default and gpus_requested(default):
-        problems.append(
-            "default-resources asks for a GPU for every rule, including rules that cannot use one; request GPUs per "
-            f"rule under set-resources, for {', '.join(GPU_RULES)} only"
-        )
-    for rule, resources in sorted(requests.items()):
-        if rule not in GPU_RULES and gpus_requested(resources):
-            problems.append(
-                f"set-resources {rule}: asks for a GPU, but rule {rule} cannot use one (only {', '.join(GPU_RULES)} "
-                f"run the model on a GPU); remove its gpu/gres/gpu_model"
-            )
-    big = sorted(model for model, size in sizes.items() if size in GPU_SIZES)
-    if require_gpu and big:
-        named = ", ".join(f"{m} ({sizes[m]})" for m in big)
-        for rule in GPU_RULES:
-            if not gpus_requested({**(default or {}), **requests.get(rule, {})}):
-                problems.append(
-                    f"set-resources {rule}: no GPU requested, but the config has models of a GPU size class: {named}; "
-                    f"add `{rule}: {{gpu: 1}}` (or gres) to the profile's set-resources"
-                )
-    return problems
-
-
-def workflow_gpu_problems(resource_settings: Any, sizes: Mapping[str, str]) -> list[str]:
-    """`gpu_request_problems` for a Snakemake run's `workflow.resource_settings` (from rules/common.smk).
-
-    The Snakefile cannot see the executor, so any GPU request in set-resources stands for a GPU profile in use.
-    """
-    requests = {rule: dict(resources) for rule, resources in resource_settings.overwrite_resources.items()}
-    default = resource_settings.default_resources
-    return gpu_request_problems(
-        requests,
-        dict(default) if default else None,
-        sizes,
-        require_gpu=any(gpus_requested(r) for r in requests.values()),
-    )
 
 
 @dataclass
@@ -258,7 +132,7 @@ def declared_local_rules(root: Path = REPO) -> set[str]:
 
 def dry_run(
     configfile: Path | None,
-    profiles: Iterable[Path],
+    profiles: Iterable[Path | str],
     directory: Path,
     forceall: bool,
     extra: Iterable[str] = (),
@@ -435,8 +309,49 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
 
 
+# Snakemake 9's profile files in a profile folder: profile.yaml or config.yaml, optionally for a minimal major version
+# (profile.v9+.yaml); the highest applicable version wins.
+_PROFILE_FILE = re.compile(r"(?:profile|config)(?:\.v(\d+)\+)?\.yaml")
+
+
+def profile_search_dirs(cwd: Path) -> list[Path]:
+    """Where Snakemake looks for a profile given by name: the working directory, then the user's and the site's
+    configuration folders (~/.config/snakemake and /etc/xdg/snakemake on Linux)."""
+    from platformdirs import AppDirs
+
+    dirs = AppDirs("snakemake", "snakemake")  # as snakemake.common.get_appdirs
+    return [cwd, Path(dirs.user_config_dir), Path(dirs.site_config_dir)]
+
+
+def find_profile(profile: str | Path, cwd: Path) -> Path:
+    """The config file of a `--profile` argument, found as Snakemake 9 finds it: a path (file or folder), else a name
+    under the search folders."""
+    given = Path(profile).expanduser()
+    if (cwd / given).exists():
+        candidates = [cwd / given]
+    else:
+        candidates = [d / given for d in profile_search_dirs(cwd)]
+    major = 9
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+        if candidate.is_dir():
+            files = {}
+            for f in candidate.iterdir():
+                m = _PROFILE_FILE.fullmatch(f.name)
+                if m and int(m.group(1) or 0) <= major:
+                    files[f] = int(m.group(1) or 0)
+            if files:
+                return max(files, key=files.get).resolve()
+    searched = ", ".join(str(c) for c in candidates)
+    raise FileNotFoundError(
+        f"profile {str(profile)!r} not found (looked for profile.yaml or config.yaml in {searched}); "
+        "`make slurm-profile ACCOUNT=... PARTITION=...` writes the site profile `slurm`"
+    )
+
+
 def profile_executor(profiles: Iterable[Path]) -> str | None:
-    """The executor the profiles select (a later profile replaces an earlier one's keys, as in Snakemake)."""
+    """The executor the profiles' files select (a later profile replaces an earlier one's keys, as in Snakemake)."""
     executor = None
     for profile in profiles:
         executor = _load_yaml(profile / "config.yaml" if profile.is_dir() else profile).get("executor", executor)
@@ -447,7 +362,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configfile", type=Path, help="grid config (default: the repository's config.yaml)")
     parser.add_argument(
-        "--profile", type=Path, action="append", default=[], help="Snakemake profile folder; repeat for overlays"
+        "--profile",
+        action="append",
+        default=[],
+        help="Snakemake profile: a name (slurm: ~/.config/snakemake/slurm) or a folder, as for snakemake; repeat "
+        "for overlays",
     )
     parser.add_argument("--directory", type=Path, default=Path.cwd(), help="working directory of the run (default .)")
     parser.add_argument(
@@ -465,19 +384,24 @@ def main(argv: list[str] | None = None) -> int:
 
     setup_logging(args.log)
     log = logging.getLogger("plan")
+    try:
+        profiles = [find_profile(p, args.directory) for p in args.profile]
+    except FileNotFoundError as e:
+        print(f"plan: {e}", file=sys.stderr)
+        return 1
     configfile = args.configfile or REPO / "config.yaml"
     sizes = model_sizes(_load_yaml(configfile))
     if args.from_dry_run:
         text = args.from_dry_run.read_text(encoding="utf-8")
     else:
         try:
-            text = dry_run(args.configfile, args.profile, args.directory, args.forceall)
+            text = dry_run(args.configfile, profiles, args.directory, args.forceall)
         except RuntimeError as e:  # the Snakefile's own checks (config, GPU requests) stop the dry run: show why
             print(f"plan: {e}", file=sys.stderr)
             return 1
     jobs = parse_dry_run(text, declared_local_rules())
     # Missing GPUs matter only where jobs go to a cluster; a local run uses whatever GPU the machine has.
-    cluster = profile_executor(args.profile) not in (None, "local", "dryrun", "touch")
+    cluster = profile_executor(profiles) not in (None, "local", "dryrun", "touch")
     problems = job_problems(jobs, sizes, cluster)
     summary = summarize(jobs, sizes)
     title = f"{configfile.name}" + (f" with {' + '.join(str(p) for p in args.profile)}" if args.profile else "")

@@ -1,0 +1,171 @@
+"""What each job of the workflow asks a cluster for, and GPU requests that do not fit the rules.
+
+The cost table the rules read their `resources:` from (memory, time limit and CPUs per GPU by rule and model size
+class, growing with each retry), the GPU the four GPU rules ask for, and the check rules/common.smk runs on a run's
+set-resources and default-resources before any job. Imported by the Snakefile: pure Python, no torch. The planning
+report that reads a dry run is `python -m tools.plan`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+SIZES = ("demo", "135M", "7B", "8B", "9B")
+# Size classes that cannot be trained or evaluated in useful time without a GPU.
+GPU_SIZES = frozenset({"7B", "8B", "9B"})
+# The rules whose code moves the model to a GPU when one is visible (workflow_scripts/lapt.py, evaluate.py, speed.py).
+GPU_RULES = ("lapt", "evaluate_mt", "evaluate_ppl", "measure_speed")
+
+
+def _row(*values: tuple[int, int]) -> dict[str, tuple[int, int]]:
+    return dict(zip(SIZES, values, strict=True))
+
+
+# Host memory (MB) and time limit (minutes) of attempt 1, by rule and size class; "any" for rules without a model.
+# Starting points for one A100/H100-80GB GPU per GPU job and the paper's settings (|D| = 30K sentences, 2 epochs of
+# 2x2 LS, 500 MT and speed sentences, 100K held-out sentences); results/benchmarks/ has the measured times afterwards.
+# Loading a 7-9B checkpoint on the host takes about 2 bytes per parameter in bf16, 4 in fp32 (initialization).
+SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
+    "extract_l10n_pairs": {"any": (2000, 15)},
+    "split_l10n": {"any": (2000, 15)},
+    "sample_cc100": {"any": (4000, 240)},  # streams a whole CC-100 file (tens of GB of xz for some languages)
+    "flores_mt": {"any": (4000, 30)},
+    # size class:            demo         135M         7B            8B            9B
+    "prepare_source_model": _row((2000, 15), (4000, 30), (64000, 120), (64000, 120), (80000, 150)),
+    "train_aux_tokenizer": _row((2000, 15), (8000, 60), (8000, 60), (8000, 60), (8000, 60)),
+    "expand_tokenizer": _row((2000, 15), (8000, 60), (8000, 60), (8000, 60), (8000, 60)),
+    "initialize": _row((2000, 15), (4000, 30), (96000, 120), (96000, 120), (128000, 150)),
+    # workflow_scripts/gpu_estimate.py: 2x2 LS at batch 8 on ~5M tokens takes about 110 / 120 / 145 min on an A100
+    # (45 / 46 / 53 on an H100) for 7B / 8B / 9B; the limits leave half as much again
+    "lapt": _row((2000, 20), (8000, 60), (64000, 180), (64000, 180), (80000, 240)),
+    "evaluate_mt": _row((2000, 15), (8000, 30), (48000, 60), (48000, 60), (64000, 90)),
+    "evaluate_ppl": _row((2000, 15), (8000, 30), (48000, 60), (48000, 60), (64000, 90)),
+    # 500 prompts x 128 new tokens at batch size 1 (beam search): tens of tokens/s
+    "measure_speed": _row((2000, 15), (8000, 30), (48000, 90), (48000, 90), (64000, 120)),
+}
+# CPUs per GPU of GPU jobs (tokenization and data loading only; the demo size fits a 2-CPU CI node).
+CPUS_PER_GPU = {"demo": 2, "135M": 4, "7B": 8, "8B": 8, "9B": 8}
+
+
+def sized_resources(rule: str, size: str | None, attempt: int = 1) -> dict[str, int]:
+    """Slurm resources of one job: the cost table's entry for its rule and model size class, for the given attempt.
+
+    A retry (attempt 2, 3) most often follows a TIMEOUT or OUT_OF_MEMORY, so the time limit grows by the attempt number
+    and memory by half of attempt 1's per extra attempt.
+    """
+    if rule not in SIZE_RESOURCES:
+        raise KeyError(f"no cost table entry for rule {rule!r} in workflow_scripts/resources.py SIZE_RESOURCES")
+    table = SIZE_RESOURCES[rule]
+    key = "any" if "any" in table else size
+    if key not in table:
+        raise KeyError(f"rule {rule!r} has no cost for model size {size!r}; known: {', '.join(table)}")
+    mem_mb, runtime = table[key]
+    extra = max(attempt, 1) - 1
+    out = {"mem_mb": mem_mb + mem_mb * extra // 2, "runtime": runtime * (1 + extra)}
+    if rule in GPU_RULES:
+        out["cpus_per_gpu"] = CPUS_PER_GPU[size or "demo"]
+    return out
+
+
+def _raw(value: Any) -> Any:
+    """A resource value as given (Snakemake wraps profile values in Resource objects with the text in `.raw`)."""
+    return getattr(value, "raw", value)
+
+
+def _gres_gpus(resources: Mapping[str, Any]) -> int | None:
+    """GPUs of a `gres` resource (`gpu`, `gpu:2`, `gpu:a100:2`, among other gres), or None when it names no GPU."""
+    gres = str(_raw(resources.get("gres")) or "")
+    for item in gres.split(","):
+        parts = item.strip().split(":")
+        if parts[0] == "gpu":
+            return int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 1
+    return None
+
+
+def _gpu_value(resources: Mapping[str, Any]) -> Any:
+    gpu = _raw(resources.get("gpu"))
+    return None if gpu in (None, "", 0, "0", False) else gpu
+
+
+def gpus_requested(resources: Mapping[str, Any]) -> int:
+    """GPUs a job's resources ask Slurm for, as the executor plugin turns them into --gpus or --gres."""
+    gpu = _gpu_value(resources)
+    if gpu is not None:
+        try:
+            return int(gpu)
+        except (TypeError, ValueError):
+            return 1  # an expression Snakemake evaluates later: count it as one
+    gres = _gres_gpus(resources)
+    if gres is not None:
+        return gres
+    if _raw(resources.get("gpu_model")):
+        return 1  # the plugin asks for gpu_model:1
+    return 0
+
+
+def rule_gpus(rule: str, overrides: Mapping[str, Mapping[str, Any]]) -> int:
+    """The `gpu` resource a rule declares itself: 1 for the four GPU rules, 0 for every other rule.
+
+    `overrides` is the run's set-resources (rule to resources). A GPU rule whose set-resources ask for the GPU by
+    `gres` (sites that want --gres) declares 0, since the Slurm plugin would otherwise pass both --gpus and --gres.
+    """
+    if rule not in GPU_RULES:
+        return 0
+    return 0 if _gres_gpus(dict(overrides.get(rule) or {})) is not None else 1
+
+
+def gpu_request_problems(
+    requests: Mapping[str, Mapping[str, Any]],
+    default: Mapping[str, Any] | None,
+    sizes: Mapping[str, str],
+    require_gpu: bool,
+) -> list[str]:
+    """Problems of a run's GPU requests against the rules and the config's model sizes, one message each.
+
+    `requests` maps rule to its GPU resources (the rule's own `gpu` overlaid by the profiles' set-resources),
+    `default` is default-resources, `sizes` maps model to size class. `require_gpu` (a cluster run) also flags GPU
+    rules left without a GPU for a 7B/8B/9B model.
+    """
+    problems = []
+    if default and gpus_requested(default):
+        problems.append(
+            "default-resources asks for a GPU for every rule, including rules that cannot use one; request GPUs per "
+            f"rule under set-resources, for {', '.join(GPU_RULES)} only"
+        )
+    for rule, resources in sorted(requests.items()):
+        if rule not in GPU_RULES and gpus_requested(resources):
+            problems.append(
+                f"set-resources {rule}: asks for a GPU, but rule {rule} cannot use one (only {', '.join(GPU_RULES)} "
+                f"run the model on a GPU); remove its gpu/gres/gpu_model"
+            )
+        elif _gpu_value(resources) is not None and _gres_gpus(resources) is not None:
+            problems.append(
+                f"set-resources {rule}: asks for its GPU by both gpu and gres, and the Slurm plugin would pass both "
+                "--gpus and --gres; keep one (a gpu gres alone replaces the rule's own `gpu: 1`)"
+            )
+    big = sorted(model for model, size in sizes.items() if size in GPU_SIZES)
+    if require_gpu and big:
+        named = ", ".join(f"{m} ({sizes[m]})" for m in big)
+        for rule in GPU_RULES:
+            if not gpus_requested({**(default or {}), **requests.get(rule, {})}):
+                problems.append(
+                    f"set-resources {rule}: no GPU requested, but the config has models of a GPU size class: {named}; "
+                    f"give {rule} a GPU (`{rule}: {{gpu: 1}}`, the rule's own request, or a gpu gres) instead of none"
+                )
+    return problems
+
+
+def workflow_gpu_problems(resource_settings: Any, sizes: Mapping[str, str]) -> list[str]:
+    """`gpu_request_problems` for a Snakemake run's `workflow.resource_settings` (from rules/common.smk).
+
+    The GPU rules ask for their GPU themselves (`rule_gpus`); the profiles' set-resources may add GPUs where they do
+    not belong or take one away. The Snakefile cannot see the executor, so a GPU rule left without a GPU for a
+    7B/8B/9B model is flagged on any run.
+    """
+    overrides = {rule: dict(resources) for rule, resources in resource_settings.overwrite_resources.items()}
+    requests = dict(overrides)
+    for rule in GPU_RULES:
+        requests[rule] = {"gpu": rule_gpus(rule, overrides), **overrides.get(rule, {})}
+    default = resource_settings.default_resources
+    return gpu_request_problems(requests, dict(default) if default else None, sizes, require_gpu=True)
