@@ -7,40 +7,19 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
 
+from tests.conftest import model_state
 from workflow_scripts import lapt
-from workflow_scripts.io import set_threads
 
 REPO = Path(__file__).resolve().parents[1]
 LAYER_KEYS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
-@pytest.fixture(scope="module")
-def thai_file(tmp_path_factory, thai_lines) -> Path:
-    path = tmp_path_factory.mktemp("lapt_data") / "train.txt"
-    path.write_text("\n".join(thai_lines[:60]) + "\n", encoding="utf-8")
-    return path
-
-
-def _state(folder: Path) -> dict[str, torch.Tensor]:
-    from transformers import AutoModelForCausalLM
-
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-    return {k: v.clone() for k, v in model.state_dict().items()}
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread: deterministic CPU sums for the resume comparison, and no oversubscription on shared cores."""
-    before = torch.get_num_threads()
-    set_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # deterministic CPU sums for the resume comparisons
 
 
 # ------------------------------------------------------------------------------------------------ 1. trained set
@@ -87,7 +66,7 @@ def test_changed_parameters_are_exactly_the_procedure_set(
         src, thai_file, out, procedure=procedure, objective=objective, seq_len=16, hparams=hp,
         checkpoint_dir=tmp_path / "ckpt",
     )  # fmt: skip
-    before, after = _state(src), _state(out)
+    before, after = model_state(src), model_state(out)
     assert sorted(after) == sorted(before)  # same architecture; no extra (mtp) head saved
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     assert changed == _expected_changed(list(before), procedure)
@@ -144,14 +123,12 @@ def test_kill_and_resume_matches_uninterrupted_run(tmp_path, tiny_llama_dir, tha
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     cmd = [sys.executable, "-m", "workflow_scripts.lapt", *_cli(tiny_llama_dir, thai_file, run, hp)]
     ckpt = run / "ckpt" / lapt.CHECKPOINT_FILE
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while not ckpt.exists() and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.005)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert ckpt.exists(), "the run ended or timed out before writing its first checkpoint"
-    killed_at = torch.load(ckpt, weights_only=False)["step"]
+    # Killed at the end of step 4, one step after the checkpoint of step 3: that step is lost and redone on resume.
+    killed = subprocess.run(cmd, cwd=REPO, env={**env, lapt.KILL_AT_STEP_ENV: "4"}, capture_output=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-3000:]
+    assert ckpt.exists(), "the run did not write its checkpoint of step 3"
+    killed_at = lapt.load_checkpoint(ckpt)["step"]
+    assert killed_at == 3
     assert 0 < killed_at < total and not (run / "out").exists()
 
     subprocess.run(cmd, cwd=REPO, env=env, check=True, capture_output=True)
@@ -161,11 +138,11 @@ def test_kill_and_resume_matches_uninterrupted_run(tmp_path, tiny_llama_dir, tha
     ref_rows, rows = _loss_rows(ref / "loss.tsv"), _loss_rows(run / "loss.tsv")
     assert [r[:3] for r in rows] == [r[:3] for r in ref_rows]  # step, epoch, lr: same schedule
     assert [float(r[3]) for r in rows] == pytest.approx([float(r[3]) for r in ref_rows], rel=1e-5)
-    ref_state, state = _state(ref / "out"), _state(run / "out")
+    ref_state, state = model_state(ref / "out"), model_state(run / "out")
     assert sorted(state) == sorted(ref_state)
     for k in ref_state:
         torch.testing.assert_close(state[k], ref_state[k], rtol=1e-6, atol=1e-7, msg=k)
-    assert not torch.equal(_state(tiny_llama_dir)["model.embed_tokens.weight"], state["model.embed_tokens.weight"])
+    assert not torch.equal(model_state(tiny_llama_dir)["model.embed_tokens.weight"], state["model.embed_tokens.weight"])
 
 
 def test_sigterm_checkpoints_and_stops(tmp_path, tiny_llama_dir, thai_file, monkeypatch):
@@ -175,12 +152,12 @@ def test_sigterm_checkpoints_and_stops(tmp_path, tiny_llama_dir, thai_file, monk
         os.kill(os.getpid(), signal.SIGTERM)
         return real_train(*args, **kwargs)
 
-    monkeypatch.setattr(lapt, "train", train_after_sigterm)
+    monkeypatch.setattr(lapt.cli, "train", train_after_sigterm)  # the name main calls
     cli = _cli(tiny_llama_dir, thai_file, tmp_path, {"max_steps": 3, "batch_size": 2}, "2x2LS", "clm")
     with pytest.raises(lapt.TrainingInterrupted, match="after step 1 of 3"):
         lapt.main(cli)
     assert signal.getsignal(signal.SIGTERM) is handler_before
-    assert torch.load(tmp_path / "ckpt" / lapt.CHECKPOINT_FILE, weights_only=False)["step"] == 1
+    assert lapt.load_checkpoint(tmp_path / "ckpt" / lapt.CHECKPOINT_FILE)["step"] == 1
     assert not (tmp_path / "out").exists()
     monkeypatch.undo()
     lapt.main(cli)

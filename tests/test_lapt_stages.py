@@ -7,13 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
 
-from tests.test_lapt import _state, one_thread  # noqa: F401 (one_thread: autouse fixture)
+from tests.conftest import model_state
 from workflow_scripts import lapt
 
 REPO = Path(__file__).resolve().parents[1]
@@ -24,11 +23,7 @@ N_SRC = N_ROWS - 24  # pretend the last 24 rows are new tokens
 PAD = 2  # the tiny model's pad_token_id, a zero row of the input embeddings
 
 
-@pytest.fixture(scope="module")
-def thai_file(tmp_path_factory, thai_lines) -> Path:
-    path = tmp_path_factory.mktemp("thai") / "train.txt"
-    path.write_text("\n".join(thai_lines[:60]) + "\n", encoding="utf-8")
-    return path
+pytestmark = pytest.mark.usefixtures("one_thread")  # deterministic CPU sums for the resume comparisons
 
 
 def _changed_rows(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor]) -> dict[str, object]:
@@ -87,7 +82,7 @@ def test_eeve_changes_exactly_each_stage_rows_and_resumes_across_every_boundary(
     tmp_path, tiny_llama_dir, untied_llama_dir, thai_file, tied, objective
 ):
     src = tiny_llama_dir if tied else untied_llama_dir
-    source = _state(src)
+    source = model_state(src)
     if tied:  # the state dict repeats the shared matrix as lm_head.weight; the checkpoint names it once
         del source[HEAD]
     layer_keys = [k for k in source if k not in (EMB, HEAD)]  # every layer tensor and the final norm
@@ -103,7 +98,7 @@ def test_eeve_changes_exactly_each_stage_rows_and_resumes_across_every_boundary(
                            **kw)  # fmt: skip
         else:
             stats = lapt.train(src, thai_file, tmp_path / "out", hparams=hp, checkpoint_dir=ckpt, **kw)
-        saved = torch.load(ckpt / lapt.CHECKPOINT_FILE, weights_only=False)
+        saved = lapt.load_checkpoint(ckpt / lapt.CHECKPOINT_FILE)
         assert saved["step"] == stage and saved["stage"] == stage - 1
         state = {**prev, **{k: v for k, v in saved["trainable"].items() if k in source}}
         assert _changed_rows(prev, state) == _eeve_expected(stage, tied, layer_keys), f"stage {stage}"
@@ -111,7 +106,7 @@ def test_eeve_changes_exactly_each_stage_rows_and_resumes_across_every_boundary(
     assert stats["resumed_from"] == [1, 2, 3, 4, 5, 6] and [s["name"] for s in stats["stages"]] == [
         name for name, *_ in lapt.EEVE_STAGES
     ]
-    final = _state(tmp_path / "out")
+    final = model_state(tmp_path / "out")
     assert all(torch.equal(final[k], prev[k]) for k in source)  # the saved model is the last checkpoint's state
     # Trainable counts by hand (hidden 64): stage 1 trains the 24 new input rows (+ the mtp head when present).
     mtp = N_ROWS * 64 if objective == "mtp" else 0
@@ -121,7 +116,7 @@ def test_eeve_changes_exactly_each_stage_rows_and_resumes_across_every_boundary(
     # An uninterrupted run reaches the same model.
     ref = lapt.train(src, thai_file, tmp_path / "ref", hparams=hp, checkpoint_dir=tmp_path / "ckpt_ref", **kw)
     assert ref["resumed_from"] == [] and ref["final_loss"] == pytest.approx(stats["final_loss"], rel=1e-5)
-    ref_state = _state(tmp_path / "ref")
+    ref_state = model_state(tmp_path / "ref")
     for k in source:
         torch.testing.assert_close(final[k], ref_state[k], rtol=1e-5, atol=1e-6, msg=k)
 
@@ -145,7 +140,7 @@ def test_cli_reads_source_rows_from_the_init_report(tmp_path, untied_llama_dir, 
     ])  # fmt: skip
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["n_source_rows"] == N_SRC and stats["steps"] == 7
-    changed = _changed_rows(_state(untied_llama_dir), _state(tmp_path / "out"))
+    changed = _changed_rows(model_state(untied_llama_dir), model_state(tmp_path / "out"))
     assert changed[EMB] == set(range(N_ROWS)) - {PAD}  # stage 6 trains all rows
 
 
@@ -164,7 +159,7 @@ def test_two_stage_trains_embeddings_then_lora_and_resumes_across_the_boundary(
     tmp_path, tiny_llama_dir, untied_llama_dir, thai_file, tied, objective
 ):
     src = tiny_llama_dir if tied else untied_llama_dir
-    source = _state(src)
+    source = model_state(src)
     # 6 steps, split 1:2 -> stage 1 = steps 1-2, stage 2 = steps 3-6. LoRA dropout makes stage 2 depend on the RNG.
     hp = {**HP, "max_steps": 6, "stage_split": [1, 2]}
     kw = dict(procedure="2-stage", objective=objective, seq_len=16, hparams=hp)
@@ -180,22 +175,22 @@ def test_two_stage_trains_embeddings_then_lora_and_resumes_across_the_boundary(
     calls = iter([False, True, False, True, False, False])  # stop after step 2 (the boundary) and after step 4
     with pytest.raises(lapt.TrainingInterrupted, match="after step 2 of 6"):
         lapt.train(src, thai_file, tmp_path / "out", checkpoint_dir=ckpt, should_stop=lambda: next(calls), **kw)
-    saved = torch.load(ckpt / lapt.CHECKPOINT_FILE, weights_only=False)
+    saved = lapt.load_checkpoint(ckpt / lapt.CHECKPOINT_FILE)
     assert saved["stage"] == 0
     stage1 = {EMB} | (set() if tied else {HEAD}) | ({"mtp_head.weight"} if objective == "mtp" else set())
     assert set(saved["trainable"]) == stage1
     assert all(not torch.equal(saved["trainable"][k], source[k]) for k in stage1 - {"mtp_head.weight"})
     with pytest.raises(lapt.TrainingInterrupted, match="after step 4 of 6"):
         lapt.train(src, thai_file, tmp_path / "out", checkpoint_dir=ckpt, should_stop=lambda: next(calls), **kw)
-    assert torch.load(ckpt / lapt.CHECKPOINT_FILE, weights_only=False)["stage"] == 1
+    assert lapt.load_checkpoint(ckpt / lapt.CHECKPOINT_FILE)["stage"] == 1
     stats = lapt.train(src, thai_file, tmp_path / "out", checkpoint_dir=ckpt, loss_curve=tmp_path / "run.tsv", **kw)
     assert stats["resumed_from"] == [2, 4] and stats["steps"] == 6
 
     # Final model: merged LoRA moved every linear layer, embeddings and head trained, norms untouched.
-    after = _state(tmp_path / "out")
+    after = model_state(tmp_path / "out")
     expected = {k for k in source if any(f".{n}." in k for n in LAYER_KEYS)} | {EMB, HEAD}
     assert {k for k in source if not torch.equal(source[k], after[k])} == expected
-    ref_state = _state(tmp_path / "ref")
+    ref_state = model_state(tmp_path / "ref")
     for k in source:
         torch.testing.assert_close(after[k], ref_state[k], rtol=1e-5, atol=1e-6, msg=k)
 
@@ -225,7 +220,7 @@ def test_bf16_weights_keep_frozen_weights_bit_identical(tmp_path, untied_llama_d
 
     saved = AutoModelForCausalLM.from_pretrained(tmp_path / "out")
     assert saved.dtype == torch.bfloat16
-    before = {k: v.to(torch.bfloat16) for k, v in _state(untied_llama_dir).items()}
+    before = {k: v.to(torch.bfloat16) for k, v in model_state(untied_llama_dir).items()}
     after = {k: v.clone() for k, v in saved.state_dict().items()}
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     layers = tuple(f"model.layers.{i}." for i in (0, 1, 4, 5))
@@ -240,14 +235,14 @@ def test_eeve_with_lora_layers_trains_lora_in_stages_6_and_7(tmp_path, untied_ll
     calls = iter([False] * 5 + [True, False])  # stop after step 6 (the end of stage 6), then resume into stage 7
     with pytest.raises(lapt.TrainingInterrupted, match="after step 6 of 7"):
         lapt.train(untied_llama_dir, thai_file, tmp_path / "out", should_stop=lambda: next(calls), **kw)
-    stage6 = torch.load(ckpt / lapt.CHECKPOINT_FILE, weights_only=False)["trainable"]
+    stage6 = lapt.load_checkpoint(ckpt / lapt.CHECKPOINT_FILE)["trainable"]
     stats = lapt.train(untied_llama_dir, thai_file, tmp_path / "out", **kw)
-    stage7 = torch.load(ckpt / lapt.CHECKPOINT_FILE, weights_only=False)["trainable"]
+    stage7 = lapt.load_checkpoint(ckpt / lapt.CHECKPOINT_FILE)["trainable"]
     moved = {k for k in stage6 if not torch.equal(stage6[k], stage7[k])}
     assert moved and all("lora_" in k for k in moved)  # stage 7: LoRA only, embeddings and head frozen
     lora = 6 * 8 * (4 * (64 + 64) + 3 * (64 + 128))
     assert [s["trainable_parameters"] for s in stats["stages"][5:]] == [lora + 2 * N_ROWS * 64, lora]
-    source, after = _state(untied_llama_dir), _state(tmp_path / "out")
+    source, after = model_state(untied_llama_dir), model_state(tmp_path / "out")
     expected = {k for k in source if any(f".{n}." in k for n in LAYER_KEYS)} | {EMB, HEAD}
     assert {k for k in source if not torch.equal(source[k], after[k])} == expected  # norms never trained
 
@@ -268,15 +263,12 @@ def test_sigkill_in_stage_two_resumes_in_stage_two(tmp_path, tiny_llama_dir, tha
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "workflow_scripts.lapt", *cli(run)]
     ckpt = run / "ckpt" / lapt.CHECKPOINT_FILE
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while proc.poll() is None and time.time() < deadline:
-        if ckpt.exists() and torch.load(ckpt, weights_only=False)["stage"] == 1:  # replaced atomically: never partial
-            proc.send_signal(signal.SIGKILL)
-            break
-        time.sleep(0.02)
-    proc.wait()
-    killed_at = torch.load(ckpt, weights_only=False)["step"]
+    # The run kills itself right after writing the checkpoint of step 12 (stage 2): no polling, no race with the run.
+    killed = subprocess.run(cmd, cwd=REPO, env={**env, lapt.KILL_AT_STEP_ENV: "12"}, capture_output=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-3000:]
+    saved = lapt.load_checkpoint(ckpt)
+    killed_at = saved["step"]
+    assert saved["stage"] == 1 and killed_at == 12
     assert 8 < killed_at < 16, "the run was not killed inside stage 2"
     subprocess.run(cmd, cwd=REPO, env=env, check=True, capture_output=True)
     stats = json.loads((run / "stats.json").read_text())
@@ -285,6 +277,6 @@ def test_sigkill_in_stage_two_resumes_in_stage_two(tmp_path, tiny_llama_dir, tha
     ref_rows, rows = _loss_rows(tmp_path / "ref" / "loss.tsv"), _loss_rows(run / "loss.tsv")
     assert [(r["step"], r["lr"], r["stage"]) for r in rows] == [(r["step"], r["lr"], r["stage"]) for r in ref_rows]
     assert [float(r["loss"]) for r in rows] == pytest.approx([float(r["loss"]) for r in ref_rows], rel=1e-5)
-    ref_state, state = _state(tmp_path / "ref" / "out"), _state(run / "out")
+    ref_state, state = model_state(tmp_path / "ref" / "out"), model_state(run / "out")
     for k in ref_state:
         torch.testing.assert_close(state[k], ref_state[k], rtol=1e-5, atol=1e-6, msg=k)

@@ -1,0 +1,76 @@
+"""The command line of the LAPT step (``python -m workflow_scripts.lapt``, called by rules/train.smk)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from workflow_scripts.io import set_threads, setup_logging, write_json
+from workflow_scripts.lapt.checkpoint import remove_checkpoint
+from workflow_scripts.lapt.hparams import DEFAULT_HPARAMS
+from workflow_scripts.lapt.loop import train
+from workflow_scripts.lapt.objective import OBJECTIVES
+from workflow_scripts.lapt.procedures import PROCEDURES
+
+log = logging.getLogger("vocabexp.lapt")
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Train, write the stats, then delete the checkpoint; SIGTERM or SIGUSR1 checkpoint and stop after the step."""
+    p = argparse.ArgumentParser(
+        prog="python -m workflow_scripts.lapt",
+        description=sys.modules[__package__].__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--model", required=True, help="HF model folder with its tokenizer (source or initialized expanded)")
+    p.add_argument("--train", required=True, help="adaptation corpus D, one sentence a line")
+    p.add_argument("--procedure", required=True, choices=sorted(PROCEDURES))
+    p.add_argument("--objective", default="clm", choices=OBJECTIVES)
+    p.add_argument("--seq-len", type=int, required=True)
+    p.add_argument("--hparams", default="{}", help=f"JSON dict overriding {json.dumps(DEFAULT_HPARAMS)}")
+    p.add_argument("--out", required=True, help="output HF model folder")
+    p.add_argument("--stats", required=True, help="output JSON with counts, timing and memory")
+    p.add_argument("--loss-curve", required=True, help="output TSV: step, epoch, lr, loss, tokens_seen")
+    p.add_argument("--checkpoint-dir", required=True, help="resume folder (deleted once all outputs are written)")
+    rows = p.add_mutually_exclusive_group()
+    rows.add_argument("--n-source-rows", type=int, help="EEVE: source vocabulary size (rows >= it are new tokens)")
+    rows.add_argument("--init-report", help="EEVE: the initialize step's report JSON (its vocab.source_matrix_rows)")
+    p.add_argument("--threads", type=int)
+    p.add_argument("--log")
+    a = p.parse_args(argv)
+    n_source_rows = a.n_source_rows
+    if a.init_report:
+        n_source_rows = int(json.loads(Path(a.init_report).read_text(encoding="utf-8"))["vocab"]["source_matrix_rows"])
+    setup_logging(a.log)
+    set_threads(a.threads)
+    # Slurm sends SIGTERM at the time limit (or a chosen signal before it with --signal): finish the step, checkpoint,
+    # exit non-zero; the rerun resumes.
+    stop_requested: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: stop_requested.append(signum)) for sig in STOP_SIGNALS}
+    try:
+        stats = train(
+            a.model,
+            a.train,
+            a.out,
+            procedure=a.procedure,
+            objective=a.objective,
+            seq_len=a.seq_len,
+            hparams=json.loads(a.hparams),
+            checkpoint_dir=a.checkpoint_dir,
+            loss_curve=a.loss_curve,
+            should_stop=lambda: bool(stop_requested),
+            n_source_rows=n_source_rows,
+        )
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    write_json(a.stats, stats)
+    # Only now is the run complete: a crash before this line resumes at the final step and rewrites the outputs.
+    remove_checkpoint(a.checkpoint_dir)
+    log.info("LAPT done: %s", {k: stats[k] for k in ("steps", "first_loss", "final_loss", "tokens_per_second")})

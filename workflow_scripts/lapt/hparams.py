@@ -1,0 +1,108 @@
+"""LAPT hyperparameters (paper 002 §6.6, Table 13) and the step schedule they imply: steps per epoch, stage ends."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+# Paper 002 §6.6 and Table 13. Table 13 lists "warmup steps 100" while METHODS gives 5%: the ratio is the default;
+# set warmup_steps to follow Table 13 literally (it overrides the ratio when not null).
+DEFAULT_HPARAMS: dict[str, Any] = {
+    "epochs": 2,
+    "batch_size": 8,
+    "lr": 1e-4,
+    "scheduler": "cosine",
+    "warmup_ratio": 0.05,
+    "warmup_steps": None,
+    "weight_decay": 0.01,
+    "adam_beta1": 0.9,
+    "adam_beta2": 0.999,
+    "adam_eps": 1e-8,
+    "max_grad_norm": 1.0,
+    "seed": 42,
+    "max_steps": None,
+    "grad_accum": 1,
+    "checkpoint_every": 50,
+    "log_every": 10,
+    "lora_r": 8,
+    "lora_alpha": 32,
+    "lora_dropout": 0.05,
+    "gradient_checkpointing": None,  # null: on with CUDA, off on CPU
+    # Multi-stage procedures (2-stage, EEVE): fractions of the total steps per stage; null = equal shares.
+    "stage_split": None,
+    # fp32: every weight fp32 (bf16 autocast on CUDA). bf16: frozen weights bf16, trainable ones and Adam states fp32.
+    "weights_dtype": "fp32",
+    # EEVE stages 6-7 train the transformer layers fully ("full") or through rank-lora_r LoRA ("LoRA", as EEVE §2.3).
+    "eeve_layers": "full",
+}
+# Changing these does not change the result, so a checkpoint written under other values may still be resumed.
+RESUME_NEUTRAL = ("checkpoint_every", "log_every", "gradient_checkpointing")
+
+
+def resolve_hparams(overrides: dict[str, Any] | None) -> dict[str, Any]:
+    """The paper's defaults updated with ``overrides``; unknown keys are an error naming the allowed ones."""
+    overrides = dict(overrides or {})
+    unknown = sorted(set(overrides) - set(DEFAULT_HPARAMS))
+    if unknown:
+        raise ValueError(f"unknown LAPT hparams {unknown}; allowed keys: {sorted(DEFAULT_HPARAMS)}")
+    hp = {**DEFAULT_HPARAMS, **overrides}
+    if hp["scheduler"] != "cosine":
+        raise ValueError(f"hparams.scheduler={hp['scheduler']!r}: only 'cosine' (paper 002 Table 13) is implemented")
+    if float(hp["epochs"]) <= 0:
+        raise ValueError(f"hparams.epochs must be > 0, got {hp['epochs']!r}")
+    for key in ("batch_size", "grad_accum", "checkpoint_every", "log_every"):
+        if int(hp[key]) < 1:
+            raise ValueError(f"hparams.{key} must be >= 1, got {hp[key]!r}")
+    if hp["weights_dtype"] not in ("fp32", "bf16"):
+        raise ValueError(f"hparams.weights_dtype must be 'fp32' or 'bf16', got {hp['weights_dtype']!r}")
+    if hp["eeve_layers"] not in ("full", "LoRA"):
+        raise ValueError(f"hparams.eeve_layers must be 'full' or 'LoRA', got {hp['eeve_layers']!r}")
+    if hp["stage_split"] is not None and (
+        not isinstance(hp["stage_split"], list | tuple) or not all(float(f) > 0 for f in hp["stage_split"])
+    ):
+        raise ValueError(f"hparams.stage_split must be null or a list of positive numbers, got {hp['stage_split']!r}")
+    if hp["max_steps"] is not None and int(hp["max_steps"]) < 1:
+        raise ValueError(f"hparams.max_steps must be null or >= 1, got {hp['max_steps']!r}")
+    return hp
+
+
+def schedule_lengths(n_blocks: int, hp: dict[str, Any]) -> dict[str, int]:
+    """Micro-batches and optimizer steps per epoch, total steps (capped by max_steps) and warmup steps."""
+    micro = math.ceil(n_blocks / int(hp["batch_size"]))
+    per_epoch = math.ceil(micro / int(hp["grad_accum"]))
+    total = max(1, math.ceil(per_epoch * float(hp["epochs"])))  # fractional epochs end mid-epoch
+    if hp["max_steps"] is not None:
+        total = min(total, int(hp["max_steps"]))
+    warmup = int(hp["warmup_steps"]) if hp["warmup_steps"] is not None else math.ceil(float(hp["warmup_ratio"]) * total)
+    return {"micro_per_epoch": micro, "steps_per_epoch": per_epoch, "total_steps": total, "warmup_steps": warmup}
+
+
+def stage_ends(total_steps: int, n_stages: int, split: list[float] | None) -> list[int]:
+    """The global step at which each stage ends: ``total_steps`` split by the fractions ``split`` (null: equally).
+
+    Every stage gets at least one step; raises ValueError when there are fewer steps than stages.
+    """
+    fractions = [1.0] * n_stages if split is None else [float(f) for f in split]
+    if len(fractions) != n_stages or any(f <= 0 for f in fractions):
+        raise ValueError(f"hparams.stage_split must be null or {n_stages} positive numbers, got {split!r}")
+    if total_steps < n_stages:
+        raise ValueError(
+            f"{total_steps} optimizer steps cannot be split into {n_stages} stages; raise max_steps/epochs"
+        )
+    ends, acc, total_f = [], 0.0, sum(fractions)
+    for i, f in enumerate(fractions):
+        acc += f
+        end = round(total_steps * acc / total_f)
+        low = (ends[-1] if ends else 0) + 1
+        ends.append(min(max(end, low), total_steps - (n_stages - 1 - i)))
+    return ends
+
+
+def stage_at(ends: list[int], step: int) -> int:
+    """The index of the stage that optimizer step ``step + 1`` belongs to (``step`` steps are done)."""
+    return next(i for i, e in enumerate(ends) if step < e)
+
+
+def stage_warmup(hp: dict[str, Any], n_steps: int) -> int:
+    """Warmup steps of a stage of ``n_steps`` steps: ``warmup_steps`` if set, else ``warmup_ratio`` of the stage."""
+    return int(hp["warmup_steps"]) if hp["warmup_steps"] is not None else math.ceil(hp["warmup_ratio"] * n_steps)

@@ -1,0 +1,538 @@
+"""The LAPT training loop (paper 002 §5, §6.6): ``train`` reads as set up, resume, step until done, write the outputs.
+
+``Run`` holds what a run is fixed to (data, schedule, stages, precision, the checkpoint's fingerprint); ``TrainState``
+what the steps change and the checkpoint saves (the model, the stage's optimizer and schedule, counters, loss history).
+Every other function takes these two and does one thing: enter a stage, take one optimizer step, save or resume the
+checkpoint, write the outputs, gather the stats.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import resource
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workflow_scripts.io import atomic_path, read_lines, seed_everything, write_text
+from workflow_scripts.lapt.checkpoint import (
+    CHECKPOINT_FILE,
+    LEGACY_CHECKPOINT_FILE,
+    load_checkpoint,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from workflow_scripts.lapt.data import build_blocks, epoch_order
+from workflow_scripts.lapt.hparams import (
+    RESUME_NEUTRAL,
+    resolve_hparams,
+    schedule_lengths,
+    stage_at,
+    stage_ends,
+    stage_warmup,
+)
+from workflow_scripts.lapt.objective import OBJECTIVES, LossComputer
+from workflow_scripts.lapt.procedures import PROCEDURES, Procedure, RowLimits, StageContext
+
+log = logging.getLogger("vocabexp.lapt")
+
+# Test-only: with this set to N the process SIGKILLs itself at the end of step N (after that step's checkpoint, if it
+# writes one), so that kill-and-resume tests stop a run at a chosen step instead of racing it.
+KILL_AT_STEP_ENV = "LAPT_TEST_KILL_AT_STEP"
+
+
+class TrainingInterrupted(RuntimeError):
+    """Raised after a stop request (SIGTERM, SIGUSR1) once the checkpoint of the last finished step is written."""
+
+
+@dataclass
+class Run:
+    """What one LAPT run is fixed to: procedure, data, steps and stages, precision, and the checkpoint it resumes."""
+
+    model_dir: Path
+    procedure: str
+    objective: str
+    seq_len: int
+    hp: dict[str, Any]
+    proc: Procedure
+    ctx: StageContext
+    tokenizer: Any
+    blocks: Any  # [n_blocks, seq_len] LongTensor
+    corpus_tokens: int
+    lengths: dict[str, int]  # schedule_lengths
+    ends: list[int]  # the global step at which each stage ends
+    device: Any
+    low_precision: bool  # weights_dtype bf16: frozen weights bf16, trainable ones fp32
+    use_bf16: bool  # bf16 autocast
+    grad_ckpt: bool
+    ckpt_path: Path
+    fingerprint: dict[str, Any]  # what must match for a checkpoint to be resumed
+
+    @property
+    def n_blocks(self) -> int:
+        return int(self.blocks.shape[0])
+
+    @property
+    def total_steps(self) -> int:
+        return self.lengths["total_steps"]
+
+    @property
+    def per_epoch(self) -> int:
+        return self.lengths["steps_per_epoch"]
+
+
+@dataclass
+class TrainState:
+    """What the steps change and the checkpoint saves; the stage fields are (re)built by ``enter_stage``."""
+
+    model: Any  # wrapped by LoRA once a stage adds it
+    loss_fn: LossComputer
+    step: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+    train_seconds: float = 0.0
+    tokens_seen: int = 0
+    resumed_from: list[int] = field(default_factory=list)
+    stage: int = -1
+    named: list[tuple[str, Any]] = field(default_factory=list)  # the stage's trainable parameters
+    limits: RowLimits = field(default_factory=list)  # (parameter, n): its rows [0, n) stay frozen
+    snapshots: list[tuple[Any, int, Any]] = field(default_factory=list)  # (parameter, n, the values of rows [0, n))
+    optimizer: Any = None
+    scheduler: Any = None
+    touched: dict[int, Any] = field(default_factory=dict)  # parameters trained in any stage so far: the checkpoint's
+    stage_info: list[dict[str, Any]] = field(default_factory=list)
+
+
+def prepare_run(
+    model_dir: str | Path,
+    train_file: str | Path,
+    *,
+    procedure: str,
+    objective: str,
+    seq_len: int,
+    hparams: dict[str, Any] | None,
+    checkpoint_dir: str | Path,
+    n_source_rows: int | None,
+) -> Run:
+    """Check the arguments, tokenize and pack D, and lay out the run's steps and stages; nothing is trained yet."""
+    import torch
+    from transformers import AutoTokenizer
+
+    if procedure not in PROCEDURES:
+        raise ValueError(f"unknown procedure {procedure!r}; implemented: {sorted(PROCEDURES)}")
+    if objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r}; expected one of {OBJECTIVES}")
+    hp = resolve_hparams(hparams)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    low_precision = hp["weights_dtype"] == "bf16"
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    blocks, corpus_tokens = build_blocks(read_lines(train_file), tokenizer, seq_len, source=str(train_file))
+    lengths = schedule_lengths(blocks.shape[0], hp)
+    proc = PROCEDURES[procedure]
+    ends = stage_ends(lengths["total_steps"], len(proc.stages), hp["stage_split"])
+    # The data by content (not path), so a moved work dir still resumes.
+    fingerprint = {
+        "blocks_sha256": hashlib.sha256(blocks.numpy().tobytes()).hexdigest(),
+        "procedure": procedure,
+        "objective": objective,
+        "seq_len": seq_len,
+        "n_blocks": blocks.shape[0],
+        "hparams": {k: v for k, v in hp.items() if k not in RESUME_NEUTRAL},
+        "stage_ends": ends,
+        "n_source_rows": n_source_rows,
+    }
+    if (Path(checkpoint_dir) / LEGACY_CHECKPOINT_FILE).exists():
+        log.warning("%s/%s is a pickled checkpoint of an older version: not loaded", checkpoint_dir,
+                    LEGACY_CHECKPOINT_FILE)  # fmt: skip
+    return Run(
+        model_dir=Path(model_dir),
+        procedure=procedure,
+        objective=objective,
+        seq_len=seq_len,
+        hp=hp,
+        proc=proc,
+        ctx=StageContext(n_source_rows=n_source_rows),
+        tokenizer=tokenizer,
+        blocks=blocks,
+        corpus_tokens=corpus_tokens,
+        lengths=lengths,
+        ends=ends,
+        device=device,
+        low_precision=low_precision,
+        # bf16 autocast on CUDA; on the CPU only when frozen weights are bf16 (fp32 activations would not meet them).
+        use_bf16=device.type == "cuda" or low_precision,
+        grad_ckpt=device.type == "cuda" if hp["gradient_checkpointing"] is None else bool(hp["gradient_checkpointing"]),
+        ckpt_path=Path(checkpoint_dir) / CHECKPOINT_FILE,
+        fingerprint=fingerprint,
+    )
+
+
+def load_model(run: Run) -> TrainState:
+    """Load the model and build its loss; the state before the first stage (no parameter trainable yet)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    seed_everything(int(run.hp["seed"]))  # LoRA's init and dropout draw from torch's RNG
+    dtype = torch.bfloat16 if run.low_precision else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(run.model_dir, dtype=dtype).to(run.device)
+    loss_fn = LossComputer(model, run.objective, model.get_output_embeddings())
+    if run.low_precision and loss_fn.extra_head is not None:
+        loss_fn.extra_head.float()  # trained, so fp32 like every trainable parameter
+    return TrainState(model=model, loss_fn=loss_fn)
+
+
+def enter_stage(run: Run, state: TrainState, i: int) -> None:
+    """Make stage ``i`` current: its trainable set (LoRA wrapping included), a fresh AdamW and warmup + cosine schedule.
+
+    A fresh optimizer and schedule per stage, as if each stage were its own run (Cui et al. 2023; EEVE §3 warms up in
+    every stage).
+    """
+    import torch
+    from transformers import get_cosine_schedule_with_warmup
+
+    model, limits = run.proc.stages[i].prepare(state.model, run.hp, run.ctx)
+    if run.low_precision:  # trainable parameters are kept (and stepped) in fp32; only frozen weights are bf16
+        for p in model.parameters():
+            if p.requires_grad and p.dtype != torch.float32:
+                p.data = p.data.float()
+    if run.grad_ckpt:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    state.loss_fn.model = model
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad] + state.loss_fn.extra_parameters()
+    state.touched.update((id(p), p) for _, p in named)
+    n_steps = run.ends[i] - (run.ends[i - 1] if i else 0)
+    warmup = stage_warmup(run.hp, n_steps)
+    state.model, state.stage, state.named, state.limits = model, i, named, limits
+    state.optimizer = _adamw(run.hp, named)
+    state.scheduler = get_cosine_schedule_with_warmup(state.optimizer, warmup, n_steps)
+    take_snapshots(state)
+    info = _stage_record(run, state, warmup)
+    state.stage_info[i:] = [info]
+    log.info("stage %d/%d %s: steps %d-%d, %d parameters trainable", i + 1, len(run.ends), info["name"],
+             info["first_step"], info["last_step"], info["trainable_parameters"])  # fmt: skip
+
+
+def _adamw(hp: dict[str, Any], named: list[tuple[str, Any]]):
+    """AdamW with weight decay on matrices only; biases and norm weights are exempt, as in HF Trainer."""
+    import torch
+
+    groups = [
+        {"params": [p for _, p in named if p.ndim >= 2], "weight_decay": float(hp["weight_decay"])},
+        {"params": [p for _, p in named if p.ndim < 2], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(
+        [g for g in groups if g["params"]],
+        lr=float(hp["lr"]),
+        betas=(float(hp["adam_beta1"]), float(hp["adam_beta2"])),
+        eps=float(hp["adam_eps"]),
+    )
+
+
+def _stage_record(run: Run, state: TrainState, warmup: int) -> dict[str, Any]:
+    """The stats entry of the current stage; ``measured_bytes`` is added at its last step."""
+    i = state.stage
+    frozen_rows = {id(p): first for p, first in state.limits}
+    extra = state.loss_fn.extra_parameters()
+    return {
+        "stage": i + 1,
+        "name": run.proc.stages[i].name,
+        "first_step": (run.ends[i - 1] if i else 0) + 1,
+        "last_step": run.ends[i],
+        "warmup_steps": warmup,
+        "trainable_parameters": sum(p.numel() - frozen_rows.get(id(p), 0) * p[0].numel() for _, p in state.named),
+        "total_parameters": sum(p.numel() for p in state.model.parameters()) + sum(p.numel() for _, p in extra),
+        "row_limited": [[n, frozen_rows[id(p)]] for n, p in state.named if id(p) in frozen_rows],
+    }
+
+
+def take_snapshots(state: TrainState) -> None:
+    """Remember the frozen rows of the row-limited matrices, to copy back after every optimizer step.
+
+    Zeroing their gradient is not enough: AdamW's decoupled weight decay (and any momentum) would still move them.
+    """
+    state.snapshots = [(p, first, p.detach()[:first].clone()) for p, first in state.limits]
+
+
+def touched_named(state: TrainState) -> list[tuple[str, Any]]:
+    """The parameters trained in any stage so far, by their names in the current (possibly wrapped) model."""
+    named_all = list(state.model.named_parameters()) + state.loss_fn.extra_parameters()
+    return [(n, p) for n, p in named_all if id(p) in state.touched]
+
+
+def step_batches(run: Run, step: int) -> list[Any]:
+    """The micro-batches of the optimizer step after ``step`` steps: the next slice of its epoch's block order."""
+    bs, ga = int(run.hp["batch_size"]), int(run.hp["grad_accum"])
+    epoch, in_epoch = divmod(step, run.per_epoch)
+    order = epoch_order(run.n_blocks, int(run.hp["seed"]), epoch)
+    micro = range(in_epoch * ga, min((in_epoch + 1) * ga, run.lengths["micro_per_epoch"]))
+    return [run.blocks[order[m * bs : (m + 1) * bs]] for m in micro]
+
+
+def optimizer_step(run: Run, state: TrainState) -> None:
+    """One optimizer step of the current stage over its micro-batches, then its row of the loss history.
+
+    Frozen rows of row-limited matrices take no part in clipping or Adam's moments and are restored after the step.
+    """
+    import torch
+
+    t0 = time.time()
+    batches = step_batches(run, state.step)
+    # Every micro-batch is normalized by the whole step's counts: each token weighs the same whatever the split.
+    n1 = sum(b.shape[0] * (run.seq_len - 1) for b in batches)
+    n2 = sum(b.shape[0] * (run.seq_len - 2) for b in batches)
+    lr = state.scheduler.get_last_lr()[0]
+    step_loss = 0.0
+    for batch in batches:
+        ids = batch.to(run.device)
+        with torch.autocast(device_type=run.device.type, dtype=torch.bfloat16, enabled=run.use_bf16):
+            loss = state.loss_fn(ids, n1, n2)
+        loss.backward()
+        step_loss += float(loss.detach())
+    for p, first in state.limits:
+        if p.grad is not None:
+            p.grad[:first] = 0
+    if run.hp["max_grad_norm"] is not None:
+        torch.nn.utils.clip_grad_norm_([p for _, p in state.named], float(run.hp["max_grad_norm"]))
+    state.optimizer.step()
+    state.scheduler.step()
+    if state.step + 1 == run.ends[state.stage]:  # the stage's last step: its gradients and Adam states all exist
+        state.stage_info[state.stage]["measured_bytes"] = _tensor_bytes(state.model, state.loss_fn, state.optimizer)
+    state.optimizer.zero_grad(set_to_none=True)
+    with torch.no_grad():
+        for p, first, rows in state.snapshots:
+            p[:first] = rows
+    state.step += 1
+    state.tokens_seen += sum(b.numel() for b in batches)
+    state.train_seconds += time.time() - t0
+    _record(run, state, lr, step_loss)
+
+
+def _record(run: Run, state: TrainState, lr: float, loss: float) -> None:
+    step = state.step
+    state.history.append(
+        {
+            "step": step,
+            "epoch": round(step / run.per_epoch, 4),
+            "lr": lr,
+            "loss": loss,
+            "tokens_seen": state.tokens_seen,
+            "stage": state.stage + 1,
+        }
+    )
+    if step % int(run.hp["log_every"]) == 0 or step == run.total_steps:
+        log.info(
+            "step %d/%d stage %d epoch %.3f lr %.3e loss %.4f (%.0f tokens/s)",
+            step, run.total_steps, state.stage + 1, step / run.per_epoch, lr, loss,
+            state.tokens_seen / max(state.train_seconds, 1e-9),
+        )  # fmt: skip
+
+
+def checkpoint_due(run: Run, state: TrainState) -> bool:
+    """Whether the step just taken is checkpointed: every ``checkpoint_every`` steps and at the end of every stage."""
+    step = state.step
+    return step % int(run.hp["checkpoint_every"]) == 0 or step == run.total_steps or step == run.ends[state.stage]
+
+
+def save(run: Run, state: TrainState) -> None:
+    """Replace the checkpoint: the parameters trained in any stage so far, the stage's optimizer and schedule, the
+    counters, the loss history and the RNG states."""
+    save_checkpoint(
+        run.ckpt_path,
+        {
+            "fingerprint": run.fingerprint,
+            "stage": state.stage,
+            "trainable": {n: p.detach().cpu().clone() for n, p in touched_named(state)},
+            "optimizer": state.optimizer.state_dict(),
+            "scheduler": state.scheduler.state_dict(),
+            "step": state.step,
+            "history": state.history,
+            "train_seconds": state.train_seconds,
+            "tokens_seen": state.tokens_seen,
+            "resumed_from": state.resumed_from,
+            "rng": rng_state(),
+        },
+    )
+
+
+def resume(run: Run, state: TrainState) -> None:
+    """Continue from the checkpoint: rebuild the stage it was written in (LoRA wrapping included) and restore the
+    trained parameters, optimizer, schedule, counters and RNG states. Refuses a checkpoint of another run."""
+    import torch
+
+    ckpt, ckpt_dir = load_checkpoint(run.ckpt_path), run.ckpt_path.parent
+    if ckpt["fingerprint"] != run.fingerprint:
+        diff = sorted(k for k in run.fingerprint if ckpt["fingerprint"].get(k) != run.fingerprint[k])
+        raise ValueError(
+            f"checkpoint {run.ckpt_path} was written by a run with different {diff}; delete {ckpt_dir} to start over"
+        )
+    for i in range(ckpt["stage"] + 1):  # replayed in order: the same wrapping, the same draws from the RNG
+        enter_stage(run, state, i)
+    params = dict(touched_named(state))
+    if sorted(params) != sorted(ckpt["trainable"]):
+        raise ValueError(f"checkpoint {run.ckpt_path} holds other parameters than this run trains; delete {ckpt_dir}")
+    with torch.no_grad():
+        for name, tensor in ckpt["trainable"].items():
+            params[name].copy_(tensor)
+    take_snapshots(state)
+    state.optimizer.load_state_dict(ckpt["optimizer"])
+    state.scheduler.load_state_dict(ckpt["scheduler"])
+    state.step, state.history = ckpt["step"], ckpt["history"]
+    state.train_seconds, state.tokens_seen = ckpt["train_seconds"], ckpt["tokens_seen"]
+    state.resumed_from = [*ckpt["resumed_from"], state.step]
+    set_rng_state(ckpt["rng"])
+    log.info(
+        "resuming from %s at step %d of %d (stage %d)", run.ckpt_path, state.step, run.total_steps, state.stage + 1
+    )
+
+
+def _kill_if_asked(step: int) -> None:
+    if os.environ.get(KILL_AT_STEP_ENV) == str(step):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def loss_curve_tsv(history: list[dict[str, Any]]) -> str:
+    """The loss curve: one row per optimizer step with its epoch, learning rate, loss, tokens seen and stage."""
+    rows = ["step\tepoch\tlr\tloss\ttokens_seen\tstage"]
+    rows += [
+        f"{h['step']}\t{h['epoch']}\t{h['lr']:.8e}\t{h['loss']:.6f}\t{h['tokens_seen']}\t{h.get('stage', 1)}"
+        for h in history
+    ]
+    return "\n".join(rows) + "\n"
+
+
+def write_outputs(run: Run, state: TrainState, out_dir: str | Path, loss_curve: str | Path | None) -> None:
+    """Save the trained model (LoRA merged, the mtp head left out) with its tokenizer, and the loss curve."""
+    import torch
+
+    model = run.proc.finalize(state.model)
+    model.eval()
+    if run.grad_ckpt:
+        model.gradient_checkpointing_disable()
+    if run.low_precision:
+        model.to(torch.bfloat16)  # saved as it was loaded: the fp32 trainables rounded once, as inference would
+    with atomic_path(out_dir) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        run.tokenizer.save_pretrained(tmp)
+    state.model = model
+    if loss_curve:
+        write_text(loss_curve, loss_curve_tsv(state.history))
+
+
+def run_stats(run: Run, state: TrainState, wall_start: float) -> dict[str, Any]:
+    """The stats JSON of a finished run: data and schedule, per-stage parameter counts, time, memory, precision."""
+    import torch
+
+    peak, peak_kind = _peak_memory(run.device)
+    stages, n_blocks, seq_len = state.stage_info, run.n_blocks, run.seq_len
+    return {
+        "procedure": run.procedure,
+        "objective": run.objective,
+        "seq_len": seq_len,
+        "hparams": run.hp,
+        "steps": state.step,
+        "steps_per_epoch": run.per_epoch,
+        "warmup_steps": stages[0]["warmup_steps"] if len(stages) == 1 else None,
+        "stages": stages,
+        "n_source_rows": run.ctx.n_source_rows,
+        "blocks": n_blocks,
+        "tokens_per_epoch": n_blocks * seq_len,
+        "corpus_tokens": run.corpus_tokens,
+        "dropped_tokens": run.corpus_tokens - n_blocks * seq_len,
+        "tokens_seen": state.tokens_seen,
+        # The largest trainable set of any stage (rows frozen by EEVE not counted): what sizes gradients and Adam.
+        "trainable_parameters": max(s["trainable_parameters"] for s in stages),
+        "total_parameters": stages[-1]["total_parameters"],
+        "train_seconds": round(state.train_seconds, 3),
+        "wall_seconds_this_run": round(time.time() - wall_start, 3),
+        "tokens_per_second": round(state.tokens_seen / max(state.train_seconds, 1e-9), 2),
+        "peak_memory_bytes": peak,
+        "peak_memory_kind": peak_kind,
+        "device": str(run.device),
+        "precision": (
+            ("bf16 autocast, " if run.use_bf16 else "")
+            + ("bf16 frozen weights, fp32 trainable weights and Adam states" if run.low_precision else "fp32 weights")
+        ),
+        "gradient_checkpointing": run.grad_ckpt,
+        "threads": torch.get_num_threads(),
+        "first_loss": state.history[0]["loss"],
+        "final_loss": state.history[-1]["loss"],
+        "resumed_from": state.resumed_from,
+        "data_note": "sentences joined with one EOS between them, no BOS; last partial block dropped",
+    }
+
+
+def _peak_memory(device) -> tuple[int, str]:
+    import torch
+
+    if device.type == "cuda":
+        return int(torch.cuda.max_memory_allocated(device)), "cuda_max_memory_allocated"
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024, "ru_maxrss"  # Linux reports KiB
+
+
+def _tensor_bytes(model, loss_fn: LossComputer, optimizer) -> dict[str, int]:
+    """Bytes held by weights, gradients and optimizer states now (what gpu_estimate's arithmetic must match)."""
+    import torch
+
+    params = {id(p): p for p in model.parameters()} | {id(p): p for _, p in loss_fn.extra_parameters()}
+    states = [t for st in optimizer.state.values() for t in st.values() if torch.is_tensor(t) and t.ndim > 0]
+    return {
+        "weights": sum(p.numel() * p.element_size() for p in params.values()),
+        "gradients": sum(p.grad.numel() * p.grad.element_size() for p in params.values() if p.grad is not None),
+        "optimizer": sum(t.numel() * t.element_size() for t in states),
+    }
+
+
+def train(
+    model_dir: str | Path,
+    train_file: str | Path,
+    out_dir: str | Path,
+    *,
+    procedure: str,
+    objective: str = "clm",
+    seq_len: int,
+    hparams: dict[str, Any] | None = None,
+    checkpoint_dir: str | Path,
+    loss_curve: str | Path | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    n_source_rows: int | None = None,
+) -> dict[str, Any]:
+    """Run LAPT (paper 002 §5, §6.6) from ``model_dir`` on ``train_file``, resuming from ``checkpoint_dir`` if present.
+
+    Writes the trained HF model folder to ``out_dir`` (and the loss curve TSV); returns the stats dictionary.
+    ``n_source_rows`` (EEVE only) is the source vocabulary size: rows at or above it are the new tokens'.
+    Once ``should_stop()`` is true, the current step is finished and checkpointed and TrainingInterrupted is raised.
+    """
+    wall_start = time.time()
+    run = prepare_run(model_dir, train_file, procedure=procedure, objective=objective, seq_len=seq_len,
+                      hparams=hparams, checkpoint_dir=checkpoint_dir, n_source_rows=n_source_rows)  # fmt: skip
+    state = load_model(run)
+    if run.ckpt_path.exists():
+        resume(run, state)
+    log.info(
+        "LAPT %s/%s seq_len=%d: %d blocks, %d steps/epoch, %d steps in %d stage(s) ending at %s, %s%s",
+        procedure, objective, seq_len, run.n_blocks, run.per_epoch, run.total_steps, len(run.ends), run.ends,
+        run.device, " bf16 autocast" if run.use_bf16 else " fp32",
+    )  # fmt: skip
+    while state.step < run.total_steps:
+        stage = stage_at(run.ends, state.step)
+        if stage != state.stage:
+            enter_stage(run, state, stage)
+        optimizer_step(run, state)
+        stop = should_stop is not None and should_stop()
+        if stop or checkpoint_due(run, state):
+            save(run, state)
+        _kill_if_asked(state.step)
+        if stop and state.step < run.total_steps:
+            raise TrainingInterrupted(
+                f"stopped on request after step {state.step} of {run.total_steps}; checkpoint {run.ckpt_path}"
+            )
+    if not state.history:
+        raise RuntimeError("no optimizer step was taken")  # total_steps >= 1 whenever there is a block
+    write_outputs(run, state, out_dir, loss_curve)
+    return run_stats(run, state, wall_start)
