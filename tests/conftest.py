@@ -6,11 +6,15 @@ import functools
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+import yaml
 
+from workflow_scripts.grid import expand_grid
 from workflow_scripts.pieces import BYTE_TO_UNICODE, piece_bytes
 
 if TYPE_CHECKING:
@@ -238,3 +242,38 @@ def thai_expansion_merges(source_dir: Path, texts: list[str], k: int) -> list[tu
 
 # Hand-picked new tokens over SmolLM2's vocabulary: ก (E0 B8 81), กา, a partial byte run 81 E0 B8, " " + E0 B8.
 SMOL_MERGES = [("à¸", "ģ"), ("à¸ģ", "à¸²"), ("ģ", "à¸"), ("Ġ", "à¸")]
+
+
+# Helpers of the tests that run the real Snakefile (test_workflow, test_plan, test_slurm).
+def snakemake(args: list[str], cwd: Path, env: dict[str, str] | None = None, **kwargs) -> subprocess.CompletedProcess:
+    """Run the repository's Snakefile with the interpreter running the tests (its bin/ first on PATH); `env` adds to
+    the environment."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **(env or {})}
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(cwd), *args]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, **kwargs)
+
+
+def tiny_config(tmp_path: Path, source: str = "configs/test.yaml", **changes) -> Path:
+    """A shipped config with its package paths made absolute, written into a fresh working directory."""
+    config = yaml.safe_load((REPO / source).read_text())
+    for spec in config["languages"].values():
+        if "deb" in spec["corpus"]:
+            spec["corpus"]["deb"] = str(REPO / spec["corpus"]["deb"])
+    for key, value in changes.items():
+        config[key] = value
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def expected_counts(config: dict) -> dict[str, int]:
+    """Jobs per rule, counted from the grid's cells independently of Snakemake."""
+    cells = expand_grid(config)
+    return {
+        "prepare_source_model": len({model for model, _, _ in cells}),
+        "lapt": sum(m.trains for _, _, m in cells),
+        "initialize": len({(model, lang, m.init, m.k) for model, lang, m in cells if m.expands}),
+        "expand_tokenizer": len({(model, lang, m.k) for model, lang, m in cells if m.expands}),
+        "evaluate_mt": len(cells),
+        "measure_speed": len(cells),
+    }
