@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from workflow_scripts import gpu_estimate as ge
+from tools import gpu_estimate as ge
 from workflow_scripts import lapt
 from workflow_scripts.io import set_threads
 

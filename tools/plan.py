@@ -359,7 +359,9 @@ def profile_executor(profiles: Iterable[Path]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.plan", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--configfile", type=Path, help="grid config (default: the repository's config.yaml)")
     parser.add_argument(
         "--profile",

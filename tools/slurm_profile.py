@@ -132,7 +132,9 @@ def write_profile(text: str, folder: Path, force: bool) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.slurm_profile", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--account", help="Slurm account (sbatch -A); leave out on clusters without accounts")
     parser.add_argument("--partition", help="partition of every job (default: the cluster's default partition)")
     parser.add_argument("--qos", help="quality of service of every job")

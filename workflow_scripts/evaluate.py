@@ -51,6 +51,8 @@ LANGUAGE_NAMES: dict[str, str] = {
 }
 
 # Our own English template (the paper's Table 12 text was lost in conversion); no trailing space, see module docstring.
+# The evaluation tasks: one rule each in rules/evaluate.smk, writing results/{model}/{lang}/{method}/eval/{task}.json.
+TASKS = ("mt", "ppl", "speed")
 MT_TEMPLATE = "Translate the following sentence from English to {target}.\nEnglish: {source}\n{target}:"
 
 # Table 13 (b): beam sampling. "greedy" is the deterministic default for cheap runs and the speed measurement.

@@ -14,14 +14,32 @@ from typing import Any
 
 METHOD_FIELDS = ("init", "vocab", "k", "procedure", "objective", "seq_len", "posthoc")
 
-# What the code implements today; the schema already admits every value the paper uses.
-IMPLEMENTED = {
-    "init": {"none", "Random", "Mean", "Merge", "Align", "FOCUS", "EEVE"},
-    "vocab": {"expand"},
-    "procedure": {"none", "full", "LoRA", "2-stage", "2x2LS", "EEVE"},
-    "objective": {"clm", "mtp"},
-    "posthoc": {"none"},
-    "tasks": {"mt", "ppl", "speed"},
+
+def _implemented() -> dict[str, set[str]]:
+    """What the code implements, read from the registries themselves (none of them imports torch): the methods of
+    ``initialize.INIT_METHODS``, the procedures and objectives of ``lapt``, the evaluation tasks of ``evaluate.TASKS``.
+    ``vocab`` and ``posthoc`` have no registry yet (one value each)."""
+    from workflow_scripts.evaluate import TASKS
+    from workflow_scripts.initialize import INIT_METHODS
+    from workflow_scripts.lapt import OBJECTIVES, PROCEDURES
+
+    return {
+        "init": {"none", *INIT_METHODS},
+        "vocab": {"expand"},
+        "procedure": {"none", *PROCEDURES},
+        "objective": set(OBJECTIVES),
+        "posthoc": {"none"},
+        "tasks": set(TASKS),
+    }
+
+
+IMPLEMENTED = _implemented()
+# Values the schema already admits for the paper's later tables, and the issue that implements each; the config check
+# rejects them by name. tests/test_registries.py fails when the schema, the registries and this list disagree.
+NOT_YET = {
+    "vocab": {"replace"},  # Table 11, vocabulary replacement
+    "posthoc": {"elchat"},  # Table 10, ElChat
+    "tasks": {"sum", "mc", "gmmlu"},  # the LightEval tasks
 }
 
 BUILTIN_DEFAULTS = {

@@ -30,9 +30,11 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         if not target.exists():
             raise FileNotFoundError(f"step finished without writing {path}")
         if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif path.exists() or path.is_symlink():
+            # A folder cannot be renamed over a folder: move the old one aside first (it is removed with tmp).
+            os.replace(path, tmp / ".replaced")
+        elif target.is_dir() and (path.exists() or path.is_symlink()):
             path.unlink()
+        # A file is renamed over the old one in one step, so a kill never leaves neither (a resumable checkpoint).
         os.replace(target, path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -14,7 +14,7 @@ from typing import Any
 SIZES = ("demo", "135M", "7B", "8B", "9B")
 # Size classes that cannot be trained or evaluated in useful time without a GPU.
 GPU_SIZES = frozenset({"7B", "8B", "9B"})
-# The rules whose code moves the model to a GPU when one is visible (workflow_scripts/lapt.py, evaluate.py, speed.py).
+# The rules whose code moves the model to a GPU when one is visible (workflow_scripts/lapt/, evaluate.py, speed.py).
 GPU_RULES = ("lapt", "evaluate_mt", "evaluate_ppl", "measure_speed")
 
 
@@ -36,7 +36,7 @@ SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
     "train_aux_tokenizer": _row((2000, 15), (8000, 60), (8000, 60), (8000, 60), (8000, 60)),
     "expand_tokenizer": _row((2000, 15), (8000, 60), (8000, 60), (8000, 60), (8000, 60)),
     "initialize": _row((2000, 15), (4000, 30), (96000, 120), (96000, 120), (128000, 150)),
-    # workflow_scripts/gpu_estimate.py: 2x2 LS at batch 8 on ~5M tokens takes about 110 / 120 / 145 min on an A100
+    # tools/gpu_estimate.py: 2x2 LS at batch 8 on ~5M tokens takes about 110 / 120 / 145 min on an A100
     # (45 / 46 / 53 on an H100) for 7B / 8B / 9B; the limits leave half as much again
     "lapt": _row((2000, 20), (8000, 60), (64000, 180), (64000, 180), (80000, 240)),
     "evaluate_mt": _row((2000, 15), (8000, 30), (48000, 60), (48000, 60), (64000, 90)),

@@ -1,6 +1,6 @@
 """GPU memory and time estimate of one LAPT run (workflow_scripts.lapt) per model, procedure and sequence length.
 
-Arithmetic on parameter counts and tensor shapes, not a measurement; it follows what lapt.py allocates:
+Arithmetic on parameter counts and tensor shapes, not a measurement; it follows what workflow_scripts/lapt/ allocates:
 
 - Weights: ``weights_dtype="fp32"`` (lapt's default) keeps every weight in fp32 and runs the forward in bf16 autocast;
   ``"bf16"`` keeps frozen weights in bf16 and trainable ones in fp32. Gradients are fp32 for trainable parameters,
@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workflow_scripts.io import setup_logging, write_text
+from workflow_scripts.lapt import PROCEDURES as LAPT_PROCEDURES
 
 GIB = 1024**3
 
@@ -71,7 +72,7 @@ GPUS: dict[str, dict[str, float]] = {
     "H100": {"bf16_tflops": 989.0, "hbm_tbps": 3.35, "memory_gib": 80.0},
     "A100": {"bf16_tflops": 312.0, "hbm_tbps": 2.0, "memory_gib": 80.0},
 }
-PROCEDURES = ("full", "LoRA", "2-stage", "2x2LS", "EEVE")
+PROCEDURES = tuple(LAPT_PROCEDURES)  # the training registry is the list; STAGES must describe each of them
 LINEARS = ("q", "k", "v", "o", "gate", "up", "down")
 
 
@@ -361,7 +362,9 @@ def grid(
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m tools.gpu_estimate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--models", nargs="+", default=["llama2-7b", "llama3-8b", "gemma2-9b"], choices=list(MODELS))
     p.add_argument("--procedures", nargs="+", default=[*PROCEDURES, "EEVE+LoRA"], choices=[*PROCEDURES, "EEVE+LoRA"])
     p.add_argument("--seq-lens", nargs="+", type=int, default=[512, 2048])

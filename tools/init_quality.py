@@ -7,7 +7,7 @@ bits per character compare across vocabularies (perplexity does not). Source is 
 Align should land far closer to Source than Random does: a new row that points nowhere near its spelling costs nats on
 every occurrence.
 
-    python -m workflow_scripts.init_quality --source-model /tmp/smollm2 --work /tmp/initq --out initq.json \
+    python -m tools.init_quality --source-model /tmp/smollm2 --work /tmp/initq --out initq.json \
         --lang th:resources/l10n/libreoffice-l10n-th_*.deb:4000 --lang si:...:1500
 """
 
@@ -172,7 +172,9 @@ def markdown(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m tools.init_quality", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--source-model", required=True, help="source model folder (e.g. SmolLM2 prepared by source_model)")
     p.add_argument(
         "--lang",
