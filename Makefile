@@ -28,8 +28,9 @@ lint: setup
 	$(BIN)/snakefmt --check Snakefile rules/
 	$(BIN)/snakemake --lint
 
+# Every test: -m "" lifts the default selection of pyproject.toml (plain `pytest` runs only the fast ones).
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -m ""
 
 clean-results:
 	find results -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
