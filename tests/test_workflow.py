@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, expected_counts, snakemake, tiny_config
+from workflow_scripts import lapt
 
 PLAN_RULES = ("prepare_source_model", "lapt", "initialize", "expand_tokenizer", "evaluate_mt", "measure_speed")
 
@@ -48,30 +49,41 @@ def test_bad_config_stops_before_any_job(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
-def _wait_for_checkpoint(proc: subprocess.Popen, root: Path, timeout: float) -> Path | None:
+def _wait_for_file(proc: subprocess.Popen, path: Path, timeout: float) -> bool:
+    """Whether ``path`` appeared before ``proc`` ended or the timeout passed."""
     deadline = time.time() + timeout
     while time.time() < deadline and proc.poll() is None:
-        found = [p for p in root.glob("results/*/*/*/checkpoints/*") if not p.name.startswith(".")]
-        if found:
-            return found[0]
-        time.sleep(0.01)
-    return None
+        if path.exists():
+            return True
+        time.sleep(0.05)
+    return path.exists()
+
+
+HOLD_STEP = 2  # configs/test.yaml: 6 steps, a checkpoint every 2
 
 
 @pytest.mark.e2e
 def test_end_to_end_killed_and_resumed(tmp_path):
-    """Run the tiny grid, Ctrl-C Snakemake and its jobs mid-training, run again: it finishes without redoing work."""
+    """Run the tiny grid, Ctrl-C Snakemake and its jobs mid-training, run again: it finishes without redoing work.
+
+    The first training job holds after its step-2 checkpoint (lapt's test-only hold hook) until the Ctrl-C arrives, so
+    the interruption always lands mid-training, at a known step, however loaded the machine is.
+    """
     config = tiny_config(tmp_path)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    held = tmp_path / "held_at_step"
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        lapt.HOLD_AT_STEP_ENV: f"{HOLD_STEP}:{held}",
+    }
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path)]
     cmd += ["--cores", "1", "--configfile", str(config)]
     log = open(tmp_path / "first_run.log", "w")
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        checkpoint = _wait_for_checkpoint(proc, tmp_path, timeout=600)
-        assert checkpoint is not None, (tmp_path / "first_run.log").read_text()[-3000:]
-        method_dir = checkpoint.parents[1]
-        interrupted = not (method_dir / "train_stats.json").exists()
+        assert _wait_for_file(proc, held, timeout=900), (tmp_path / "first_run.log").read_text()[-3000:]
+        method_dir = Path(held.read_text(encoding="utf-8")).parent
+        assert (method_dir / "checkpoints").is_dir() and not (method_dir / "train_stats.json").exists()
         finished = [*sorted(tmp_path.glob("results/data/**/*.txt")), tmp_path / "results/models/tiny/source_info.json"]
         mtimes = {p: p.stat().st_mtime_ns for p in finished}
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
@@ -85,9 +97,8 @@ def test_end_to_end_killed_and_resumed(tmp_path):
     result = snakemake(["--cores", "2", "--configfile", str(config)], tmp_path)
     assert result.returncode == 0, result.stderr[-4000:]
     assert {p: p.stat().st_mtime_ns for p in finished} == mtimes, "finished jobs were redone"
-    if interrupted:
-        stats = yaml.safe_load((method_dir / "train_stats.json").read_text())
-        assert stats["resumed_from"] and stats["resumed_from"][-1] > 0, stats
+    stats = yaml.safe_load((method_dir / "train_stats.json").read_text())
+    assert stats["resumed_from"] == [HOLD_STEP], stats
 
     table = pd.read_csv(tmp_path / "results/tables/results.csv")
     assert set(table["label"]) == {"Source", "CPT-only", "Mean"}
