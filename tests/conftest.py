@@ -1,4 +1,10 @@
-"""Shared fixtures: SmolLM2's real tokenizer and a tiny random Llama that uses it (no weights to load)."""
+"""Shared fixtures and helpers of the tests (test modules never import each other; what two of them need lives here).
+
+- real text and tokenizers: the l10n pairs, SmolLM2's tokenizer from its GGUF package;
+- tiny models with no weights to load: a random Llama with SmolLM2's tokenizer (tied and untied);
+- hand-built tokenizers and models for the initialization tests (``expand_tokenizer``, ``tiny_model``, ...);
+- LAPT helpers (``model_state``, ``one_thread``) and the Snakefile runner (``snakemake``, ``tiny_config``).
+"""
 
 from __future__ import annotations
 
@@ -35,23 +41,48 @@ def pytest_configure(config):
 
 
 @pytest.fixture(scope="session")
-def smollm2_tokenizer_dir(tmp_path_factory) -> Path:
-    """SmolLM2-135M-Instruct's byte-level BPE tokenizer, exported from the GGUF as a tokenizer folder."""
+def smollm2_tokenizer_dir(request, tmp_path_factory) -> Path:
+    """SmolLM2-135M-Instruct's byte-level BPE tokenizer, exported from the GGUF as a tokenizer folder.
+
+    Parsing the GGUF takes about 15 s, so the export is kept in pytest's cache between runs, keyed by the package
+    version and the exporting code (workflow_scripts/source_model.py); a clean clone (CI) exports it afresh.
+    """
+    import hashlib
+    import importlib.metadata
+
+    from workflow_scripts.io import atomic_path
     from workflow_scripts.source_model import load_gguf, locate_package_file
 
-    out = tmp_path_factory.mktemp("smollm2_tokenizer")
-    _, tok = load_gguf(locate_package_file(SMOLLM2["package"], SMOLLM2["file"]), tokenizer_only=True)
-    tok.save_pretrained(out)
+    cache = getattr(request.config, "cache", None)
+    if cache is None:  # -p no:cacheprovider
+        out = tmp_path_factory.mktemp("smollm2_tokenizer") / "tokenizer"
+    else:
+        code = hashlib.sha256((REPO / "workflow_scripts" / "source_model.py").read_bytes()).hexdigest()[:12]
+        version = importlib.metadata.version(SMOLLM2["package"])
+        out = cache.mkdir(f"smollm2_tokenizer-{version}-{code}") / "tokenizer"
+    if not (out / "tokenizer.json").is_file():
+        _, tok = load_gguf(locate_package_file(SMOLLM2["package"], SMOLLM2["file"]), tokenizer_only=True)
+        with atomic_path(out) as tmp:
+            tok.save_pretrained(tmp)
     return out
 
 
 @pytest.fixture(scope="session")
-def tiny_llama_dir(tmp_path_factory) -> Path:
-    """A 6-layer, 64-wide random Llama with SmolLM2's tokenizer and tied embeddings, saved as an HF folder."""
-    from workflow_scripts.source_model import prepare
+def tiny_llama_dir(tmp_path_factory, smollm2_tokenizer_dir) -> Path:
+    """A 6-layer, 64-wide random Llama with SmolLM2's tokenizer and tied embeddings, saved as an HF folder.
+
+    Built as ``source_model.prepare`` builds a ``random_llama`` model, from the exported tokenizer (no second GGUF
+    parse); tests/test_workflow.py runs ``prepare`` itself through the Snakefile.
+    """
+    from transformers import AutoTokenizer
+
+    from workflow_scripts.source_model import RANDOM_DEFAULTS, random_llama
 
     out = tmp_path_factory.mktemp("tiny_llama") / "model"
-    prepare(TINY_LLAMA, out)
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_tokenizer_dir)
+    model = random_llama(tokenizer, **{**RANDOM_DEFAULTS, **TINY_LLAMA["random"]})
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
     return out
 
 
