@@ -1,0 +1,107 @@
+"""Command line: every paper table, figure and the cost table from a results CSV (see the package docstring)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from workflow_scripts.io import setup_logging, write_text
+from workflow_scripts.paper import costs, figures, render
+from workflow_scripts.paper.cells import fill, stand_ins
+from workflow_scripts.paper.specs import TABLES
+
+log = logging.getLogger("vocabexp")
+FIGURES = ("figure2", "figure3", "figure4", "figure5", "loss_curves")
+DATA_PREFIX = "> Data: "
+DATA_SUFFIX = ". The embedded default's numbers are not comparable to the paper's."
+
+
+def data_labels_from_markdown(path: Path) -> list[str]:
+    """The data labels rule `tables` wrote into results.md ("> Data: ..." lines), if the file is there."""
+    if not path.is_file():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [
+        line[len(DATA_PREFIX) :].removesuffix(DATA_SUFFIX).rstrip(".") for line in lines if line.startswith(DATA_PREFIX)
+    ]
+
+
+def output_names() -> list[str]:
+    """Every file the command writes, relative to --out (the rule's outputs)."""
+    names = [f"{t.name}.{ext}" for t in TABLES for ext in ("md", "tex", "csv", "html")]
+    names += [f"{f}.{ext}" for f in FIGURES for ext in ("png", "pdf")]
+    return [*names, "costs.md", "costs.csv", "costs.html", "tables.md"]
+
+
+def _read_optional_csv(path: Path) -> pd.DataFrame | None:
+    return pd.read_csv(path) if path.is_file() else None
+
+
+def write_tables(frame: pd.DataFrame, out: Path, labels: list[str], models: dict[str, str]) -> list[str]:
+    """Every table spec, filled and written in four formats; returns the Markdown of each."""
+    pages = []
+    for spec in TABLES:
+        filled = fill(spec, frame, models)
+        md = render.markdown(filled, labels)
+        write_text(out / f"{spec.name}.md", md)
+        write_text(out / f"{spec.name}.tex", render.latex(filled))
+        write_text(out / f"{spec.name}.csv", render.to_csv(filled))
+        write_text(out / f"{spec.name}.html", render.to_html(filled, labels))
+        pages.append(md)
+    return pages
+
+
+def write_figures(frame: pd.DataFrame, root: Path, out: Path, labels: list[str]) -> None:
+    """Figures 2-5 and the loss curves from the CSV and, when present, the files next to it under ``root``."""
+    figures.figure2(_read_optional_csv(root / "analysis" / "fragmentation.csv"), out / "figure2")
+    figures.figure_vnew(frame, out / "figure3", figures.FIGURE3_TASKS, "Figure 3: generation vs |V_new|", labels)
+    reports = figures.read_reports(sorted(root.glob("*/*/tokenizer/*.report.json")))
+    figures.figure4(reports, frame, out / "figure4", labels)
+    figures.figure_vnew(frame, out / "figure5", figures.FIGURE5_TASKS, "Figure 5: classification vs |V_new|", labels)
+    figures.loss_curves(figures.read_losses(sorted(root.glob("*/*/*/loss.tsv"))), out / "loss_curves", labels)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m workflow_scripts.paper", description=__doc__)
+    p.add_argument("--results", required=True, type=Path, help="results/tables/results.csv (rule tables)")
+    p.add_argument("--out", required=True, type=Path, help="output folder, e.g. results/paper")
+    p.add_argument("--results-root", type=Path, help="folder with analysis/, benchmarks/, {model}/{lang}/ "
+                   "(default: two levels above --results)")  # fmt: skip
+    p.add_argument("--config", type=Path, help="the grid's config (model sizes for the requested hours)")
+    p.add_argument("--data-label", action="append", help="data description (default: read from results.md)")
+    stand_in_help = (
+        "results model standing in for a paper model, e.g. llama2=smollm2; 'none' for none (default: the first "
+        "model stands in for llama2 when the results hold none of the paper's)"
+    )
+    p.add_argument("--stand-in", action="append", metavar="PAPER=MODEL", help=stand_in_help)
+    p.add_argument("--log")
+    a = p.parse_args(argv)
+    setup_logging(a.log)
+    if not a.results.is_file():
+        raise SystemExit(f"--results {a.results}: no such file (rule tables writes results/tables/results.csv)")
+    frame = pd.read_csv(a.results)
+    root = a.results_root or a.results.resolve().parent.parent
+    labels = a.data_label or data_labels_from_markdown(a.results.with_suffix(".md"))
+    requested = None
+    if a.stand_in:
+        requested = dict(s.split("=", 1) for s in a.stand_in if s != "none")
+    models = stand_ins(frame, requested)
+    pages = write_tables(frame, a.out, labels, models)
+    write_text(a.out / "tables.md", "# The paper's tables from this run's results\n\n" + "\n".join(pages))
+    write_figures(frame, root, a.out, labels)
+    sizes = {}
+    if a.config:
+        sizes = {m: s.get("size") for m, s in (yaml.safe_load(a.config.read_text()) or {}).get("models", {}).items()}
+    table = costs.cost_table(costs.read_benchmarks(root / "benchmarks"), sizes)
+    write_text(a.out / "costs.md", costs.markdown(table, labels))
+    write_text(a.out / "costs.csv", table.to_csv(index=False))
+    write_text(a.out / "costs.html", costs.to_html(table, labels))
+    log.info("paper: %d tables, %d figures, %d cost rows -> %s", len(TABLES), len(FIGURES), len(table), a.out)
+
+
+if __name__ == "__main__":
+    main()

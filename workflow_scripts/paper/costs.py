@@ -1,0 +1,132 @@
+"""What each grid cell cost: measured wall time and GPU-hours from Snakemake's benchmark files, per model x language x
+method, next to the time limits the planning report counts (workflow_scripts/resources.py, as `python -m tools.plan`).
+
+Jobs named by a cell's method slug (lapt, evaluate_*, measure_speed) are the cell's own; jobs several cells share
+(tokenizers, initialization, the source model) are listed as their own rows, so nothing is counted twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from workflow_scripts.resources import GPU_RULES, SIZE_RESOURCES, sized_resources
+
+COLUMNS = ["model", "language", "method", "rules", "jobs", "wall_h", "gpu_h", "requested_h", "requested_gpu_h"]
+# Benchmark file names per rule (rules/*.smk `benchmark:`): the wildcards before the method or shared job name.
+CELL_RULES = ("lapt", "evaluate_mt", "evaluate_ppl", "measure_speed")
+
+
+def parse_benchmark_name(rule: str, stem: str) -> tuple[str, str, str]:
+    """(model, language, method or shared job) from a benchmark file's name, e.g. tiny.th.Mean.k50.2x2LS.clm.L64."""
+    if rule == "prepare_source_model":
+        return stem, "", "(shared) source model"
+    if rule in ("sample_cc100", "extract_l10n_pairs", "split_l10n", "flores_mt"):
+        return "", stem, f"(shared) data: {rule}"
+    parts = stem.split(".", 2)
+    if len(parts) < 3 and rule != "train_aux_tokenizer":
+        return "", "", f"(shared) {rule} {stem}"
+    model, lang = parts[0], parts[1]
+    rest = parts[2] if len(parts) > 2 else ""
+    if rule in CELL_RULES or rule.startswith("evaluate_"):
+        return model, lang, rest
+    return model, lang, f"(shared) {rule} {rest}".rstrip()
+
+
+def read_benchmarks(root: str | Path) -> pd.DataFrame:
+    """One row per benchmark file under ``root`` (results/benchmarks/{rule}/*.tsv): rule, cell and seconds."""
+    rows = []
+    for path in sorted(Path(root).glob("*/*.tsv")):
+        rule = path.parent.name
+        model, lang, method = parse_benchmark_name(rule, path.stem)
+        bench = pd.read_csv(path, sep="\t")
+        if bench.empty or "s" not in bench:
+            continue
+        seconds = float(bench["s"].iloc[-1])  # with repeats, the last run (the one whose outputs were kept)
+        rows.append({"rule": rule, "model": model, "language": lang, "method": method, "s": seconds})
+    return pd.DataFrame(rows, columns=["rule", "model", "language", "method", "s"])
+
+
+def _requested(rule: str, size: str | None) -> float | None:
+    """Time limit (hours) of attempt 1 for ``rule`` on a model of ``size``, or None when the cost table lacks it."""
+    if rule not in SIZE_RESOURCES:
+        return None
+    try:
+        return sized_resources(rule, size)["runtime"] / 60
+    except KeyError:
+        return None
+
+
+def cost_table(bench: pd.DataFrame, sizes: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Per model x language x method (or shared job): jobs, measured wall and GPU-hours, requested hours."""
+    if bench.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    sizes = sizes or {}
+    bench = bench.copy()
+    gpus = bench["rule"].isin(GPU_RULES).astype(int)
+    bench["wall_h"] = bench["s"] / 3600
+    bench["gpu_h"] = bench["wall_h"] * gpus
+    requested = [
+        _requested(r, sizes.get(m)) if sizes.get(m) or not m else None
+        for r, m in zip(bench["rule"], bench["model"], strict=True)
+    ]
+    bench["requested_h"] = requested
+    bench["requested_gpu_h"] = [None if h is None else h * g for h, g in zip(requested, gpus, strict=True)]
+    grouped = bench.groupby(["model", "language", "method"], sort=True, dropna=False)
+    table = grouped.agg(
+        rules=("rule", lambda r: ", ".join(sorted(set(r)))),
+        jobs=("rule", "size"),
+        wall_h=("wall_h", "sum"),
+        gpu_h=("gpu_h", "sum"),
+        requested_h=("requested_h", lambda v: v.sum(min_count=len(v))),
+        requested_gpu_h=("requested_gpu_h", lambda v: v.sum(min_count=len(v))),
+    ).reset_index()
+    # cells first, shared jobs after, in the grid's order
+    table["shared"] = table["method"].str.startswith("(shared)")
+    return table.sort_values(["shared", "model", "language", "method"]).drop(columns="shared")[COLUMNS]
+
+
+def _hours(value: object) -> str:
+    if value is None or pd.isna(value):
+        return "–"
+    return f"{value:.3f}" if value < 10 else f"{value:,.1f}"
+
+
+def markdown(table: pd.DataFrame, data_labels: Iterable[str] = ()) -> str:
+    """The cost table as Markdown, with the totals and what the columns mean."""
+    lines = ["## Cost per grid cell", ""]
+    lines += [f"> Data: {label}." for label in data_labels] + ([""] if data_labels else [])
+    if table.empty:
+        return "\n".join([*lines, "No benchmark files (results/benchmarks/) yet.", ""])
+    head = ["model", "language", "method", "rules", "jobs", "wall h", "GPU h", "requested h", "requested GPU h"]
+    lines += ["| " + " | ".join(head) + " |", "|---|---|---|---|---:|---:|---:|---:|---:|"]
+    for rec in table.to_dict("records"):
+        values = [rec[c] for c in ("model", "language", "method", "rules", "jobs")]
+        values += [_hours(rec[c]) for c in ("wall_h", "gpu_h", "requested_h", "requested_gpu_h")]
+        lines.append("| " + " | ".join(str(v) for v in values) + " |")
+    total = [_hours(table[c].sum()) for c in ("wall_h", "gpu_h")]
+    req = [_hours(table[c].sum(min_count=len(table))) for c in ("requested_h", "requested_gpu_h")]
+    lines.append(f"| **total** | | | | {int(table['jobs'].sum())} | {total[0]} | {total[1]} | {req[0]} | {req[1]} |")
+    lines += [
+        "",
+        "Measured: Snakemake `benchmark:` files (results/benchmarks/{rule}/*.tsv), wall seconds of each job; GPU h = "
+        f"wall h x the GPUs a job asks for (one for {', '.join(GPU_RULES)}), also where it ran without a GPU. "
+        "Requested: the attempt-1 time limits of workflow_scripts/resources.py by model size, the upper bound "
+        "`python -m tools.plan` sums (– where the model's size is not known: pass --config).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def to_html(table: pd.DataFrame, data_labels: Iterable[str] = ()) -> str:
+    """The cost table as a standalone HTML page (for the Snakemake report)."""
+    import html
+
+    from workflow_scripts.paper.render import CSS
+
+    body = table.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="–") if not table.empty else ""
+    labels = "".join(f"<p><i>Data: {html.escape(lbl)}.</i></p>" for lbl in data_labels)
+    note = html.escape(markdown(table).splitlines()[-1]) if not table.empty else "No benchmark files yet."
+    head = f"<html><head><meta charset='utf-8'><style>{CSS}</style></head><body><h3>Cost per grid cell</h3>"
+    return f"{head}{labels}{body}<p>{note}</p></body></html>\n"

@@ -1,0 +1,310 @@
+"""Declarative specifications of the paper's tables (paper 002, Tables 1-11 and 14): one `TableSpec` per table.
+
+A table is model blocks x rows x (language x column). A `Column` names one task and one metric of
+results/tables/results.csv; a `Row` selects grid cells by their settings (``label``, ``procedure``, ...) on top of the
+table's ``recipe`` (the paper's settings for that table). A new table is a few lines: pick the models, the languages,
+the columns and the rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Metric names, one field each: (task, metric) as the evaluation steps write them into results.csv.
+MT = ("mt", "chrF")
+SUM = ("sum", "rougeL")
+BLEURT = ("sum", "bleurt")
+MC = ("mc", "accuracy")
+GMMLU = ("gmmlu", "accuracy")
+EN_MC = ("mc_en", "accuracy")  # English Belebele after LAPT on the target language (Table 9)
+EN_MMLU = ("mmlu_en", "accuracy")
+PPL = ("ppl", "perplexity")
+SPEEDUP = "speedup"  # tokens_per_second / Source's on the same task and language (the paper's T/S speed-up)
+
+LANGUAGES = ("ar", "my", "de", "el", "hi", "ja", "si", "sw", "te", "th")
+LANGUAGE_NAMES = {
+    "ar": "Arabic",
+    "my": "Burmese",
+    "de": "German",
+    "el": "Greek",
+    "hi": "Hindi",
+    "ja": "Japanese",
+    "si": "Sinhala",
+    "sw": "Swahili",
+    "te": "Telugu",
+    "th": "Thai",
+}
+MODEL_NAMES = {"llama2": "Llama2", "llama3": "Llama3", "gemma2": "Gemma2"}
+PAPER_MODELS = tuple(MODEL_NAMES)
+NO_GMMLU = ("my", "th")  # Global-MMLU has no Burmese or Thai
+
+# The paper's recipes: §7.1 (LoRA + clm + 2048) for Tables 1-4; §7.3 (2x2 LS + mtp + 512) for Tables 6-11.
+DEFAULT_RECIPE = {
+    "procedure": "LoRA",
+    "objective": "clm",
+    "seq_len": 2048,
+    "k": 100,
+    "vocab": "expand",
+    "posthoc": "none",
+}
+RECOMMENDED = {**DEFAULT_RECIPE, "procedure": "2x2LS", "objective": "mtp", "seq_len": 512}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One value per language: ``metric`` of ``task``, shown under ``header``, ``scale`` times the stored value."""
+
+    task: str
+    metric: str
+    header: str
+    fmt: str = "{:.1f}"  # a format string, or "frac2": two decimals without the leading zero (the paper's .08)
+    scale: float = 1.0
+    higher_is_better: bool | None = True  # None: not compared with Source (perplexity across vocabularies)
+    skip_languages: tuple[str, ...] = ()  # shown "n/a": the benchmark has no such language
+
+
+@dataclass(frozen=True)
+class Row:
+    """Grid cells selected by ``select`` (cell columns of results.csv, plus ``vocab`` and ``posthoc``)."""
+
+    label: str
+    select: dict[str, Any]
+    group: str = ""  # shown in the first column where it changes (the paper's "+Speedup", "LoRA", ...)
+    metric: str | None = None  # replaces every column's metric (the "Speedup" rows of Tables 6, 10 and 11)
+    fmt: str | None = None
+    ranked: bool = True  # competes for best / second best
+    gray: bool = False  # not comparable with the other rows (same vocabulary as Source, Tables 2 and 7)
+    baseline: bool = False  # the Source row the "better than Source" marks compare to
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One paper table: blocks per model, rows, and per language the columns."""
+
+    number: str
+    caption: str
+    models: tuple[str, ...]
+    languages: tuple[str, ...]
+    columns: tuple[Column, ...]
+    rows: tuple[Row, ...]
+    recipe: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_RECIPE))
+    best: str | None = None  # "min" or "max": bold / underline the best and second best of the ranked rows
+    mark_source: bool = True  # mark cells better than Source
+
+    @property
+    def name(self) -> str:
+        return f"table{self.number}"
+
+
+def _col(task_metric: tuple[str, str], header: str, **kw: Any) -> Column:
+    return Column(task_metric[0], task_metric[1], header, **kw)
+
+
+MT_COL = _col(MT, "mt", fmt="frac2", scale=0.01)  # the paper prints chrF / 100
+SUM_COL = _col(SUM, "sum", fmt="{:.0f}")
+MC_COL = _col(MC, "mc", fmt="frac2")
+GMMLU_COL = _col(GMMLU, "gmmlu", fmt="frac2", skip_languages=NO_GMMLU)
+PPL_COL = _col(PPL, "ppl", higher_is_better=None)
+SOURCE = Row("Source", {"label": "Source"}, ranked=False, baseline=True)
+CPT = Row("CPT-only", {"label": "CPT-only"}, ranked=False)
+
+
+def inits(*names: str, group: str = "+Speedup", **select: Any) -> tuple[Row, ...]:
+    """One row per initialization method, the group label on the first."""
+    return tuple(Row(n, {"label": n, **select}, group=group if i == 0 else "") for i, n in enumerate(names))
+
+
+def speed_columns(*task_metrics: tuple[str, str], metric: str = SPEEDUP) -> tuple[Column, ...]:
+    """Speed-up columns for the given tasks (higher is better, never compared with Source)."""
+    return tuple(Column(t, metric, t, fmt="{:.2f}x", higher_is_better=None) for t, _ in task_metrics)
+
+
+def strategies(*, group_names: dict[str, str] | None = None) -> tuple[Row, ...]:
+    """Align under each training procedure x objective x sequence length (Tables 5 and 14)."""
+    names = group_names or {"LoRA": "LoRA", "2-stage": "2-stage", "2x2LS": "2x2 LS"}
+    rows = []
+    for procedure, group in names.items():
+        for i, (objective, seq_len) in enumerate([("clm", 2048), ("mtp", 2048), ("clm", 512), ("mtp", 512)]):
+            select = {"label": "Align", "procedure": procedure, "objective": objective, "seq_len": seq_len}
+            rows.append(Row(f"{objective}+{seq_len}", select, group=group if i == 0 else ""))
+    return tuple(rows)
+
+
+def speed_row(label: str, init: str, **select: Any) -> Row:
+    """The paper's "Speedup" row under a block: the T/S speed-up of one method, per task."""
+    return Row(label, {"label": init, **select}, metric=SPEEDUP, fmt="{:.2f}x", ranked=False)
+
+
+EXPANDED = ("Random", "FOCUS", "Mean", "Merge", "Align")
+SIX = ("ar", "my", "el", "hi", "si", "te")
+THREE = ("my", "si", "te")
+FOUR_TASKS = (MT_COL, SUM_COL, MC_COL, GMMLU_COL)
+TS_ROW = Row("Source (T/S)", {"label": "Source"}, metric="tokens_per_second", fmt="{:.1f}", ranked=False)
+
+TABLES: tuple[TableSpec, ...] = (
+    TableSpec(
+        "1",
+        "Mean performance on generation tasks (mt chrF/100, sum ROUGE-L) over runs, Llama2 as source. "
+        "Marked: better than Source per language and task.",
+        ("llama2",),
+        LANGUAGES,
+        (MT_COL, SUM_COL),
+        (SOURCE, CPT, *inits(*EXPANDED)),
+    ),
+    TableSpec(
+        "2",
+        "Perplexity on the language-specific held-out set, Llama2 as source. Gray (italic) rows share Source's "
+        "vocabulary and are not comparable with the others. Bold / underlined: best / second-best among adapted "
+        "models.",
+        ("llama2",),
+        LANGUAGES,
+        (PPL_COL,),
+        (
+            Row("Source", {"label": "Source"}, ranked=False, gray=True, baseline=True),
+            Row("CPT-only", {"label": "CPT-only"}, ranked=False, gray=True),
+            *(Row(n, {"label": n}) for n in EXPANDED),
+        ),
+        best="min",
+        mark_source=False,
+    ),
+    TableSpec(
+        "3",
+        "Mean performance on classification tasks (mc, gmmlu accuracy), Llama2 as source. gmmlu has no Burmese or "
+        "Thai.",
+        ("llama2",),
+        LANGUAGES,
+        (MC_COL, GMMLU_COL),
+        (SOURCE, CPT, *inits(*EXPANDED)),
+    ),
+    TableSpec(
+        "4a",
+        "Inference efficiency on generation tasks: Source's tokens generated per second (T/S), and every model's "
+        "T/S speed-up over Source. Bold / underlined: best / second-best speed-up per language and task.",
+        ("llama2",),
+        LANGUAGES,
+        speed_columns(MT, SUM),
+        (TS_ROW, SOURCE, CPT, *inits(*EXPANDED)),
+        best="max",
+    ),
+    TableSpec(
+        "4b",
+        "Inference efficiency on classification tasks (mc, gmmlu): Source's T/S and every model's T/S speed-up.",
+        ("llama2",),
+        LANGUAGES,
+        speed_columns(MC, GMMLU),
+        (TS_ROW, SOURCE, CPT, *inits(*EXPANDED)),
+        best="max",
+    ),
+    TableSpec(
+        "4c",
+        "Not in the paper: the speed-up in characters generated per second (comparable across vocabularies; an "
+        "expanded model emits fewer, longer tokens), next to Table 4a.",
+        ("llama2",),
+        LANGUAGES,
+        speed_columns(MT, SUM, metric="speedup_chars"),
+        (SOURCE, CPT, *inits(*EXPANDED)),
+        best="max",
+    ),
+    TableSpec(
+        "5",
+        "Mean performance of Align models on generation tasks per training strategy, Llama2 as source.",
+        ("llama2",),
+        SIX,
+        (MT_COL, SUM_COL),
+        (SOURCE, CPT, *strategies()),
+    ),
+    TableSpec(
+        "6",
+        "Mean performance and inference speed-up with Llama3 and Gemma2 as source (2x2 LS + mtp + 512). "
+        "The Speedup row is Align's.",
+        ("llama3", "gemma2"),
+        THREE,
+        FOUR_TASKS,
+        (SOURCE, CPT, *inits("Random", "Mean", "Align"), speed_row("Speedup", "Align")),
+        recipe=RECOMMENDED,
+    ),
+    TableSpec(
+        "7",
+        "Perplexity on the language-specific held-out set, Llama3 and Gemma2 as source. Gray (italic) rows are not "
+        "comparable with the others (different vocabulary).",
+        ("llama3", "gemma2"),
+        THREE,
+        (PPL_COL,),
+        (
+            Row("Source", {"label": "Source"}, ranked=False, gray=True, baseline=True),
+            Row("CPT-only", {"label": "CPT-only"}, ranked=False, gray=True),
+            *(Row(n, {"label": n}) for n in ("Random", "Mean", "Align")),
+        ),
+        recipe=RECOMMENDED,
+        mark_source=False,
+    ),
+    TableSpec(
+        "8",
+        "Mean sum performance in ROUGE-L and BLEURT over runs, all three source models (2x2 LS + mtp + 512).",
+        PAPER_MODELS,
+        THREE,
+        (_col(SUM, "ROUGE-L", fmt="{:.0f}"), _col(BLEURT, "BLEURT", fmt="frac2")),
+        (SOURCE, CPT, *inits("Random", "Mean", "Align")),
+        recipe=RECOMMENDED,
+    ),
+    TableSpec(
+        "9",
+        "Source knowledge retention on English benchmarks (Belebele mc, mmlu). Each language names the target "
+        "language the model was adapted to.",
+        PAPER_MODELS,
+        THREE,
+        (_col(EN_MC, "mc", fmt="frac2"), _col(EN_MMLU, "mmlu", fmt="frac2")),
+        (SOURCE, CPT, Row("Align", {"label": "Align"})),
+        recipe=RECOMMENDED,
+    ),
+    TableSpec(
+        "10a",
+        "Gemma2 with ElChat (post-hoc, training-free) on target-language tasks; Speedup rows are Align's without and "
+        "with ElChat.",
+        ("gemma2",),
+        THREE,
+        FOUR_TASKS,
+        (
+            SOURCE,
+            CPT,
+            Row("Align", {"label": "Align"}, group="+Speedup"),
+            Row("+ ElChat", {"label": "Align", "posthoc": "elchat"}),
+            speed_row("Speedup", "Align"),
+            speed_row("(ElChat)", "Align", posthoc="elchat"),
+        ),
+        recipe=RECOMMENDED,
+    ),
+    TableSpec(
+        "10b",
+        "Gemma2 with ElChat on English tasks (Belebele mc, mmlu).",
+        ("gemma2",),
+        THREE,
+        (_col(EN_MC, "mc", fmt="frac2"), _col(EN_MMLU, "mmlu", fmt="frac2")),
+        (SOURCE, CPT, Row("Align", {"label": "Align"}), Row("+ ElChat", {"label": "Align", "posthoc": "elchat"})),
+        recipe=RECOMMENDED,
+    ),
+    TableSpec(
+        "11",
+        "Vocabulary replacement on target-language tasks, Gemma2 as source. The Speedup row is Mean's.",
+        ("gemma2",),
+        THREE,
+        FOUR_TASKS,
+        (
+            SOURCE,
+            CPT,
+            *inits("Random", "FOCUS", "Mean", vocab="replace"),
+            speed_row("Speedup", "Mean", vocab="replace"),
+        ),
+        recipe={**RECOMMENDED, "k": None},
+    ),
+    TableSpec(
+        "14",
+        "Mean performance of Align models on classification tasks per training strategy, Llama2 as source.",
+        ("llama2",),
+        SIX,
+        (MC_COL, GMMLU_COL),
+        (SOURCE, CPT, *strategies()),
+    ),
+)
+TABLES_BY_NAME = {t.name: t for t in TABLES}
