@@ -4,6 +4,7 @@
 localrules:
     tables,
     fragmentation,
+    paper_tables,
 
 
 rule tables:
@@ -40,3 +41,27 @@ rule fragmentation:
     shell:
         "python -m workflow_scripts.fragmentation --tokenizers {params.tokenizers} --pairs {params.pairs}"
         " --texts-label {params.label:q} --out {output} 2>> {log}"
+
+
+rule paper_tables:
+    """The paper's Tables 1-11 and 14, Figures 2-5, the loss curves and the cost per cell, from results.csv alone."""
+    input:
+        results="results/tables/results.csv",
+        markdown="results/tables/results.md",
+        fragmentation="results/analysis/fragmentation.csv",
+    output:
+        paper_report_files(),
+        costs=report(
+            "results/paper/costs.html", caption="../report/costs.rst", category="Costs"
+        ),
+        other=paper_outputs(),
+    log:
+        "results/logs/paper_tables/paper_tables.log",
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        sizes=paper_sizes,
+        data=fragmentation_label,
+    shell:
+        "python -m workflow_scripts.paper --results {input.results} --out results/paper {params.sizes}"
+        " --log {log}"
