@@ -1,0 +1,238 @@
+"""The paper's tables from a results CSV: cells in the right place, "–" and footnotes where missing, mean ± sd over
+runs, best / second-best and better-than-Source marks, the paper's own Table 2 reproduced cell for cell, the costs."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from workflow_scripts import tables
+from workflow_scripts.paper import costs, render
+from workflow_scripts.paper.cells import MISSING, NOT_APPLICABLE, fill, fmt_value, stand_ins
+from workflow_scripts.paper.specs import LANGUAGES, TABLES_BY_NAME, output_names
+
+LORA = {"procedure": "LoRA", "objective": "clm", "seq_len": 2048}
+REC = {"procedure": "2x2LS", "objective": "mtp", "seq_len": 512}
+
+
+def rec(label, lang, task, metric, value, *, model="llama2", k=100, seed=None, run=None, method=None, **settings):
+    """One results.csv row; the method slug is spelled from the settings as the grid does."""
+    expands = label not in ("Source", "CPT-only")
+    trains = label != "Source"
+    s = {**LORA, **settings} if trains else {}
+    if method is None:
+        parts = [label] + ([f"k{k}"] if expands else [])
+        parts += [s["procedure"], s["objective"], f"L{s['seq_len']}"] if trains else []
+        method = ".".join(parts) if label != "Source" else "Source"
+    return {
+        "model": model, "language": lang, "method": method, "label": label, "init": label if expands else None,
+        "procedure": s.get("procedure"), "objective": s.get("objective"), "seq_len": s.get("seq_len"),
+        "k": k if expands else None, "aux_vocab_size": 50000 if expands else None,
+        "task": task, "metric": metric, "value": value, "seed": seed, "run": run,
+    }  # fmt: skip
+
+
+def frame(*rows):
+    return pd.DataFrame(list(rows))
+
+
+def test_cell_in_place_missing_and_footnote():
+    f = frame(
+        rec("Source", "th", "mt", "chrF", 10.0, seed=1),
+        rec("Source", "th", "mt", "chrF", 12.0, seed=2),
+        rec("Mean", "th", "mt", "chrF", 15.0),
+        rec("Mean", "si", "mt", "chrF", 4.0),
+    )
+    filled = fill(TABLES_BY_NAME["table1"], f)
+    # chrF is printed / 100 with two decimals, as the paper does; two seeds give mean ± sample sd (sqrt 2 = 1.41)
+    assert filled.cell("llama2", "Source", "th", "mt").text == ".11 ± .01"
+    mean_th = filled.cell("llama2", "Mean", "th", "mt")
+    assert (mean_th.text, mean_th.better) == (".15", True)
+    assert filled.cell("llama2", "Mean", "si", "mt").better is False  # no Source for si: nothing to compare
+    assert filled.cell("llama2", "Mean", "ar", "mt").text == MISSING
+    assert filled.cell("llama2", "Mean", "th", "sum").text == MISSING
+    csv_rows = render.plain_rows(filled)
+    header, mean_row = csv_rows[0], next(r for r in csv_rows if r[3] == "Mean")
+    assert mean_row[header.index("th mt")] == ".15" and mean_row[header.index("si mt")] == ".04"
+    notes = "\n".join(filled.notes)
+    assert "Random, mt chrF: llama2 × {ar, my, de, el, hi, ja, si, sw, te, th} × Random.k100.LoRA.clm.L2048" in notes
+    assert "rule evaluate_mt: results/llama2/{lang}/Random.k100.LoRA.clm.L2048/eval/mt.json" in notes
+    assert "Mean, mt chrF: llama2 × {ar, my, de, el, hi, ja, sw, te}" in notes  # si and th are filled
+    md = render.markdown(filled)
+    assert "| .15 ↑ |" in md  # the Markdown marker for better than Source
+    assert r"\cellcolor{green!15}.15" in render.latex(filled)
+    assert 'class="better"><b>' not in render.to_html(filled) and 'class="better">.15' in render.to_html(filled)
+
+
+def test_mean_and_sd_over_the_run_column():
+    runs = [rec("Align", "my", "mt", "chrF", v, run=i, seed=42) for i, v in enumerate([10, 11, 12, 13, 14])]
+    cell = fill(TABLES_BY_NAME["table1"], frame(*runs)).cell("llama2", "Align", "my", "mt")
+    assert (cell.n, cell.mean, cell.text) == (5, 12.0, ".12 ± .02")  # sd of 10..14 = 1.58
+
+
+def test_best_and_second_among_adapted_rows_only():
+    values = {"Source": 5.0, "CPT-only": 4.0, "Random": 10.0, "FOCUS": 12.0, "Mean": 9.0, "Merge": 9.0, "Align": 9.5}
+    f = frame(*(rec(label, "ar", "ppl", "perplexity", v) for label, v in values.items()))
+    filled = fill(TABLES_BY_NAME["table2"], f)
+    ranks = {label: filled.cell("llama2", label, "ar", "ppl").rank for label in values}
+    # lowest perplexity wins; ties share the rank; Source and CPT-only (gray, same vocabulary) never rank
+    assert ranks == {"Source": 0, "CPT-only": 0, "Random": 0, "FOCUS": 0, "Mean": 1, "Merge": 1, "Align": 2}
+    md = render.markdown(filled)
+    assert "| *Source* | 5.0 |" in md and "| Mean | **9.0** |" in md and "| Align | <u>9.5</u> |" in md
+    assert r"\textbf{9.0}" in render.latex(filled) and r"\underline{9.5}" in render.latex(filled)
+    assert not any(c.better for b in filled.blocks for _, cells in b.rows for c in cells)  # ppl: no Source marks
+
+
+def test_the_papers_recipe_wins_and_a_lone_other_setting_is_footnoted():
+    f = frame(
+        rec("Mean", "th", "mt", "chrF", 20.0),  # LoRA + clm + 2048: the paper's Table 1 recipe
+        rec("Mean", "th", "mt", "chrF", 30.0, **REC),
+        rec("Mean", "si", "mt", "chrF", 40.0, **REC),  # the only Mean for si
+        rec("Mean", "my", "mt", "chrF", 50.0, procedure="2x2LS", objective="clm", seq_len=128),
+        rec("Mean", "my", "mt", "chrF", 60.0, **REC),  # two cells, neither the recipe: ambiguous
+    )
+    filled = fill(TABLES_BY_NAME["table1"], f)
+    assert filled.cell("llama2", "Mean", "th", "mt").text == ".20"
+    assert filled.cell("llama2", "Mean", "si", "mt").text == ".40"
+    assert filled.cell("llama2", "Mean", "my", "mt").text == MISSING
+    notes = "\n".join(filled.notes)
+    assert "Mean (llama2): uses Mean.k100.2x2LS.mtp.L512, not the paper's Mean.k100.LoRA.clm.L2048 [si]" in notes
+    assert "ambiguous: Mean.k100.2x2LS.clm.L128, Mean.k100.2x2LS.mtp.L512" in notes
+
+
+def test_strategy_rows_select_procedure_objective_and_length():
+    f = frame(
+        rec("Align", "ar", "mt", "chrF", 11.0, procedure="2-stage", objective="mtp", seq_len=512),
+        rec("Align", "ar", "mt", "chrF", 17.0, procedure="2x2LS", objective="mtp", seq_len=512),
+    )
+    filled = fill(TABLES_BY_NAME["table5"], f)
+    block = filled.blocks[0]
+    rows = [(row.select.get("procedure"), cells[0].text) for row, cells in block.rows if row.label == "mtp+512"]
+    assert rows == [("LoRA", MISSING), ("2-stage", ".11"), ("2x2LS", ".17")]
+
+
+def test_speedup_rows_blocks_and_not_applicable():
+    f = frame(
+        rec("Source", "my", "mt", "tokens_per_second", 20.0, model="llama3"),
+        rec("Align", "my", "mt", "tokens_per_second", 50.0, model="llama3", **REC),
+        rec("Align", "my", "mt", "chrF", 21.0, model="llama3", **REC),
+        rec("Align", "si", "mc", "accuracy", 0.30, model="gemma2", **REC),
+    )
+    f = tables.add_derived(f.drop(columns="run"))  # the speed-up rows rule tables adds
+    filled = fill(TABLES_BY_NAME["table6"], f)
+    assert [b.model for b in filled.blocks] == ["llama3", "gemma2"]
+    assert filled.cell("llama3", "Speedup", "my", "mt").text == "2.50x"
+    assert filled.cell("llama3", "Align", "my", "mt").text == ".21"
+    assert filled.cell("gemma2", "Align", "si", "mc").text == ".30"
+    assert filled.cell("gemma2", "Align", "my", "gmmlu").text == NOT_APPLICABLE
+    assert filled.cell("gemma2", "Align", "si", "gmmlu").text == MISSING
+
+
+def test_posthoc_and_replacement_rows_come_from_the_slug():
+    f = frame(
+        rec("Align", "te", "mt", "chrF", 32.0, model="gemma2", **REC),
+        rec("Align", "te", "mt", "chrF", 41.0, model="gemma2", method="Align.k100.2x2LS.mtp.L512.elchat", **REC),
+        rec("Mean", "te", "mt", "chrF", 4.0, model="gemma2", method="Mean.replace.2x2LS.mtp.L512", **REC),
+    )
+    t10 = fill(TABLES_BY_NAME["table10a"], f)
+    assert t10.cell("gemma2", "Align", "te", "mt").text == ".32"
+    assert t10.cell("gemma2", "+ ElChat", "te", "mt").text == ".41"
+    t11 = fill(TABLES_BY_NAME["table11"], f)
+    assert t11.cell("gemma2", "Mean", "te", "mt").text == ".04"  # the replacement cell, not expansion's Align/Mean
+
+
+def test_stand_in_model():
+    smol = frame(rec("Mean", "th", "mt", "chrF", 3.0, model="smollm2"))
+    assert stand_ins(smol) == {"llama2": "smollm2"}
+    assert stand_ins(frame(rec("Mean", "th", "mt", "chrF", 3.0))) == {}
+    filled = fill(TABLES_BY_NAME["table1"], smol)
+    assert filled.cell("llama2", "Mean", "th", "mt").text == ".03"
+    assert "smollm2 stands in for Llama2" in filled.notes[0]
+    assert fill(TABLES_BY_NAME["table1"], smol, {}).cell("llama2", "Mean", "th", "mt").text == MISSING
+
+
+# The paper's Table 2 (seeds/002, perplexity on held-out text, Llama2), as published.
+PAPER_TABLE2 = """\
+Model	ar	my	de	el	hi	ja	si	sw	te	th
+Source	8.3	5.0	35.7	4.8	6.4	20.4	3.5	47.2	2.4	9.4
+CPT-only	4.2	2.7	10.9	2.9	3.2	5.4	2.3	12.7	1.8	4.3
+Random	11.9	11.9	12.0	7.1	8.3	15.0	8.7	13.9	7.1	8.8
+FOCUS	11.5	13.8	12.1	6.6	8.9	14.8	9.3	13.7	7.9	9.4
+Mean	9.4	11.6	11.7	6.0	6.4	14.7	8.1	13.5	6.9	7.8
+Merge	9.8	12.6	11.8	6.1	6.7	15.1	8.7	13.7	7.3	8.0
+Align	9.3	11.2	11.7	5.9	6.3	15.1	8.0	13.5	6.7	7.6
+"""
+
+
+def test_papers_table2_comes_out_cell_for_cell():
+    lines = [line.split("\t") for line in PAPER_TABLE2.splitlines()]
+    langs = lines[0][1:]
+    assert tuple(langs) == LANGUAGES
+    f = frame(
+        *(
+            rec(row[0], lang, "ppl", "perplexity", float(v))
+            for row in lines[1:]
+            for lang, v in zip(langs, row[1:], strict=True)
+        )
+    )
+    filled = fill(TABLES_BY_NAME["table2"], f)
+    out = render.plain_rows(filled)
+    assert [r[3:] for r in out] == [["row", *langs], *lines[1:]]
+    assert not [n for n in filled.notes if n.startswith(MISSING)]  # nothing missing, no footnote on what to run
+    # The paper's bold / underline: Arabic best Align 9.3, second Mean 9.4; German Mean and Align tie at 11.7.
+    assert (
+        filled.cell("llama2", "Align", "ar", "ppl").rank == 1 and filled.cell("llama2", "Mean", "ar", "ppl").rank == 2
+    )
+    assert (
+        filled.cell("llama2", "Mean", "de", "ppl").rank == 1 and filled.cell("llama2", "Align", "de", "ppl").rank == 1
+    )
+    assert filled.cell("llama2", "Merge", "de", "ppl").rank == 2
+
+
+def test_fmt_value():
+    assert fmt_value(8.0, "frac2", 0.01) == ".08"
+    assert fmt_value(0.5, "frac2") == ".50"
+    assert fmt_value(1.234, "{:.2f}x") == "1.23x"
+
+
+def test_costs_per_cell(tmp_path):
+    bench = tmp_path / "benchmarks"
+    files = {
+        "lapt/smollm2.th.Mean.k100.2x2LS.clm.L128.tsv": 90.0,
+        "evaluate_mt/smollm2.th.Mean.k100.2x2LS.clm.L128.tsv": 18.0,
+        "evaluate_mt/smollm2.th.Source.tsv": 36.0,
+        "initialize/smollm2.th.Mean.aux4000.k100.tsv": 10.0,
+        "prepare_source_model/smollm2.tsv": 30.0,
+    }
+    for name, seconds in files.items():
+        path = bench / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"s\th:m:s\tmax_rss\n{seconds}\t0:00:00\t1.0\n", encoding="utf-8")
+    table = costs.cost_table(costs.read_benchmarks(bench), {"smollm2": "135M"}).set_index("method")
+    mean = table.loc["Mean.k100.2x2LS.clm.L128"]
+    assert mean["jobs"] == 2 and mean["wall_h"] == pytest.approx(108 / 3600) == mean["gpu_h"]
+    assert mean["requested_h"] == pytest.approx((60 + 30) / 60)  # resources.py, 135M: lapt 60 min, evaluate_mt 30
+    assert table.loc["(shared) initialize Mean.aux4000.k100", "gpu_h"] == 0  # not a GPU rule
+    assert table.loc["(shared) source model", "model"] == "smollm2"
+    assert "| **total** | | | | 5 |" in costs.markdown(table.reset_index())
+
+
+@pytest.mark.slow
+def test_cli_on_a_csv_alone(tmp_path):
+    from workflow_scripts.paper.__main__ import main
+
+    csv = tmp_path / "tables" / "results.csv"
+    csv.parent.mkdir()
+    f = frame(
+        rec("Source", "th", "mt", "chrF", 2.5, model="smollm2"), rec("Mean", "th", "mt", "chrF", 2.9, model="smollm2")
+    )
+    f.to_csv(csv, index=False)
+    (csv.parent / "results.md").write_text("# Results\n\n> Data: stand-in text. The embedded default's numbers are "
+                                           "not comparable to the paper's.\n", encoding="utf-8")  # fmt: skip
+    main(["--results", str(csv), "--out", str(tmp_path / "paper")])
+    written = sorted(p.name for p in (tmp_path / "paper").iterdir())
+    assert written == sorted(output_names())
+    table1 = (tmp_path / "paper" / "table1.md").read_text(encoding="utf-8")
+    assert "> Data: stand-in text." in table1 and "smollm2 stands in for Llama2" in table1
+    assert "| Mean | " in table1 and ".03 ↑" in table1
+    assert "No benchmark files" in (tmp_path / "paper" / "costs.md").read_text(encoding="utf-8")
