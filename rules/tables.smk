@@ -64,4 +64,4 @@ rule paper_tables:
         data=fragmentation_label,
     shell:
         "python -m workflow_scripts.paper --results {input.results} --out results/paper {params.sizes}"
-        " --log {log}"
+        " 2>> {log}"
