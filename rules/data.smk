@@ -115,3 +115,42 @@ rule flores_mt:
     shell:
         "python -m workflow_scripts.corpus flores --root {params.root:q} --lang {wildcards.lang} --n {params.n}"
         " --seed {params.seed} --out {output.mt} 2>> {log}"
+
+
+rule mc_proxy:
+    """The embedded default's mc proxy: Belebele-layout 4-way choices built from held-out l10n pairs (not Belebele)."""
+    input:
+        pairs="results/data/{lang}/l10n/pairs.tsv",
+        heldout="results/data/{lang}/l10n/heldout.txt",
+    output:
+        directory("results/data/{lang}/l10n/mc_proxy"),
+    log:
+        "results/logs/mc_proxy/{lang}.log",
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        n=config["evaluation"]["mc"]["n"],
+        seed=config["seed"],
+    shell:
+        "python -m workflow_scripts.harness.datasets mc-proxy --pairs {input.pairs} --heldout {input.heldout}"
+        " --lang {wildcards.lang} --n {params.n} --seed {params.seed} --out {output} 2>> {log}"
+
+
+localrules:
+    download_dataset,
+
+
+rule download_dataset:
+    """Fetch an evaluation dataset's wanted subsets once from the hub (run where the network is: the login node)."""
+    output:
+        directory("results/downloads/hf/{dataset}"),
+    log:
+        "results/logs/download_dataset/{dataset}.log",
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        hub_id=dataset_hub_id,
+        subsets=dataset_subsets,
+    shell:
+        "python -m workflow_scripts.harness.datasets download --name {wildcards.dataset} --hub-id {params.hub_id:q}"
+        " --subsets {params.subsets} --out {output} 2>> {log}"

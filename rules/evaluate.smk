@@ -2,7 +2,7 @@
 
 
 rule evaluate_mt:
-    """English->target translation, zero-shot, chrF (per-sentence mean, as in the paper)."""
+    """English->target translation with the paper's prompt through LightEval; chrF per sentence, averaged (and corpus)."""
     input:
         model=evaluated_model,
         pairs=mt_file,
@@ -28,12 +28,127 @@ rule evaluate_mt:
         max_new_tokens=config["evaluation"]["mt"]["max_new_tokens"],
         batch_size=config["evaluation"]["mt"]["batch_size"],
         decoding=config["evaluation"]["mt"]["decoding"],
+        runs=config["evaluation"]["mt"]["runs"],
         seed=config["seed"],
     shell:
-        "python -m workflow_scripts.evaluate mt --model {input.model} --pairs {input.pairs} --lang {wildcards.lang}"
-        " --n {params.n} --max-new-tokens {params.max_new_tokens} --batch-size {params.batch_size}"
-        " --decoding {params.decoding} --seed {params.seed} --cell {params.cell:q} --data-label {params.data_label:q} --out {output.result}"
+        "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task mt --lang {wildcards.lang}"
+        " --model {input.model} --pairs {input.pairs} --n {params.n} --max-new-tokens {params.max_new_tokens}"
+        " --batch-size {params.batch_size} --decoding {params.decoding} --runs {params.runs} --seed {params.seed}"
+        " --cell {params.cell:q} --data-label {params.data_label:q} --out {output.result}"
         " --predictions {output.predictions} --threads {threads} 2>> {log}"
+
+
+rule evaluate_sum:
+    """Summarization with the paper's prompt (XL-Sum / MLSUM / GreekSUM) through LightEval; ROUGE-L F1, script-aware."""
+    input:
+        model=evaluated_model,
+        data=harness_data("sum"),
+    output:
+        result="results/{model}/{lang}/{method}/eval/sum.json",
+        predictions="results/{model}/{lang}/{method}/eval/sum_predictions.tsv",
+    log:
+        "results/logs/evaluate_sum/{model}.{lang}.{method}.log",
+    benchmark:
+        "results/benchmarks/evaluate_sum/{model}.{lang}.{method}.tsv"
+    conda:
+        "../envs/workflow.yaml"
+    threads: 2
+    resources:
+        mem_mb=sized("evaluate_mt", "mem_mb"),
+        runtime=sized("evaluate_mt", "runtime"),
+        cpus_per_gpu=sized("evaluate_mt", "cpus_per_gpu"),
+        gpu=gpus("evaluate_mt"),
+    params:
+        cell=cell_json,
+        data=harness_data_arg("sum"),
+        n=config["evaluation"]["sum"]["n"],
+        max_new_tokens=config["evaluation"]["sum"]["max_new_tokens"],
+        batch_size=config["evaluation"]["sum"]["batch_size"],
+        decoding=config["evaluation"]["sum"]["decoding"],
+        runs=config["evaluation"]["sum"]["runs"],
+        seed=config["seed"],
+    shell:
+        "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task sum --lang {wildcards.lang}"
+        " --model {input.model} {params.data} --n {params.n} --max-new-tokens {params.max_new_tokens}"
+        " --batch-size {params.batch_size} --decoding {params.decoding} --runs {params.runs} --seed {params.seed}"
+        " --cell {params.cell:q} --out {output.result} --predictions {output.predictions} --threads {threads} 2>> {log}"
+
+
+rule evaluate_mc:
+    """Belebele (or the default's l10n proxy), 3-shot, log-likelihood accuracy through LightEval."""
+    input:
+        model=evaluated_model,
+        data=harness_data("mc"),
+    output:
+        result="results/{model}/{lang}/{method}/eval/mc.json",
+    log:
+        "results/logs/evaluate_mc/{model}.{lang}.{method}.log",
+    benchmark:
+        "results/benchmarks/evaluate_mc/{model}.{lang}.{method}.tsv"
+    conda:
+        "../envs/workflow.yaml"
+    threads: 2
+    resources:
+        mem_mb=sized("evaluate_ppl", "mem_mb"),
+        runtime=sized("evaluate_ppl", "runtime"),
+        cpus_per_gpu=sized("evaluate_ppl", "cpus_per_gpu"),
+        gpu=gpus("evaluate_ppl"),
+    params:
+        args=harness_choice_args("mc"),
+        cell=cell_json,
+        data_label=mc_label,
+    shell:
+        "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task mc --lang {wildcards.lang}"
+        " --model {input.model} {params.args} --cell {params.cell:q} --data-label {params.data_label:q}"
+        " --out {output.result} --threads {threads} 2>> {log}"
+
+
+use rule evaluate_mc as evaluate_gmmlu with:
+    input:
+        model=evaluated_model,
+        data=harness_data("gmmlu"),
+    output:
+        result="results/{model}/{lang}/{method}/eval/gmmlu.json",
+    log:
+        "results/logs/evaluate_gmmlu/{model}.{lang}.{method}.log",
+    benchmark:
+        "results/benchmarks/evaluate_gmmlu/{model}.{lang}.{method}.tsv"
+    params:
+        args=harness_choice_args("gmmlu"),
+        cell=cell_json,
+        data_label="Global-MMLU",
+
+
+use rule evaluate_mc as evaluate_mc_en with:
+    input:
+        model=evaluated_model,
+        data=harness_data("mc_en"),
+    output:
+        result="results/{model}/{lang}/{method}/eval/mc_en.json",
+    log:
+        "results/logs/evaluate_mc_en/{model}.{lang}.{method}.log",
+    benchmark:
+        "results/benchmarks/evaluate_mc_en/{model}.{lang}.{method}.tsv"
+    params:
+        args=harness_choice_args("mc_en"),
+        cell=cell_json,
+        data_label="English Belebele (retention, Table 9)",
+
+
+use rule evaluate_mc as evaluate_gmmlu_en with:
+    input:
+        model=evaluated_model,
+        data=harness_data("gmmlu_en"),
+    output:
+        result="results/{model}/{lang}/{method}/eval/gmmlu_en.json",
+    log:
+        "results/logs/evaluate_gmmlu_en/{model}.{lang}.{method}.log",
+    benchmark:
+        "results/benchmarks/evaluate_gmmlu_en/{model}.{lang}.{method}.tsv"
+    params:
+        args=harness_choice_args("gmmlu_en"),
+        cell=cell_json,
+        data_label="English MMLU (Global-MMLU en; retention, Table 9)",
 
 
 rule evaluate_ppl:

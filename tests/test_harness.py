@@ -1,0 +1,215 @@
+"""The paper's evaluation tasks through LightEval (workflow_scripts/harness): metrics on hand cases, prompts, the
+embedded default's data, and (slow: LightEval imports in ~15 s) runs on a tiny model checked against recomputations."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO, l10n_pairs
+from workflow_scripts.harness import datasets, metrics, prompts
+
+
+def test_rouge_l_thai_and_sinhala_hand_counts():
+    # Thai has no spaces: grapheme clusters. pred แ ม ว กิ น ข้ า ว, ref แ ม ว กิ น ป ล า: LCS 6 of 8 and 8 -> F 0.75
+    assert metrics.segment("แมวกินปลา") == ["แ", "ม", "ว", "กิ", "น", "ป", "ล", "า"]
+    assert metrics.rouge_l("แมวกินข้าว", "แมวกินปลา") == pytest.approx(75.0)
+    # Sinhala has spaces: words, vowel signs stay in them. LCS 2 of 3 and 3 -> F 2/3
+    assert metrics.segment("මම ගෙදර යනවා.") == ["මම", "ගෙදර", "යනවා"]
+    assert metrics.rouge_l("මම ගෙදර යනවා", "මම පාසල් යනවා") == pytest.approx(200 / 3)
+    # rouge-score's own tokenizer deletes the non-Latin text: the reason for ours
+    from rouge_score import rouge_scorer
+
+    assert rouge_scorer.RougeScorer(["rougeL"]).score("แมวกินปลา", "แมวกินปลา")["rougeL"].fmeasure == 0
+
+
+def test_chrf_equals_sacrebleu():
+    from sacrebleu.metrics import CHRF
+
+    hyp, ref = "the cat sat on the mat", "the cat is on the mat"
+    assert metrics.sentence_chrf(hyp, ref) == CHRF().sentence_score(hyp, [ref]).score
+    assert metrics.corpus_chrf([hyp, "a"], [ref, "b"]) == CHRF().corpus_score([hyp, "a"], [[ref, "b"]]).score
+
+
+def test_accuracy_ties_and_normalization():
+    assert metrics.choice_accuracy([-1.0, -2.0, -3.0, -4.0], 0) == 1
+    assert metrics.choice_accuracy([-2.0, -2.0, -3.0, -4.0], 0) == 1  # tie: the first tied choice wins
+    assert metrics.choice_accuracy([-2.0, -2.0, -3.0, -4.0], 1) == 0
+    # token-normalized: -4 over 4 tokens beats -2 over 1 token
+    assert metrics.choice_accuracy([-2.0, -4.0], 1, lengths=[1, 4]) == 1
+    assert metrics.choice_accuracy([-2.0, -4.0], 1) == 0
+
+
+def test_paper_prompts():
+    assert prompts.mt_query("Hello.", "th") == "แปลภาษาอังกฤษเป็นไทย:\nHello. ="
+    assert prompts.sum_query("A\nB", "en") == "Summarize the following text in English: A B Summary:"
+    assert set(prompts.prompt_table()["mt"]) == {"ar", "my", "de", "el", "hi", "ja", "si", "sw", "te", "th"}
+    query = prompts.mcf_query("Q?", ["a", "b", "c", "d"], passage="P")
+    assert query == "P\nQuestion: Q?\nA. a\nB. b\nC. c\nD. d\nAnswer:"
+
+
+def test_mc_proxy_items_are_seeded_and_hold_the_translation():
+    pairs = l10n_pairs("th")[:30]
+    items = datasets.proxy_items(pairs, 10, seed=3)
+    assert items == datasets.proxy_items(pairs, 10, seed=3)
+    for (en, tgt), item in zip(pairs, items, strict=False):
+        answers = [item[f"mc_answer{i}"] for i in range(1, 5)]
+        assert item["flores_passage"] == en and answers[int(item["correct_answer_num"]) - 1] == tgt
+        assert len(set(answers)) == 4
+
+
+def test_gmmlu_has_no_thai_and_missing_mirror_names_the_rule(tmp_path):
+    with pytest.raises(datasets.Unavailable, match="no th subset"):
+        datasets.task_source("gmmlu", "th")
+    with pytest.raises(FileNotFoundError, match=r"dataset belebele .*download_dataset"):
+        datasets.resolve("belebele", "facebook/belebele", downloads=tmp_path)
+
+
+# ---- LightEval runs (slow) -------------------------------------------------------------------------------------------
+
+
+def belebele_fixture(folder, lang: str = "th", n: int = 8):
+    """A local folder in Belebele's hub layout (README configs, one subset, split test), from real l10n pairs."""
+    items = datasets.proxy_items(l10n_pairs(lang)[200:240], n, seed=0)
+    return datasets.write_hub_layout(folder, {datasets.FLORES_CODES[lang]: {"test": items}})
+
+
+def xlsum_fixture(folder):
+    pairs = l10n_pairs("th")[300:310]
+    rows = [
+        {"id": str(i), "url": "", "title": "", "text": " ".join(t for _, t in pairs[i : i + 3]), "summary": t}
+        for i, (_, t) in enumerate(pairs[:6])
+    ]
+    return datasets.write_hub_layout(folder, {"thai": {"train": rows[:2], "test": rows[2:]}})
+
+
+def gmmlu_fixture(folder):
+    rows = [
+        {
+            "question": f"{i} + 1 = ?",
+            "option_a": "1",
+            "option_b": str(i + 1),
+            "option_c": "0",
+            "option_d": "9",
+            "answer": "B",
+            "subject": "math",
+        }
+        for i in range(8)
+    ]
+    return datasets.write_hub_layout(folder, {"si": {"dev": rows[:5], "test": rows[5:]}})
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_llama_dir):
+    from workflow_scripts.evaluate import load_model
+
+    model, tokenizer = load_model(tiny_llama_dir, "float32", "cpu")
+    return model, tokenizer, str(tiny_llama_dir)
+
+
+@pytest.mark.slow
+def test_lighteval_choice_loglikelihood_equals_transformers(tiny, tmp_path):
+    import torch
+
+    from workflow_scripts.harness.run import run_task
+    from workflow_scripts.harness.tasks import task_config
+
+    model, tokenizer, model_dir = tiny
+    config = task_config("mc", "th", belebele_fixture(tmp_path / "bele", n=3))
+    config.num_fewshots = 0
+    result = run_task(model, model_dir, config, n=3, decoding="greedy", seed=0, batch_size=4, max_length=2048)
+    detail = result.details[0]
+    context = detail.doc.query
+    for choice, reported in zip(detail.doc.choices, detail.model_response.logprobs, strict=True):
+        ctx = tokenizer(context)["input_ids"]
+        whole = tokenizer(context + choice)["input_ids"]
+        assert whole[: len(ctx)] == ctx
+        with torch.no_grad():
+            logp = torch.log_softmax(model(torch.tensor([whole])).logits[0].float(), -1)
+        direct = sum(logp[i - 1, whole[i]].item() for i in range(len(ctx), len(whole)))
+        assert reported == pytest.approx(direct, abs=1e-4)
+    # LightEval's accuracy is our recomputation from its details
+    recomputed = [metrics.choice_accuracy(d.model_response.logprobs, d.doc.gold_index) for d in result.details]
+    assert result.scores["acc"] == pytest.approx(sum(recomputed) / len(recomputed))
+
+
+@pytest.mark.slow
+def test_mt_score_is_recomputed_from_details_and_runs_are_seeded(tiny, tmp_path):
+    from workflow_scripts.harness.run import run_task
+    from workflow_scripts.harness.tasks import task_config
+
+    model, _, model_dir = tiny
+    (tmp_path / "mt.tsv").write_text("".join(f"{e}\t{t}\n" for e, t in l10n_pairs("th")[:4]), encoding="utf-8")
+    config = task_config(
+        "mt", "th", datasets.pairs_dataset(tmp_path / "mt.tsv", "th", tmp_path / "ds"), generation_size=6
+    )
+
+    def texts(decoding, seed):
+        r = run_task(model, model_dir, config, n=4, decoding=decoding, seed=seed, batch_size=4, max_length=512)
+        return r, [d.model_response.final_text[0] for d in r.details]
+
+    greedy, g1 = texts("greedy", 0)
+    hyps = [
+        metrics.sentence_chrf(t.split("\n")[0].strip(), d.doc.get_golds()[0])
+        for t, d in zip(g1, greedy.details, strict=True)
+    ]
+    assert greedy.scores["chrF"] == pytest.approx(sum(hyps) / len(hyps))
+    assert texts("greedy", 1)[1] == g1
+    sampled = [texts("paper", seed)[1] for seed in (0, 1, 2)]
+    assert sampled[0] != sampled[1] and sampled[1] != sampled[2]
+    assert texts("paper", 1)[1] == sampled[1]
+
+
+@pytest.mark.slow
+def test_cli_offline_on_hub_layout_fixtures(tiny_llama_dir, tmp_path):
+    """Every task runs offline on local mirrors (HF_HUB_OFFLINE=1); gmmlu for Thai writes the reason, no score."""
+    bele, xlsum, gmmlu = (
+        belebele_fixture(tmp_path / "bele"),
+        xlsum_fixture(tmp_path / "xlsum"),
+        gmmlu_fixture(tmp_path / "g"),
+    )
+    (tmp_path / "mt.tsv").write_text("".join(f"{e}\t{t}\n" for e, t in l10n_pairs("th")[:3]), encoding="utf-8")
+    jobs = [
+        ("mt", "th", ["--pairs", tmp_path / "mt.tsv", "--runs", "2", "--decoding", "paper"]),
+        ("sum", "th", ["--data", xlsum]),
+        ("mc", "th", ["--data", bele, "--fewshot", "1"]),
+        ("gmmlu", "si", ["--data", gmmlu, "--fewshot", "2"]),
+        ("gmmlu", "th", []),
+    ]
+    env = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
+    for task, lang, extra in jobs:
+        out = tmp_path / f"{task}_{lang}.json"
+        cmd = [
+            sys.executable,
+            "-m",
+            "workflow_scripts.harness",
+            "--task",
+            task,
+            "--lang",
+            lang,
+            "--model",
+            str(tiny_llama_dir),
+            "--n",
+            "3",
+            "--max-new-tokens",
+            "4",
+            "--cell",
+            '{"method": "Source"}',
+            "--out",
+            str(out),
+            *map(str, extra),
+        ]
+        proc = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        result = json.loads(out.read_text())
+        if (task, lang) == ("gmmlu", "th"):
+            assert result["records"] == [] and "no th subset" in result["details"]["unavailable"]
+            continue
+        assert result["details"]["n_items"] == 3
+        runs = {r["run"] for r in result["records"]}
+        assert runs == ({0, 1} if task == "mt" else {0})
+        metric = {"mt": "chrF", "sum": "rougeL", "mc": "acc", "gmmlu": "acc"}[task]
+        assert metric in {r["metric"] for r in result["records"]}

@@ -1,0 +1,129 @@
+"""Command line of one evaluation job: one task of the paper on one cell's model, through LightEval (paper 002 §6.4).
+
+    python -m workflow_scripts.harness --task mt --lang th --model DIR --pairs mt.tsv --cell JSON --out mt.json
+    python -m workflow_scripts.harness --task mc --lang th --model DIR --data FOLDER --fewshot 3 ...
+
+Generation tasks run ``--runs`` times with seeds ``--seed``, ``--seed + 1``, ...; every record carries its run and
+seed. A task without data for the language (gmmlu for my, th) writes no records and the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+from workflow_scripts.harness.datasets import Unavailable, pairs_dataset, task_source
+from workflow_scripts.io import set_threads, setup_logging, write_json, write_text
+
+log = logging.getLogger("vocabexp")
+GENERATIVE = {"mt", "sum"}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from workflow_scripts.evaluate import add_common_args
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_args(p)
+    p.add_argument("--task", required=True, choices=["mt", "sum", "mc", "gmmlu"])
+    p.add_argument("--lang", required=True, help="language code (en for the English retention checks)")
+    p.add_argument("--pairs", help="mt: English<TAB>target test pairs")
+    p.add_argument("--data", help="sum, mc, gmmlu: dataset folder in the hub layout")
+    p.add_argument("--fewshot", type=int, default=None, help="default: the paper's (mc 3, gmmlu 5, else 0)")
+    p.add_argument("--runs", type=int, default=1, help="generation tasks: runs with seeds seed, seed+1, ...")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--decoding", default="greedy", choices=["greedy", "paper"])
+    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--max-length", type=int, default=4096 + 128, help="context + generation tokens")
+    p.add_argument("--predictions", help="mt, sum: TSV of run, source id, reference, hypothesis")
+    return p.parse_args(argv)
+
+
+def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, list[str]]:
+    """Run the task: records (one per metric and run), details, and prediction rows."""
+    from workflow_scripts.evaluate import load_model
+    from workflow_scripts.harness.run import run_task
+    from workflow_scripts.harness.tasks import FEWSHOT, task_config
+
+    model, _ = load_model(a.model, a.dtype)
+    config = task_config(a.task, a.lang, folder, generation_size=a.max_new_tokens, tokenizer_dir=a.model)
+    config.num_fewshots = FEWSHOT[a.task] if a.fewshot is None else a.fewshot
+    runs = a.runs if a.task in GENERATIVE else 1
+    records, seconds, rows = [], [], ["run\tid\treference\thypothesis"]
+    for run in range(runs):
+        seed = a.seed + run
+        result = run_task(
+            model,
+            a.model,
+            config,
+            n=a.n,
+            decoding=a.decoding,
+            seed=seed,
+            batch_size=a.batch_size,
+            max_length=a.max_length,
+        )
+        records += [
+            {"task": a.task, "metric": m, "value": v, "run": run, "seed": seed} for m, v in result.scores.items()
+        ]
+        seconds.append(round(result.seconds, 2))
+        for d in result.details:
+            if a.task in GENERATIVE:
+                hyp = d.model_response.final_text[0].split("\n", 1)[0].strip()
+                fields = (str(run), str(d.doc.id), d.doc.get_golds()[0], hyp)
+                rows.append("\t".join(x.replace("\t", " ").replace("\n", " ") for x in fields))
+        log.info("%s run %d (seed %d): %s", a.task, run, seed, result.scores)
+    details = {
+        "n_items": len(result.details),
+        "fewshot": config.num_fewshots,
+        "runs": runs,
+        "decoding": a.decoding,
+        "seeds": [a.seed + r for r in range(runs)],
+        "seconds_per_run": seconds,
+        "harness": "lighteval 0.13.0",
+    }
+    return records, details, rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    a = parse_args(argv)
+    setup_logging(a.log)
+    set_threads(a.threads)
+    from workflow_scripts.evaluate import read_cell
+
+    cell = read_cell(a.cell)
+    t0 = time.time()
+    details: dict = {"model_dir": str(a.model), "language": a.lang, "task": a.task}
+    try:
+        if a.task != "mt":
+            source = task_source(a.task, a.lang)  # raises Unavailable before any model is loaded
+            if not a.data:
+                raise Unavailable(f"no data folder (evaluation.datasets.{source.dataset} is not set; README)")
+        with tempfile.TemporaryDirectory(prefix="vocabexp-mt-") as tmp:
+            if a.task == "mt":
+                if not a.pairs:
+                    raise SystemExit("--pairs is required for mt")
+                folder = pairs_dataset(Path(a.pairs), a.lang, Path(tmp) / "pairs")
+                details["pairs_file"] = str(a.pairs)
+            else:
+                folder = Path(a.data)
+                details["data"] = str(a.data)
+            records, run_details, rows = evaluate(a, folder)
+        details.update(run_details)
+        if a.predictions:
+            write_text(a.predictions, "\n".join(rows) + "\n")
+    except Unavailable as e:
+        records = []
+        details["unavailable"] = str(e)
+        log.warning("%s %s: %s", a.task, a.lang, e)
+        if a.predictions:
+            write_text(a.predictions, "run\tid\treference\thypothesis\n")
+    details["seconds"] = round(time.time() - t0, 2)
+    if a.data_label:
+        details["data_label"] = a.data_label
+    write_json(a.out, {"cell": cell, "records": records, "details": details})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+"""Where the evaluation data come from: hub datasets mirrored once into ``results/downloads/hf/<name>/`` (hub layout),
+local folders in the same layout, and the embedded default's offline stand-ins (paper 002 §6.4).
+
+A dataset is named in ``evaluation.datasets`` by a hub id (fetched by the local rule ``download_dataset`` on a
+machine with network, then read offline) or by a local folder. A local folder mirrors the hub: a ``README.md`` whose
+YAML ``configs:`` block names each subset's split files, so that ``datasets.load_dataset(folder, subset)`` reads it
+exactly as it reads the hub id, and the same task definitions serve both.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from workflow_scripts.io import atomic_path, read_corpus, read_pairs, write_text
+
+DOWNLOADS = Path("results/downloads/hf")
+
+# FLORES-200 / Belebele codes of the paper's languages (and English for retention, Table 9).
+FLORES_CODES = {
+    "ar": "arb_Arab",
+    "my": "mya_Mymr",
+    "de": "deu_Latn",
+    "el": "ell_Grek",
+    "hi": "hin_Deva",
+    "ja": "jpn_Jpan",
+    "si": "sin_Sinh",
+    "sw": "swh_Latn",
+    "te": "tel_Telu",
+    "th": "tha_Thai",
+    "en": "eng_Latn",
+}
+XLSUM_NAMES = {
+    "ar": "arabic",
+    "my": "burmese",
+    "hi": "hindi",
+    "ja": "japanese",
+    "si": "sinhala",
+    "sw": "swahili",
+    "te": "telugu",
+    "th": "thai",
+    "en": "english",
+}
+GLOBAL_MMLU_LANGS = {"ar", "de", "el", "hi", "ja", "si", "sw", "te", "en"}  # no Burmese, no Thai
+
+
+@dataclass(frozen=True)
+class Source:
+    """One language's data for a task: dataset name, subset, evaluation split, few-shot split (None: the same)."""
+
+    dataset: str
+    subset: str
+    split: str
+    fewshot_split: str | None = None
+
+
+# evaluation.datasets defaults: hub ids; greeksum has no hub copy (a local folder, README "Evaluation data").
+HUB_IDS = {
+    "belebele": "facebook/belebele",
+    "xlsum": "csebuetnlp/xlsum",
+    "mlsum": "reciTAL/mlsum",
+    "greeksum": None,
+    "global_mmlu": "CohereForAI/Global-MMLU",
+}
+
+
+class Unavailable(Exception):
+    """A task that has no data for a language (reported as "–" with this reason, never as 0)."""
+
+
+def task_source(task: str, lang: str) -> Source:
+    """The dataset, subset and splits of ``task`` (mc, sum, gmmlu) for ``lang`` (paper 002 §6.4; Table 9 for en)."""
+    if task == "mc":
+        return Source("belebele", FLORES_CODES[lang], "test")
+    if task == "gmmlu":
+        if lang not in GLOBAL_MMLU_LANGS:
+            raise Unavailable(f"Global-MMLU has no {lang} subset (the paper reports no gmmlu for my and th)")
+        return Source("global_mmlu", lang, "test", "dev")
+    if task == "sum":
+        if lang == "de":
+            return Source("mlsum", "de", "test", "train")
+        if lang == "el":
+            return Source("greeksum", "el", "test", "train")
+        return Source("xlsum", XLSUM_NAMES[lang], "test", "train")
+    raise ValueError(f"no hub dataset for task {task!r}")
+
+
+def mirror_dir(name: str, downloads: Path = DOWNLOADS) -> Path:
+    """The folder the rule download_dataset writes for dataset ``name``."""
+    return downloads / name
+
+
+def resolve(name: str, setting: str | None, downloads: Path = DOWNLOADS) -> Path:
+    """The local folder to read dataset ``name`` from: the configured folder, or the hub id's mirror.
+
+    A missing mirror is one error naming the dataset and the rule that fetches it.
+    """
+    if setting and Path(setting).is_dir():
+        return Path(setting)
+    if setting is None:
+        raise FileNotFoundError(
+            f"evaluation.datasets.{name}: no hub copy exists; give a local folder in the hub layout (README, "
+            "'Evaluation data')"
+        )
+    mirror = mirror_dir(name, downloads)
+    if not (mirror / "README.md").is_file():
+        raise FileNotFoundError(
+            f"dataset {name} ({setting}): no local mirror at {mirror}; the local rule download_dataset fetches it "
+            f"(`snakemake {mirror}` where the network is), or set evaluation.datasets.{name} to a local folder"
+        )
+    return mirror
+
+
+def allow_patterns(name: str, subsets: list[str]) -> list[str]:
+    """Files of a hub dataset to fetch: its README (the configs) and the files of the wanted subsets only."""
+    return ["README.md", *(f"*{s}*" for s in subsets)]
+
+
+def download(name: str, hub_id: str, subsets: list[str], out: Path) -> Path:
+    """Fetch the wanted subsets of ``hub_id`` once into ``out`` (hub layout), atomically: a killed fetch leaves none."""
+    from huggingface_hub import snapshot_download
+
+    revision = None
+    if "@" in hub_id:
+        hub_id, revision = hub_id.split("@", 1)
+    with atomic_path(out) as tmp:
+        snapshot_download(
+            hub_id, repo_type="dataset", revision=revision, local_dir=tmp, allow_patterns=allow_patterns(name, subsets)
+        )
+    return out
+
+
+def write_hub_layout(folder: Path, subsets: dict[str, dict[str, list[dict]]], pretty_name: str = "") -> Path:
+    """A local dataset folder: ``{subset}/{split}.jsonl`` files and a README.md whose ``configs:`` block names them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = ["---", "configs:"]
+    for subset, splits in subsets.items():
+        lines += [f"- config_name: {subset}", "  data_files:"]
+        for split, rows in splits.items():
+            path = Path(subset) / f"{split}.jsonl"
+            (folder / subset).mkdir(exist_ok=True)
+            text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+            (folder / path).write_text(text, encoding="utf-8")
+            lines += [f"  - split: {split}", f"    path: {path.as_posix()}"]
+    lines += ["---", "", f"# {pretty_name or folder.name}", ""]
+    write_text(folder / "README.md", "\n".join(lines))
+    return folder
+
+
+def pairs_dataset(pairs_file: Path, lang: str, folder: Path, n: int | None = None) -> Path:
+    """The mt test pairs (English<TAB>target: l10n stand-in or FLORES devtest via ``corpus flores``) as a local
+    dataset: subset = the FLORES code, split ``test``, fields ``source`` and ``reference``."""
+    pairs = read_pairs(pairs_file, n)
+    rows = [{"id": i, "source": en, "reference": tgt} for i, (en, tgt) in enumerate(pairs)]
+    return write_hub_layout(folder, {FLORES_CODES[lang]: {"test": rows}}, f"mt pairs from {pairs_file}")
+
+
+PROXY_QUESTION = "Which sentence is the translation of the passage?"
+PROXY_LABEL = "mc proxy: 4-way choice of the translation of a held-out l10n sentence (not Belebele)"
+
+
+def proxy_items(pairs: list[tuple[str, str]], n: int, seed: int) -> list[dict]:
+    """Belebele-style 4-way items: passage = an English sentence, answers = its translation and three distractors
+    (translations of other held-out sentences), the correct position drawn at random; seeded."""
+    if len(pairs) < 4:
+        raise ValueError(f"the mc proxy needs at least 4 held-out pairs, got {len(pairs)}")
+    rng = random.Random(seed)
+    items = []
+    for i, (en, tgt) in enumerate(pairs[:n]):
+        others = [t for j, (_, t) in enumerate(pairs) if j != i and t != tgt]
+        answers = rng.sample(others, 3)
+        gold = rng.randrange(4)
+        answers.insert(gold, tgt)
+        item = {"link": "", "question_number": i, "flores_passage": en, "question": PROXY_QUESTION}
+        item.update({f"mc_answer{k + 1}": a for k, a in enumerate(answers)})
+        item.update(correct_answer_num=str(gold + 1), dialect="", ds="l10n-proxy")
+        items.append(item)
+    return items
+
+
+def heldout_pairs(pairs_file: Path, heldout_file: Path) -> list[tuple[str, str]]:
+    """The (English, target) pairs whose target side is in the held-out text, in held-out order (pairs are
+    deduplicated on both sides by the split step, so each held-out sentence has one English source)."""
+    english = {tgt: en for en, tgt in read_pairs(pairs_file)}
+    held = read_corpus(heldout_file, what="held-out text")
+    missing = [t for t in held if t not in english]
+    if missing:
+        raise ValueError(f"{heldout_file}: {len(missing)} held-out lines are not in {pairs_file}, e.g. {missing[0]!r}")
+    return [(english[t], t) for t in held]
+
+
+def write_mc_proxy(pairs_file: Path, heldout_file: Path, lang: str, out: Path, n: int, seed: int) -> Path:
+    """The embedded default's mc proxy in Belebele's layout (subset = FLORES code, split ``test``), atomically."""
+    items = proxy_items(heldout_pairs(pairs_file, heldout_file), n, seed)
+    with atomic_path(out) as tmp:
+        write_hub_layout(tmp, {FLORES_CODES[lang]: {"test": items}}, PROXY_LABEL)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    from workflow_scripts.io import setup_logging
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    dl = sub.add_parser("download", help="fetch a hub dataset's subsets once (run where the network is)")
+    dl.add_argument("--name", required=True)
+    dl.add_argument("--hub-id", required=True, help="owner/name[@revision]")
+    dl.add_argument("--subsets", nargs="+", required=True)
+    dl.add_argument("--out", required=True)
+    mc = sub.add_parser("mc-proxy", help="the embedded default's mc proxy from held-out l10n pairs")
+    mc.add_argument("--pairs", required=True)
+    mc.add_argument("--heldout", required=True)
+    mc.add_argument("--lang", required=True)
+    mc.add_argument("--n", type=int, required=True)
+    mc.add_argument("--seed", type=int, default=0)
+    mc.add_argument("--out", required=True)
+    p.add_argument("--log")
+    a = p.parse_args(argv)
+    setup_logging(a.log)
+    if a.cmd == "download":
+        download(a.name, a.hub_id, a.subsets, Path(a.out))
+    else:
+        write_mc_proxy(Path(a.pairs), Path(a.heldout), a.lang, Path(a.out), a.n, a.seed)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""Run the paper's tasks through LightEval's Python API on a loaded model (paper 002 §6.4; Table 13 b).
+
+The model is loaded once by the caller and handed to every pipeline (one per task and run). LightEval's sample cache is
+off (it keys outputs by the model config, not the weights, so a retrained model would get stale scores) and its
+registry holds only our tasks (its built-in registry downloads a file at import and fails offline).
+Generation tasks under the paper's sampling are run once per seed; greedy decoding gives the same output every run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+log = logging.getLogger("vocabexp")
+
+# Table 13 (b): beam sampling; "greedy" for cheap runs.
+SAMPLING = {
+    "paper": {"temperature": 0.8, "top_k": 40, "top_p": 0.9, "repetition_penalty": 1.1, "early_stopping": True},
+    "greedy": {"temperature": 0.0},
+}
+NUM_BEAMS = {"paper": 5, "greedy": 1}
+
+
+@contextlib.contextmanager
+def only_our_tasks(configs: list) -> Iterator[None]:
+    """LightEval's task registry restricted to ``configs`` for the duration of the block."""
+    from lighteval.tasks.registry import Registry
+
+    original = Registry.__dict__["load_all_task_configs"]
+
+    def ours(custom_tasks=None, load_multilingual=False):
+        return {c.name: c for c in configs}
+
+    Registry.load_all_task_configs = staticmethod(ours)
+    try:
+        yield
+    finally:
+        Registry.load_all_task_configs = original
+
+
+def set_decoding(model, decoding: str) -> None:
+    """What LightEval's GenerationParameters cannot say (num_beams, do_sample) goes into the model's generation config.
+
+    A fresh config, so that defaults stored with a checkpoint never leak into the runs.
+    """
+    from transformers import GenerationConfig
+
+    if decoding not in SAMPLING:
+        raise ValueError(f"unknown decoding {decoding!r}; expected one of {sorted(SAMPLING)}")
+    model.generation_config = GenerationConfig(do_sample=decoding == "paper", num_beams=NUM_BEAMS[decoding])
+
+
+@dataclass
+class TaskRun:
+    """One task's scores and per-item details from one pipeline run."""
+
+    scores: dict[str, float]
+    details: list  # LightEval DetailsLogger.Detail: doc, model_response, metric
+    seconds: float
+
+
+def run_task(
+    model, model_dir: str, config, *, n: int | None, decoding: str, seed: int, batch_size: int, max_length: int
+):
+    """Evaluate one task (a LightevalTaskConfig) on ``model`` (loaded from ``model_dir``) and return its ``TaskRun``.
+
+    ``n`` items are drawn by LightEval's fixed shuffle (seed 42), so every method sees the same items.
+    """
+    import torch
+    from lighteval.logging.evaluation_tracker import EvaluationTracker
+    from lighteval.models.model_input import GenerationParameters
+    from lighteval.models.transformers.transformers_model import TransformersModelConfig
+    from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
+
+    set_decoding(model, decoding)
+    with tempfile.TemporaryDirectory(prefix="vocabexp-lighteval-") as tmp:
+        model_config = TransformersModelConfig(
+            model_name=str(model_dir),
+            batch_size=batch_size,
+            max_length=max_length,
+            device=str(model.device),
+            override_chat_template=False,  # the paper's base models take plain text; same for every method
+            generation_parameters=GenerationParameters(**SAMPLING[decoding]),
+            cache_dir=tmp,
+        )
+        tracker = EvaluationTracker(output_dir=tmp, save_details=False)
+        params = PipelineParameters(launcher_type=ParallelismManager.NONE, max_samples=n)
+        with only_our_tasks([config]):
+            pipeline = Pipeline(
+                tasks=f"{config.name}|{config.num_fewshots}",
+                pipeline_parameters=params,
+                evaluation_tracker=tracker,
+                model_config=model_config,
+                model=model,
+            )
+        pipeline.model._cache = None  # cache off: see module docstring
+        torch.manual_seed(seed)
+        t0 = time.perf_counter()
+        pipeline.evaluate()
+        seconds = time.perf_counter() - t0
+        results = pipeline.get_results()["results"]
+        details = pipeline.get_details()
+    key = next(k for k in results if k.startswith(f"{config.name}:"))
+    scores = {m: float(v) for m, v in results[key].items() if not m.endswith("_stderr")}
+    return TaskRun(scores=scores, details=next(iter(details.values())), seconds=seconds)
