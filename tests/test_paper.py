@@ -236,3 +236,14 @@ def test_cli_on_a_csv_alone(tmp_path):
     assert "> Data: stand-in text." in table1 and "smollm2 stands in for Llama2" in table1
     assert "| Mean | " in table1 and ".03 ↑" in table1
     assert "No benchmark files" in (tmp_path / "paper" / "costs.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_cli_on_a_csv_without_rows(tmp_path):
+    from workflow_scripts.paper.__main__ import main
+
+    csv = tmp_path / "results.csv"
+    csv.write_text(",".join([*tables.COLUMNS]) + "\n", encoding="utf-8")
+    main(["--results", str(csv), "--out", str(tmp_path / "paper"), "--stand-in", "none"])
+    assert sorted(p.name for p in (tmp_path / "paper").iterdir()) == sorted(output_names())
+    assert "| Mean | – | – |" in (tmp_path / "paper" / "table2.md").read_text(encoding="utf-8")

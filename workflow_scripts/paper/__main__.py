@@ -12,10 +12,9 @@ import yaml
 from workflow_scripts.io import setup_logging, write_text
 from workflow_scripts.paper import costs, figures, render
 from workflow_scripts.paper.cells import fill, stand_ins
-from workflow_scripts.paper.specs import TABLES
+from workflow_scripts.paper.specs import FIGURES, TABLES
 
 log = logging.getLogger("vocabexp")
-FIGURES = ("figure2", "figure3", "figure4", "figure5", "loss_curves")
 DATA_PREFIX = "> Data: "
 DATA_SUFFIX = ". The embedded default's numbers are not comparable to the paper's."
 
@@ -28,13 +27,6 @@ def data_labels_from_markdown(path: Path) -> list[str]:
     return [
         line[len(DATA_PREFIX) :].removesuffix(DATA_SUFFIX).rstrip(".") for line in lines if line.startswith(DATA_PREFIX)
     ]
-
-
-def output_names() -> list[str]:
-    """Every file the command writes, relative to --out (the rule's outputs)."""
-    names = [f"{t.name}.{ext}" for t in TABLES for ext in ("md", "tex", "csv", "html")]
-    names += [f"{f}.{ext}" for f in FIGURES for ext in ("png", "pdf")]
-    return [*names, "costs.md", "costs.csv", "costs.html", "tables.md"]
 
 
 def _read_optional_csv(path: Path) -> pd.DataFrame | None:
@@ -72,6 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--results-root", type=Path, help="folder with analysis/, benchmarks/, {model}/{lang}/ "
                    "(default: two levels above --results)")  # fmt: skip
     p.add_argument("--config", type=Path, help="the grid's config (model sizes for the requested hours)")
+    p.add_argument("--size", action="append", metavar="MODEL=SIZE", help="a model's size class (as --config)")
     p.add_argument("--data-label", action="append", help="data description (default: read from results.md)")
     stand_in_help = (
         "results model standing in for a paper model, e.g. llama2=smollm2; 'none' for none (default: the first "
@@ -93,9 +86,10 @@ def main(argv: list[str] | None = None) -> None:
     pages = write_tables(frame, a.out, labels, models)
     write_text(a.out / "tables.md", "# The paper's tables from this run's results\n\n" + "\n".join(pages))
     write_figures(frame, root, a.out, labels)
-    sizes = {}
+    sizes = dict(s.split("=", 1) for s in a.size or [])
     if a.config:
-        sizes = {m: s.get("size") for m, s in (yaml.safe_load(a.config.read_text()) or {}).get("models", {}).items()}
+        models_cfg = (yaml.safe_load(a.config.read_text()) or {}).get("models", {})
+        sizes.update({m: spec.get("size") for m, spec in models_cfg.items()})
     table = costs.cost_table(costs.read_benchmarks(root / "benchmarks"), sizes)
     write_text(a.out / "costs.md", costs.markdown(table, labels))
     write_text(a.out / "costs.csv", table.to_csv(index=False))

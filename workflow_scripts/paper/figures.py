@@ -70,8 +70,9 @@ def _sweep(frame: pd.DataFrame, tasks: list[tuple[str, str]]) -> pd.DataFrame:
     """Mean value per (model, language, series, k, task, metric) for expanded cells, plus their speed-ups."""
     frame = prepare(frame)
     wanted = [(t, m) for t, m in tasks] + [(t, SPEEDUP) for t, _ in tasks]
-    keep = frame[[(t, m) in wanted for t, m in zip(frame["task"], frame["metric"], strict=True)]]
-    keep = keep.assign(series=keep["label"].astype(str) + " " + keep["procedure"].astype(str).replace("<NA>", ""))
+    mask = pd.Series([(t, m) in wanted for t, m in zip(frame["task"], frame["metric"], strict=True)], dtype=bool)
+    keep = frame[mask.to_numpy()]
+    keep = keep.assign(series=(keep["label"].astype(str) + " " + keep["procedure"].fillna("").astype(str)).str.strip())
     keys = ["model", "language", "label", "series", "k", "task", "metric"]
     return keep.groupby(keys, dropna=False, sort=True)["value"].mean().reset_index()
 

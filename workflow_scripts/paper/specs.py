@@ -308,3 +308,12 @@ TABLES: tuple[TableSpec, ...] = (
     ),
 )
 TABLES_BY_NAME = {t.name: t for t in TABLES}
+
+FIGURES = ("figure2", "figure3", "figure4", "figure5", "loss_curves")
+
+
+def output_names() -> list[str]:
+    """Every file `python -m workflow_scripts.paper` writes, relative to --out (the rule's outputs)."""
+    names = [f"{t.name}.{ext}" for t in TABLES for ext in ("md", "tex", "csv", "html")]
+    names += [f"{f}.{ext}" for f in FIGURES for ext in ("png", "pdf")]
+    return [*names, "costs.md", "costs.csv", "costs.html", "tables.md"]
