@@ -26,7 +26,8 @@ rule train_aux_tokenizer:
 
 
 rule expand_tokenizer:
-    """V_new = the k most frequent aux tokens not in V_s, appended as BPE vocabulary entries and merges."""
+    """V_new = the k most frequent aux tokens not in V_s, added as BPE vocabulary entries and merges placed before
+    (tokenizer.new_merges: first) or after (last) the source merges."""
     input:
         source="results/models/{model}/source",
         aux="results/{model}/{lang}/tokenizer/aux{aux}/tokenizer.json",
@@ -44,7 +45,9 @@ rule expand_tokenizer:
     resources:
         mem_mb=sized("expand_tokenizer", "mem_mb"),
         runtime=sized("expand_tokenizer", "runtime"),
+    params:
+        new_merges=config["tokenizer"]["new_merges"],
     shell:
         "python -m workflow_scripts.vocab expand --source-tokenizer {input.source} --aux {input.aux}"
         " --corpus {input.corpus} --heldout {input.heldout} --k {wildcards.k} --out {output.tokenizer}"
-        " --report {output.report} 2>> {log}"
+        " --new-merges {params.new_merges} --report {output.report} 2>> {log}"

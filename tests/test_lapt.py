@@ -206,7 +206,11 @@ def test_build_blocks_with_real_tokenizer(smollm2_tokenizer_dir):
 
 
 def test_schedule_lengths_and_hparams():
-    hp = lapt.resolve_hparams({"batch_size": 8, "grad_accum": 2})
+    # Table 13: 100 warmup steps by default; a config that sets warmup_ratio (and no warmup_steps) gets the ratio.
+    assert lapt.resolve_hparams({})["warmup_steps"] == 100
+    assert lapt.schedule_lengths(45, lapt.resolve_hparams({}))["warmup_steps"] == 100
+    assert lapt.hparams.warmup_note(100, 6) is not None and lapt.hparams.warmup_note(5, 6) is None
+    hp = lapt.resolve_hparams({"batch_size": 8, "grad_accum": 2, "warmup_ratio": 0.05})
     # 45 blocks: 6 micro-batches of 8 (last one 5), 3 optimizer steps per epoch, 2 epochs; warmup ceil(0.05 * 6) = 1
     assert lapt.schedule_lengths(45, hp) == {
         "micro_per_epoch": 6,
@@ -238,3 +242,21 @@ def test_loss_falls_on_repetitive_thai_text(tmp_path, tiny_llama_dir, thai_lines
     # A random 49152-way model starts near ln(49152) = 10.8; memorizing 20 repeated sentences must bring it far below.
     assert 10.0 < losses[0] < 11.5
     assert sum(losses[-5:]) / 5 < losses[0] - 2.0
+
+
+def test_table13_dropout_maps_onto_the_architecture():
+    """Table 13 "Dropout 0.05" / "Attention dropout 0.0": set where the config has such fields; Llama has only the
+    attention one, GPT-2 style models get resid/embd dropout."""
+    from transformers import GPT2Config, LlamaConfig
+
+    from workflow_scripts.lapt.hparams import DEFAULT_HPARAMS, dropout_overrides
+
+    assert (DEFAULT_HPARAMS["dropout"], DEFAULT_HPARAMS["attention_dropout"]) == (0.05, 0.0)
+    assert (DEFAULT_HPARAMS["adam_beta1"], DEFAULT_HPARAMS["adam_beta2"], DEFAULT_HPARAMS["adam_eps"]) == (
+        0.9,
+        0.999,
+        1e-8,
+    )
+    assert dropout_overrides(LlamaConfig(), DEFAULT_HPARAMS) == {"attention_dropout": 0.0}
+    gpt2 = {"resid_pdrop": 0.05, "embd_pdrop": 0.05, "attn_pdrop": 0.0}
+    assert dropout_overrides(GPT2Config(), DEFAULT_HPARAMS) == gpt2

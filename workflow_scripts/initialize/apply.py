@@ -101,8 +101,26 @@ def method_stats(ctx: InitContext, method: str) -> dict:
     return out
 
 
-def _new_rows(model: Any, ctx: InitContext, fn: InitMethod) -> tuple[dict[str, InitResult], dict[str, Any]]:
-    """Per role ("input", and "output" when untied): the method's new rows and the padding row (the source mean).
+# Methods whose rows are compared with Mean's in the report ("differs_from_mean"): every method built from source
+# rows; Random draws and Mean is the reference.
+COMPARED_WITH_MEAN = ("Mean-ref", "Merge", "Align", "FOCUS", "EEVE")
+
+
+def differs_from_mean(rows: Any, mean_rows: Any, tokens: list[NewToken], rtol: float = 1e-9) -> dict:
+    """How many new rows differ from Mean's (beyond float64 round-off), and which ids (paper 002 §4.3: where Merge and
+    Align can add anything over Mean)."""
+
+    scale = mean_rows.abs().amax(dim=1).clamp(min=1e-30)
+    diff = (rows - mean_rows).abs().amax(dim=1) > rtol * scale
+    ids = [t.id for t, d in zip(tokens, diff.tolist(), strict=True) if d]
+    return {"rows": len(ids), "of": len(tokens), "ids": ids}
+
+
+def _new_rows(
+    model: Any, ctx: InitContext, fn: InitMethod, method: str = ""
+) -> tuple[dict[str, InitResult], dict[str, Any], dict[str, Any]]:
+    """Per role ("input", and "output" when untied): the method's new rows, the padding row (the source mean) and,
+    for the methods in ``COMPARED_WITH_MEAN``, how many new rows differ from Mean's.
 
     Computed from the untouched source matrices, before resizing.
     """
@@ -116,7 +134,14 @@ def _new_rows(model: Any, ctx: InitContext, fn: InitMethod) -> tuple[dict[str, I
             matrices["output"] = out_w.detach() if out_b is None else torch.cat([out_w, out_b[:, None]], 1).detach()
         results = {role: fn(m, ctx, role) for role, m in matrices.items()}
         pad_rows = {role: ctx.row_stats(m)[0] for role, m in matrices.items()}
-    return results, pad_rows
+        compared = {}
+        if method in COMPARED_WITH_MEAN:
+            mean = INIT_METHODS["Mean"]
+            compared = {
+                role: differs_from_mean(results[role].rows, mean(m, ctx, role).rows, ctx.new_tokens)
+                for role, m in matrices.items()
+            }
+    return results, pad_rows, compared
 
 
 def _resize(model: Any, n_rows: int) -> None:
@@ -217,7 +242,7 @@ def initialize_model(
         )
     tied = is_tied(model)
     ctx = InitContext(source_tokenizer, target_tokenizer, source_ids, tokens, seed, tied, resources or {})
-    results, pad_rows = _new_rows(model, ctx, INIT_METHODS[method])
+    results, pad_rows, compared = _new_rows(model, ctx, INIT_METHODS[method], method)
 
     n_rows = padded_size(max(n_target, n_rows_src), pad_to_multiple_of)
     _resize(model, n_rows)
@@ -254,6 +279,8 @@ def initialize_model(
         "fallbacks": fallbacks,
         "mapping_diagnostics": mapping_diagnostics(source_tokenizer, target_tokenizer, tokens, ctx),
         "method_stats": method_stats(ctx, method),
+        # Per role: new rows that differ from Mean's (absent for Random and Mean).
+        "differs_from_mean": compared or None,
         "tokens": _token_records(tokens, results),
     }
 

@@ -5,20 +5,26 @@ from __future__ import annotations
 import math
 from typing import Any
 
-# Paper 002 §6.6 and Table 13. Table 13 lists "warmup steps 100" while METHODS gives 5%: the ratio is the default;
-# set warmup_steps to follow Table 13 literally (it overrides the ratio when not null).
+# Paper 002 §6.6 and Table 13 (LAPT). Warmup: Table 13's 100 steps per stage (the reference code used 5% of the steps);
+# warmup_ratio is the alternative, used when warmup_steps is null or when a config sets warmup_ratio without
+# warmup_steps (``resolve_hparams``). Adam β1/β2/ε, weight decay, dropout and attention dropout are Table 13's values.
 DEFAULT_HPARAMS: dict[str, Any] = {
     "epochs": 2,
     "batch_size": 8,
     "lr": 1e-4,
     "scheduler": "cosine",
     "warmup_ratio": 0.05,
-    "warmup_steps": None,
+    "warmup_steps": 100,
     "weight_decay": 0.01,
     "adam_beta1": 0.9,
     "adam_beta2": 0.999,
     "adam_eps": 1e-8,
-    "max_grad_norm": 1.0,
+    "max_grad_norm": 1.0,  # our choice (HF Trainer's default); Table 13 does not list clipping
+    # Table 13 "Dropout 0.05" and "Attention dropout 0.0", set on the model config's fields of those kinds where the
+    # architecture has them (``dropout_overrides``). Llama and Gemma-2 in transformers have only attention_dropout,
+    # so "Dropout 0.05" changes nothing there; GPT-2-style models get it on resid/embd dropout.
+    "dropout": 0.05,
+    "attention_dropout": 0.0,
     "seed": 42,
     "max_steps": None,
     "grad_accum": 1,
@@ -46,6 +52,8 @@ def resolve_hparams(overrides: dict[str, Any] | None) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"unknown LAPT hparams {unknown}; allowed keys: {sorted(DEFAULT_HPARAMS)}")
     hp = {**DEFAULT_HPARAMS, **overrides}
+    if "warmup_ratio" in overrides and "warmup_steps" not in overrides:
+        hp["warmup_steps"] = None  # a config that asks for a ratio gets the ratio, not Table 13's fixed steps
     if hp["scheduler"] != "cosine":
         raise ValueError(f"hparams.scheduler={hp['scheduler']!r}: only 'cosine' (paper 002 Table 13) is implemented")
     if float(hp["epochs"]) <= 0:
@@ -73,7 +81,7 @@ def schedule_lengths(n_blocks: int, hp: dict[str, Any]) -> dict[str, int]:
     total = max(1, math.ceil(per_epoch * float(hp["epochs"])))  # fractional epochs end mid-epoch
     if hp["max_steps"] is not None:
         total = min(total, int(hp["max_steps"]))
-    warmup = int(hp["warmup_steps"]) if hp["warmup_steps"] is not None else math.ceil(float(hp["warmup_ratio"]) * total)
+    warmup = stage_warmup(hp, total)
     return {"micro_per_epoch": micro, "steps_per_epoch": per_epoch, "total_steps": total, "warmup_steps": warmup}
 
 
@@ -106,3 +114,30 @@ def stage_at(ends: list[int], step: int) -> int:
 def stage_warmup(hp: dict[str, Any], n_steps: int) -> int:
     """Warmup steps of a stage of ``n_steps`` steps: ``warmup_steps`` if set, else ``warmup_ratio`` of the stage."""
     return int(hp["warmup_steps"]) if hp["warmup_steps"] is not None else math.ceil(hp["warmup_ratio"] * n_steps)
+
+
+def warmup_note(warmup: int, n_steps: int) -> str | None:
+    """A note for train_stats.json when a stage has no more steps than its warmup: the learning rate then rises
+    linearly for the whole stage and never reaches its maximum (Table 13's 100 steps on a short run)."""
+    if warmup < n_steps:
+        return None
+    return (
+        f"warmup {warmup} steps >= the stage's {n_steps} steps: the learning rate rises linearly throughout and "
+        f"peaks at {n_steps / max(warmup, 1):.2f} of lr"
+    )
+
+
+# Model-config fields that Table 13's "Dropout" and "Attention dropout" map onto, by architecture family.
+DROPOUT_FIELDS = ("resid_pdrop", "embd_pdrop", "hidden_dropout", "hidden_dropout_prob", "dropout")
+ATTENTION_DROPOUT_FIELDS = ("attention_dropout", "attn_pdrop", "attention_probs_dropout_prob")
+
+
+def dropout_overrides(config: Any, hp: dict[str, Any]) -> dict[str, float]:
+    """The model-config fields to set for LAPT: ``hp["dropout"]`` on the dropout fields the config has and
+    ``hp["attention_dropout"]`` on its attention-dropout fields (Llama/Gemma-2: attention_dropout only)."""
+    out = {}
+    for fields, key in ((DROPOUT_FIELDS, "dropout"), (ATTENTION_DROPOUT_FIELDS, "attention_dropout")):
+        for name in fields:
+            if isinstance(getattr(config, name, None), int | float) and not isinstance(getattr(config, name), bool):
+                out[name] = float(hp[key])
+    return out

@@ -31,11 +31,13 @@ from workflow_scripts.lapt.checkpoint import (
 from workflow_scripts.lapt.data import build_blocks, epoch_order
 from workflow_scripts.lapt.hparams import (
     RESUME_NEUTRAL,
+    dropout_overrides,
     resolve_hparams,
     schedule_lengths,
     stage_at,
     stage_ends,
     stage_warmup,
+    warmup_note,
 )
 from workflow_scripts.lapt.objective import OBJECTIVES, LossComputer
 from workflow_scripts.lapt.procedures import PROCEDURES, Procedure, RowLimits, StageContext
@@ -175,11 +177,13 @@ def prepare_run(
 def load_model(run: Run) -> TrainState:
     """Load the model and build its loss; the state before the first stage (no parameter trainable yet)."""
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM
 
     seed_everything(int(run.hp["seed"]))  # LoRA's init and dropout draw from torch's RNG
     dtype = torch.bfloat16 if run.low_precision else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(run.model_dir, dtype=dtype).to(run.device)
+    # Table 13's dropout and attention dropout, on the fields this architecture has (none of the former for Llama).
+    dropout = dropout_overrides(AutoConfig.from_pretrained(run.model_dir), run.hp)
+    model = AutoModelForCausalLM.from_pretrained(run.model_dir, dtype=dtype, **dropout).to(run.device)
     loss_fn = LossComputer(model, run.objective, model.get_output_embeddings())
     if run.low_precision and loss_fn.extra_head is not None:
         loss_fn.extra_head.float()  # trained, so fp32 like every trainable parameter
@@ -245,6 +249,7 @@ def _stage_record(run: Run, state: TrainState, warmup: int) -> dict[str, Any]:
         "first_step": (run.ends[i - 1] if i else 0) + 1,
         "last_step": run.ends[i],
         "warmup_steps": warmup,
+        "warmup_note": warmup_note(warmup, run.ends[i] - (run.ends[i - 1] if i else 0)),
         "trainable_parameters": sum(p.numel() - frozen_rows.get(id(p), 0) * p[0].numel() for _, p in state.named),
         "total_parameters": sum(p.numel() for p in state.model.parameters()) + sum(p.numel() for _, p in extra),
         "row_limited": [[n, frozen_rows[id(p)]] for n, p in state.named if id(p) in frozen_rows],
@@ -439,6 +444,8 @@ def run_stats(run: Run, state: TrainState, wall_start: float) -> dict[str, Any]:
         "steps_per_epoch": run.per_epoch,
         "warmup_steps": stages[0]["warmup_steps"] if len(stages) == 1 else None,
         "stages": stages,
+        # Table 13 dropout as applied: the model-config fields set (empty: the architecture has no such field).
+        "dropout_set": dropout_overrides(state.model.config, run.hp),
         "n_source_rows": run.ctx.n_source_rows,
         "blocks": n_blocks,
         "tokens_per_epoch": n_blocks * seq_len,

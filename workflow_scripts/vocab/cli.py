@@ -34,6 +34,12 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--corpus", required=True, help="D, for token frequencies")
     e.add_argument("--heldout", required=True, help="held-out target text for the report")
     e.add_argument("--k", type=int, required=True)
+    e.add_argument(
+        "--new-merges",
+        choices=("first", "last"),
+        default="first",
+        help="new merges before the source merges (first: the paper's priority) or after them (last: the ablation)",
+    )
     e.add_argument("--out", required=True, help="target tokenizer folder")
     e.add_argument("--report", required=True)
     e.add_argument("--log")
@@ -54,12 +60,16 @@ def main(argv: list[str] | None = None) -> None:
             aux.save(str(tmp))
         return
     heldout = read_corpus(args.heldout, what="held-out text")
-    result = expand(args.source_tokenizer, args.aux, lines, args.k, args.out, heldout)
+    result = expand(args.source_tokenizer, args.aux, lines, args.k, args.out, heldout, new_merges=args.new_merges)
     write_json(args.report, {**result.report, "corpus": corpus_stats})
     log.info(
-        "T_t: %d new tokens (%d of the top k passed over) in %.1f s; held-out tokens/sentence %.1f -> %.1f",
+        "T_t: %d new tokens, merges %s (%d of the top k passed over, %d replaced, %.1f%% of their uses in D cross a "
+        "source-token boundary) in %.1f s; held-out tokens/sentence %.1f -> %.1f",
         args.k,
+        args.new_merges,
         len(result.plan.passed_over),
+        len(result.replaced),
+        100 * result.report["boundary_crossings_in_D"]["crossing_share"],
         result.seconds,
         result.report["tokens_per_sentence_source"],
         result.report["tokens_per_sentence_target"],

@@ -1,7 +1,23 @@
 """The expand sequence in one place: rank the candidates, plan V_new, write T_t, report (paper 002 §3).
 
-Used by the ``vocab expand`` command (the rule), by tools/init_quality.py and by the tests, so that all of them build
-the target tokenizer the same way.
+Used by the ``vocab expand`` command (the rule), the analysis step, tools/init_quality.py and the tests, so that all of
+them build the target tokenizer the same way.
+
+Where the new merges go (``new_merges``, config ``tokenizer.new_merges``):
+- ``first`` (default): before every source merge, the source merges kept in their order among themselves. New tokens
+  win over source merges, as in the paper's tokenizers (the SentencePiece route gave new pieces score 0, the highest
+  priority; the Hugging Face route put aux merges first), so a new token can cross a source-token boundary. Text that
+  contains none of the new tokens' strings still tokenizes exactly as before: a new merge fires only where its string
+  forms, and until one fires the source merges run in their own order. The plan (``select.plan_expansion``) is made
+  with appended-merge reachability; with the new merges first some planned tokens are no longer produced for their
+  own string (a new merge inside them fires earlier), and some are never produced on D. Both kinds are replaced, as
+  the reference's refill loop did: they are excluded from the candidates and the plan is made again, until every new
+  token is produced for its own string and used at least once on D (the replaced tokens are reported).
+- ``last``: after every source merge (the ablation). Every new token is then a union of whole source tokens on every
+  text, so Align collapses to Mean. Exactly the plan; nothing is replaced.
+We never copy the reference's Hugging Face order (all aux merges first, the source merges the aux tokenizer shares
+moved ahead of the others): it changes the tokenization of text without new strings (English token counts doubled
+on SmolLM2 with a Thai aux tokenizer).
 """
 
 from __future__ import annotations
@@ -9,15 +25,26 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 from tokenizers import Tokenizer
 
 from workflow_scripts.pieces import piece_text
+from workflow_scripts.vocab.crossing import boundary_crossings
 from workflow_scripts.vocab.select import ExpansionPlan, aux_merge_parts, plan_expansion, rank_candidates
 from workflow_scripts.vocab.source import as_tokenizer, load_source
-from workflow_scripts.vocab.target import build_expanded_json, expand_tokenizer, expansion_report
+from workflow_scripts.vocab.target import (
+    NEW_MERGES,
+    build_expanded_json,
+    expand_tokenizer,
+    expansion_report,
+    next_free_id,
+)
+
+# Re-planning rounds under new_merges "first" before giving up (each round excludes every token found wanting).
+MAX_REFILL_ROUNDS = 50
 
 
 @dataclass
@@ -29,6 +56,9 @@ class Expansion:
     ranked: list[tuple[str, int]]
     seconds: float
     report: dict | None = None
+    new_merges: str = "first"
+    replaced: list[dict] = field(default_factory=list)  # planned tokens replaced under "first", and why
+    refill_rounds: int = 0
 
 
 def expand(
@@ -40,12 +70,16 @@ def expand(
     heldout: Sequence[str] | None = None,
     *,
     ranked: Sequence[tuple[str, int]] | None = None,
+    new_merges: str = "first",
 ) -> Expansion:
     """Rank V_aux minus V_s on D, choose exactly k reachable new tokens, build T_t and, given held-out text, report.
 
-    ``out_dir`` None keeps T_t in memory (same tokenizer.json, no folder written and no reachability check: for
+    ``new_merges`` puts the new merges before ("first", with the refill loop of the module docstring) or after
+    ("last") the source merges. ``out_dir`` None keeps T_t in memory (same tokenizer.json, no folder written: for
     experiments over many k). ``ranked`` reuses a ranking already computed for the same aux tokenizer and corpus.
     """
+    if new_merges not in NEW_MERGES:
+        raise ValueError(f"new_merges must be one of {NEW_MERGES}, got {new_merges!r}")
     t0 = time.perf_counter()
     source_json, family = load_source(source_tokenizer_dir)
     source = Tokenizer.from_str(json.dumps(source_json))
@@ -56,17 +90,105 @@ def expand(
             f"the aux tokenizer yields only {len(ranked)} tokens absent from V_s, fewer than k={k}: "
             "lower k or train the aux tokenizer with a larger vocabulary"
         )
-    plan = plan_expansion(source, ranked, k, aux_merge_parts(aux))
+    parts = aux_merge_parts(aux)
+    plan = plan_expansion(source, ranked, k, parts)
+    replaced: list[dict] = []
+    rounds = 0
+    if new_merges == "first":
+        plan, replaced, rounds = _refill(source, source_json, family, ranked, k, parts, plan, corpus)
     if out_dir is None:
-        expanded = build_expanded_json(source_json, [t for t, _ in plan.selected], plan.merges)
+        expanded = build_expanded_json(source_json, [t for t, _ in plan.selected], plan.merges, new_merges)
         target = Tokenizer.from_str(json.dumps(expanded))
     else:
-        target = expand_tokenizer(source_tokenizer_dir, plan.selected, out_dir, plan.merges)
-    result = Expansion(plan=plan, target=target, ranked=ranked, seconds=time.perf_counter() - t0)
+        target = expand_tokenizer(source_tokenizer_dir, plan.selected, out_dir, plan.merges, new_merges)
+    result = Expansion(
+        plan=plan,
+        target=target,
+        ranked=ranked,
+        seconds=time.perf_counter() - t0,
+        new_merges=new_merges,
+        replaced=replaced,
+        refill_rounds=rounds,
+    )
     if heldout is not None:
         result.report = expansion_report(source, target, plan.selected, heldout)
         result.report.update(_plan_report(plan, family, aux.get_vocab_size(), len(ranked), result.seconds))
+        start = next_free_id(source_json)
+        result.report["new_merges"] = new_merges
+        result.report["refill_rounds"] = rounds
+        result.report["replaced"] = replaced
+        # On D, the corpus the new tokens (and Align) are computed from.
+        crossing = boundary_crossings(source, target, corpus, range(start, start + k))
+        result.report["boundary_crossings_in_D"] = crossing
+        result.report["seconds"] = time.perf_counter() - t0
     return result
+
+
+def _wanting(target: Tokenizer, tokens: list[str], start: int, corpus: Sequence[str]) -> dict[str, str]:
+    """New tokens not produced for their own string ("unreachable") or never produced on D ("unused_in_D"; not checked
+    when ``corpus`` is empty, e.g. a ranking passed in without its corpus)."""
+    out = {}
+    for offset, token in enumerate(tokens):
+        if [(t.value, t.id) for t in target.model.tokenize(token)] != [(token, start + offset)]:
+            out[token] = "unreachable"
+    if not corpus:
+        return out
+    encodings = target.encode_batch([line for line in corpus if line.strip()], add_special_tokens=False)
+    ids = np.fromiter((i for e in encodings for i in e.ids if i >= start), dtype=np.int64)
+    counts = np.bincount(ids - start, minlength=len(tokens)) if ids.size else np.zeros(len(tokens), dtype=np.int64)
+    for offset, token in enumerate(tokens):
+        if counts[offset] == 0:
+            out.setdefault(token, "unused_in_D")
+    return out
+
+
+def _refill(
+    source: Tokenizer,
+    source_json: dict,
+    family: str,
+    ranked: list[tuple[str, int]],
+    k: int,
+    parts: dict[str, tuple[str, str]],
+    plan: ExpansionPlan,
+    corpus: Sequence[str],
+) -> tuple[ExpansionPlan, list[dict], int]:
+    """Under new merges first: replace planned tokens that are unreachable or unused on D until none is left.
+
+    Each round builds T_t, finds the wanting tokens, excludes them from the candidates and plans again (their
+    building blocks may go with them, and other candidates come in). Raises ValueError when the candidates run out.
+    """
+    start = next_free_id(source_json)
+    freq = dict(ranked)
+    excluded: set[str] = set()
+    replaced: list[dict] = []
+    for rounds in range(MAX_REFILL_ROUNDS + 1):
+        tokens = [t for t, _ in plan.selected]
+        target = Tokenizer.from_str(json.dumps(build_expanded_json(source_json, tokens, plan.merges, "first")))
+        wanting = _wanting(target, tokens, start, corpus)
+        if not wanting:
+            # Measured against the full ranking, as without replacement: top-k candidates left out, members below k.
+            chosen, rank = set(tokens), {t: i for i, (t, _) in enumerate(ranked)}
+            plan.passed_over = [(t, int(f)) for t, f in ranked[:k] if t not in chosen]
+            plan.outside_top_k = [(t, f) for t, f in plan.selected if rank[t] >= k]
+            return plan, replaced, rounds
+        if rounds == MAX_REFILL_ROUNDS:
+            break
+        for token, why in wanting.items():
+            replaced.append(
+                {"piece": token, "text": piece_text(token, family), "frequency": freq[token], "reason": why,
+                 "round": rounds + 1}
+            )  # fmt: skip
+        excluded |= set(wanting)
+        try:
+            plan = plan_expansion(source, [r for r in ranked if r[0] not in excluded], k, parts)
+        except ValueError as e:
+            raise ValueError(
+                f"new_merges first: after excluding {len(excluded)} tokens that are unreachable or unused on D, {e}"
+            ) from e
+    raise ValueError(
+        f"new_merges first: {len(wanting)} new tokens still unreachable or unused on D after {MAX_REFILL_ROUNDS} "
+        "rounds of replacement; use tokenizer.new_merges: last, or lower k"
+    )
 
 
 def _plan_report(plan: ExpansionPlan, family: str, aux_vocab_size: int, candidates: int, seconds: float) -> dict:

@@ -40,8 +40,18 @@ def next_free_id(tokenizer_json: dict) -> int:
     return max(ids) + 1
 
 
-def build_expanded_json(tokenizer_json: dict, new_tokens: Sequence[str], merges: Sequence[tuple[str, str]]) -> dict:
-    """A copy of the source tokenizer.json with ``new_tokens`` at contiguous ids and ``merges`` after its merges."""
+NEW_MERGES = ("first", "last")
+
+
+def build_expanded_json(
+    tokenizer_json: dict, new_tokens: Sequence[str], merges: Sequence[tuple[str, str]], new_merges: str = "last"
+) -> dict:
+    """A copy of the source tokenizer.json with ``new_tokens`` at contiguous ids and ``merges`` after its merges
+    (``new_merges="last"``) or before them (``"first"``: new tokens win, the paper's priority); either way the source
+    merges keep their order among themselves. The default here is "last" because plans (``plan_expansion``) are made
+    for appended merges; ``pipeline.expand`` defaults to "first" and replaces what that order makes unreachable."""
+    if new_merges not in NEW_MERGES:
+        raise ValueError(f"new_merges must be one of {NEW_MERGES}, got {new_merges!r}")
     # Only the vocabulary and the merges change: copy those, share the rest (a deep copy of a 128K vocabulary is slow).
     model = {**tokenizer_json["model"], "vocab": dict(tokenizer_json["model"]["vocab"]),
              "merges": list(tokenizer_json["model"]["merges"])}  # fmt: skip
@@ -59,6 +69,7 @@ def build_expanded_json(tokenizer_json: dict, new_tokens: Sequence[str], merges:
             raise ValueError(f"new token {token!r} is already in the source vocabulary")
         model["vocab"][token] = start + offset
     string_merges = bool(model["merges"]) and isinstance(model["merges"][0], str)
+    source_merges, model["merges"] = model["merges"], []
     for left, right in merges:
         if left + right not in model["vocab"]:
             raise ValueError(f"merge ({left!r}, {right!r}) produces {left + right!r}, which has no id")
@@ -68,6 +79,7 @@ def build_expanded_json(tokenizer_json: dict, new_tokens: Sequence[str], merges:
             model["merges"].append(f"{left} {right}")
         else:
             model["merges"].append([left, right])
+    model["merges"] = model["merges"] + source_merges if new_merges == "first" else source_merges + model["merges"]
     return out
 
 
@@ -108,13 +120,15 @@ def expand_tokenizer(
     new_tokens: Sequence[tuple[str, int]] | Sequence[str],
     out_dir: str | Path,
     merges: Sequence[tuple[str, str]] | None = None,
+    new_merges: str = "last",
 ) -> Tokenizer:
     """Write T_t, a real BPE over V_s ∪ V_new (paper 002 §3, §6.6), as a tokenizer folder; return its backend.
 
     ``new_tokens`` (piece strings, optionally with frequencies) get contiguous ids in the given order. ``merges`` (one
     per new token, in the order to append them) come from ``plan_expansion``; the order matters when building blocks
     were added, so pass them. Without them the merges are re-derived by passes over the list (enough for a hand-written
-    list whose tokens all become two-piece splits). Every new token is checked to be produced for its own string.
+    list whose tokens all become two-piece splits). ``new_merges`` places them before ("first") or after ("last") the
+    source merges (``build_expanded_json``). Every new token is checked to be produced for its own string.
     """
     source_dir = Path(source_tokenizer_dir)
     tj, _ = load_source(source_dir)
@@ -134,7 +148,7 @@ def expand_tokenizer(
     # Single characters (SentencePiece byte-fallback route) are vocabulary entries without a merge.
     if sorted(left + right for left, right in merges) != sorted(t for t in tokens if len(t) > 1):
         raise ValueError("merges must produce exactly the new tokens, one merge each (none for single characters)")
-    text = json.dumps(build_expanded_json(tj, tokens, merges), ensure_ascii=False)
+    text = json.dumps(build_expanded_json(tj, tokens, merges, new_merges), ensure_ascii=False)
     target = Tokenizer.from_str(text)
     start = next_free_id(tj)
     for offset, token in enumerate(tokens):

@@ -5,7 +5,8 @@ To add a method, add a module here whose function is decorated with ``@register_
 """
 
 # Imported one by one in the paper's order (Random, Mean, Merge, Align, FOCUS, EEVE): registration order is the order
-# of INIT_METHODS, which tables and reports list methods in.
+# of INIT_METHODS, which tables and reports list methods in. Mean-ref (the reference code's Mean, an ablation) is
+# registered in random_mean right after Mean.
 from workflow_scripts.initialize.methods import random_mean  # isort: skip
 from workflow_scripts.initialize.methods import merge  # isort: skip
 from workflow_scripts.initialize.methods import align  # isort: skip

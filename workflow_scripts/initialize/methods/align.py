@@ -83,7 +83,8 @@ def align_counts(
     byte tiling cannot be checked (an unk or added token; the two byte totals differ) falls back to character offsets,
     without special tokens and zero-width spans, and is counted. An occurrence maps to the source tokens whose spans
     lie inside its span, else to the one source token that contains it; if neither (source tokens straddle both
-    edges) it is skipped and counted.
+    edges) it is skipped and counted. Occurrences whose span does not start and end on source-token boundaries are
+    counted as ``crossing_occurrences``.
     """
 
     src_be, tgt_be = source_tokenizer.backend_tokenizer, target_tokenizer.backend_tokenizer
@@ -93,7 +94,15 @@ def align_counts(
     special |= {int(i) for i in target_tokenizer.added_tokens_decoder}
     new = set(new_ids)
     counts: dict[int, Counter] = {}
-    stats = {"sentences": len(sentences), "char_offset_sentences": 0, "occurrences": 0, "skipped_occurrences": 0}
+    stats = {
+        "sentences": len(sentences),
+        "char_offset_sentences": 0,
+        "occurrences": 0,
+        "skipped_occurrences": 0,
+        # Occurrences whose span does not start and end on a source-token boundary: only these can make Align's
+        # tuple differ from the tokens inside a clean span (paper 002 §4.3).
+        "crossing_occurrences": 0,
+    }
     # Plain Python lists and bisect: the work is linear in the tokens of D, with no per-token numpy overhead.
     for s in range(0, len(sentences), batch_size):
         batch = sentences[s : s + batch_size]
@@ -113,7 +122,10 @@ def align_counts(
                 lo, hi = bisect.bisect_left(s_start, a), bisect.bisect_right(s_end, b)
                 if hi > lo:
                     key = tuple(s_ids[lo:hi])
+                    if s_start[lo] != a or s_end[hi - 1] != b:
+                        stats["crossing_occurrences"] += 1
                 else:
+                    stats["crossing_occurrences"] += 1
                     c = bisect.bisect_right(s_start, a) - 1
                     if c < 0 or s_end[c] < b:
                         stats["skipped_occurrences"] += 1

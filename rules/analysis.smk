@@ -1,0 +1,48 @@
+# What separates Align from Mean (issue 10): boundary crossings of new tokens in D, rows differing from Mean under new
+# merges first and last, and held-out nats/char without training. A separate target, not part of `rule all`:
+#   snakemake --cores 2 init_analysis
+
+
+rule init_analysis_cell:
+    """One model x language: T_t with new merges first and last, crossings, differing rows, nats/char (no training)."""
+    input:
+        source="results/models/{model}/source",
+        aux="results/{model}/{lang}/tokenizer/aux{aux}/tokenizer.json",
+        corpus=corpus_train_file,
+        heldout=corpus_heldout_file,
+    output:
+        "results/analysis/init_analysis/{model}.{lang}.aux{aux}.k{k}.json",
+    log:
+        "results/logs/init_analysis_cell/{model}.{lang}.aux{aux}.k{k}.log",
+    benchmark:
+        "results/benchmarks/init_analysis_cell/{model}.{lang}.aux{aux}.k{k}.tsv"
+    conda:
+        "../envs/workflow.yaml"
+    threads: 2
+    resources:
+        mem_mb=sized("evaluate_ppl", "mem_mb"),
+        runtime=sized("evaluate_ppl", "runtime"),
+    params:
+        seed=config["seed"],
+        batch_size=config["evaluation"]["ppl"]["batch_size"],
+        max_heldout=config["evaluation"]["ppl"]["n"],
+    shell:
+        "python -m workflow_scripts.init_analysis cell --source-model {input.source} --aux {input.aux}"
+        " --corpus {input.corpus} --heldout {input.heldout} --k {wildcards.k} --seed {params.seed}"
+        " --batch-size {params.batch_size} --max-heldout {params.max_heldout} --model {wildcards.model}"
+        " --language {wildcards.lang} --aux-vocab-size {wildcards.aux} --out {output}"
+        " --threads {threads} 2>> {log}"
+
+
+rule init_analysis:
+    """The table of every configured model x language: results/analysis/init_analysis.csv."""
+    input:
+        init_analysis_cells(),
+    output:
+        "results/analysis/init_analysis.csv",
+    log:
+        "results/logs/init_analysis/collect.log",
+    conda:
+        "../envs/workflow.yaml"
+    shell:
+        "python -m workflow_scripts.init_analysis collect --out {output} {input} 2>> {log}"
