@@ -37,6 +37,7 @@ def expand_for_language(
     n_train: int,
     n_heldout: int,
     n_mt: int,
+    new_merges: str = "first",
 ) -> tuple[Path, list[str], list[str], dict]:
     """D, held-out text and T_t for one language, built with the workflow's own modules (corpus, l10n, vocab)."""
     from workflow_scripts.corpus import split_pairs
@@ -45,9 +46,10 @@ def expand_for_language(
 
     pairs, _ = extract(deb, lang, 3)
     train, heldout, _ = split_pairs(pairs, n_train=n_train, n_heldout=n_heldout, n_mt=n_mt, seed=seed)
-    tok_dir = work / f"{lang}.aux{aux_vocab_size}.k{k}"
+    tok_dir = work / f"{lang}.aux{aux_vocab_size}.k{k}.{new_merges}"
     aux = train_aux_tokenizer(train, source_model, aux_vocab_size, seed)
-    report = expand(source_model, aux, train, k, None if tok_dir.exists() else tok_dir, heldout).report
+    out_dir = None if tok_dir.exists() else tok_dir
+    report = expand(source_model, aux, train, k, out_dir, heldout, new_merges=new_merges).report
     info = {
         "pairs": len(pairs),
         "train_sentences": len(train),
@@ -79,6 +81,7 @@ def run(
     n_heldout: int = 200,
     n_mt: int = 40,
     batch_size: int = 16,
+    new_merges: str = "first",
 ) -> dict:
     """The table: for each language and method, NLL/char, bits/char and tokens per sentence of the held-out text."""
     import copy
@@ -90,10 +93,11 @@ def run(
     log = logging.getLogger("vocabexp")
     base = AutoModelForCausalLM.from_pretrained(source_model, dtype="auto").eval()
     src_tok = AutoTokenizer.from_pretrained(source_model)
-    out: dict[str, Any] = {"source_model": str(source_model), "k": k, "seed": seed, "languages": {}}
+    out: dict[str, Any] = {"source_model": str(source_model), "k": k, "seed": seed, "new_merges": new_merges,
+                           "languages": {}}  # fmt: skip
     for lang, deb, aux in langs:
         tok_dir, train, heldout, info = expand_for_language(
-            source_model, deb, lang, aux, k, work, seed, n_train, n_heldout, n_mt
+            source_model, deb, lang, aux, k, work, seed, n_train, n_heldout, n_mt, new_merges
         )
         tgt_tok = AutoTokenizer.from_pretrained(tok_dir)
         rows: dict[str, Any] = {}
@@ -190,6 +194,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--n-heldout", type=int, default=200)
     p.add_argument("--n-mt", type=int, default=40)
     p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--new-merges", choices=("first", "last"), default="first", help="tokenizer.new_merges")
     p.add_argument("--out", required=True, help="output JSON (a Markdown table is written next to it)")
     p.add_argument(
         "--timing-lines", type=int, default=0, help="also time Align and FOCUS on N resampled lines of each language"
@@ -217,13 +222,14 @@ def main(argv: list[str] | None = None) -> None:
         a.n_heldout,
         a.n_mt,
         a.batch_size,
+        a.new_merges,
     )
     if a.timing_lines:
         from workflow_scripts.l10n import extract
 
         for lang, deb, aux in langs:
             lines = [t for _, t in extract(deb, lang, 3)[0]]
-            tok_dir = Path(a.work) / f"{lang}.aux{aux}.k{a.k}"
+            tok_dir = Path(a.work) / f"{lang}.aux{aux}.k{a.k}.{a.new_merges}"
             result["languages"][lang]["timing"] = time_corpus_methods(
                 Path(a.source_model), tok_dir, lines, a.timing_lines, a.seed
             )
