@@ -12,6 +12,9 @@ if not workflow.overwrite_configfiles:
     configfile: "config.yaml"
 
 
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/model.smk"
@@ -20,6 +23,7 @@ include: "rules/initialize.smk"
 include: "rules/train.smk"
 include: "rules/evaluate.smk"
 include: "rules/tables.smk"
+include: "rules/analysis.smk"
 
 
 rule all:

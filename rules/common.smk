@@ -38,6 +38,11 @@ from workflow_scripts.resources import (
     sized_resources,
     workflow_gpu_problems,
 )  # noqa: E402
+from workflow_scripts.paper.specs import (
+    FIGURES as PAPER_FIGURES,
+    TABLES as PAPER_TABLES,
+    output_names as paper_output_names,
+)  # noqa: E402
 
 SCHEMA = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
 _problems = schema_errors(config, SCHEMA)
@@ -243,6 +248,22 @@ def all_targets():
         "results/tables/results.csv",
         "results/tables/results.md",
         "results/analysis/fragmentation.csv",
+        "results/paper/tables.md",
+    ]
+
+
+def analysis_k():
+    """|V_new| of the init analysis: the first expanding method's k (paper default 100 when none expands)."""
+    ks = [m.k for m in METHODS if m.expands and m.k is not None]
+    return ks[0] if ks else 100
+
+
+def init_analysis_cells():
+    """One init-analysis JSON per configured model x language (rules/analysis.smk)."""
+    return [
+        f"results/analysis/init_analysis/{model}.{lang}.aux{aux_vocab(lang)}.k{analysis_k()}.json"
+        for model in MODELS
+        for lang in LANGUAGES
     ]
 
 
@@ -262,3 +283,127 @@ def gpus(rule_name):
     `--resources gpu=N`), or none when the run's set-resources request the rule's GPU by gres.
     """
     return rule_gpus(rule_name, workflow.resource_settings.overwrite_resources)
+
+
+def paper_outputs():
+    """Files of results/paper/ (rule paper_tables) other than those the report shows (PAPER_REPORT in tables.smk)."""
+    shown = (
+        {f"{t.name}.html" for t in PAPER_TABLES}
+        | {f"{f}.png" for f in PAPER_FIGURES}
+        | {"costs.html"}
+    )
+    return [f"results/paper/{n}" for n in paper_output_names() if n not in shown]
+
+
+def paper_report_files():
+    """The tables (HTML) and figures (PNG) of rule paper_tables, each flagged for `snakemake --report` with its caption
+    (report/*.rst; paths relative to rules/)."""
+    from snakemake.io import report as in_report
+
+    tables = [
+        in_report(
+            f"results/paper/{t.name}.html",
+            caption=f"../report/{t.name}.rst",
+            category="Tables",
+        )
+        for t in PAPER_TABLES
+    ]
+    figures = [
+        in_report(
+            f"results/paper/{f}.png", caption=f"../report/{f}.rst", category="Figures"
+        )
+        for f in PAPER_FIGURES
+    ]
+    return tables + figures
+
+
+def paper_sizes(wc):
+    """--size arguments: each model's size class, for the requested hours of the cost table."""
+    return " ".join(f"--size {m}={config['models'][m]['size']}" for m in MODELS)
+
+
+# Evaluation data of the LightEval tasks (workflow_scripts/harness): hub datasets are mirrored once by the local rule
+# download_dataset into results/downloads/hf/<name>/; a configured local folder is used as it is.
+from workflow_scripts.harness.datasets import Unavailable, task_source  # noqa: E402
+
+
+def dataset_dir(name):
+    setting = config["evaluation"]["datasets"].get(name)
+    if setting and Path(setting).is_dir():
+        return setting
+    return f"results/downloads/hf/{name}"
+
+
+def _task_lang(task, lang):
+    return (task.removesuffix("_en"), "en") if task.endswith("_en") else (task, lang)
+
+
+def harness_data(task):
+    """The dataset folder a task reads (nothing where the language has no data: the job records why)."""
+
+    def get(wc):
+        base, lang = _task_lang(task, wc.lang)
+        if task == "mc" and config["evaluation"]["mc"]["source"] == "l10n_proxy":
+            return f"results/data/{wc.lang}/l10n/mc_proxy"
+        try:
+            name = task_source(base, lang).dataset
+        except Unavailable:
+            return []
+        # no hub copy and no folder (GreekSUM): the job records "–" with the reason
+        return dataset_dir(name) if config["evaluation"]["datasets"].get(name) else []
+
+    return get
+
+
+def harness_data_arg(task):
+    def get(wc):
+        folder = harness_data(task)(wc)
+        return f"--data {shlex.quote(folder)}" if folder else ""
+
+    return get
+
+
+def harness_choice_args(task):
+    """Command-line arguments of a log-likelihood task (mc, gmmlu and their English retention checks)."""
+
+    def get(wc):
+        base, lang = _task_lang(task, wc.lang)
+        settings = config["evaluation"][base]
+        args = f"--lang {lang} " if lang == "en" else ""
+        args += harness_data_arg(task)(wc)
+        args += (
+            f" --fewshot {settings['fewshot']} --batch-size {settings['batch_size']}"
+        )
+        return args + (f" --n {settings['n']}" if settings.get("n") else "")
+
+    return get
+
+
+def mc_label(wc):
+    if config["evaluation"]["mc"]["source"] == "l10n_proxy":
+        return "mc proxy: 4-way choice of the translation of a held-out l10n sentence (not Belebele)"
+    return "Belebele"
+
+
+def dataset_hub_id(wc):
+    hub_id = config["evaluation"]["datasets"].get(wc.dataset)
+    if not hub_id:
+        raise WorkflowError(
+            f"evaluation.datasets.{wc.dataset}: no hub copy; give a local folder in the hub layout (README)"
+        )
+    return hub_id
+
+
+def dataset_subsets(wc):
+    """The subsets of a dataset that the configured tasks and languages read (English for the retention checks)."""
+    subsets = set()
+    for task in TASKS:
+        for lang in LANGUAGES:
+            base, tl = _task_lang(task, lang)
+            try:
+                source = task_source(base, tl)
+            except (Unavailable, ValueError):
+                continue
+            if source.dataset == wc.dataset:
+                subsets.add(source.subset)
+    return " ".join(sorted(subsets))

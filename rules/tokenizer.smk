@@ -27,7 +27,7 @@ rule train_aux_tokenizer:
 
 rule expand_tokenizer:
     """V_new = the k most frequent aux tokens not in V_s, added as BPE vocabulary entries and merges placed before
-    (tokenizer.new_merges: first) or after (last) the source merges."""
+    (tokenizer.new_merges: first) or after (last, the default) the source merges."""
     input:
         source="results/models/{model}/source",
         aux="results/{model}/{lang}/tokenizer/aux{aux}/tokenizer.json",

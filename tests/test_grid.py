@@ -125,7 +125,6 @@ SEMANTIC = [
         lambda c: c["methods"].append({"init": "Mean", "posthoc": "elchat"}),
         "methods: posthoc 'elchat' (method Mean.k50.2x2LS.clm.L64.elchat) is not implemented yet",
     ),
-    (lambda c: c["evaluation"].update(tasks=["sum"]), "evaluation.tasks: task 'sum' is not implemented yet"),
 ]
 
 

@@ -23,7 +23,7 @@ def test_registry_import_loads_neither_torch_nor_fasttext():
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     got = json.loads(out.stdout)
     assert got["heavy"] == []
-    assert got["methods"] == ["Align", "EEVE", "FOCUS", "Mean", "Merge", "Random"]
+    assert got["methods"] == ["Align", "EEVE", "FOCUS", "Mean", "Mean-ref", "Merge", "Random"]
     assert got["corpus"] == ["Align", "FOCUS"]
 
 

@@ -59,7 +59,7 @@ def results(tmp_path):
 
 def test_long_table_and_derived_rows(results):
     frame, _ = tables.build_tables(results)
-    assert list(frame.columns) == [*tables.CELL_COLUMNS, "task", "metric", "value", "seed"]
+    assert list(frame.columns) == [*tables.CELL_COLUMNS, "task", "metric", "value", "seed", "run"]
     assert len(frame) == 2 + 4 + 4 + 2 + 2 * 4  # records + 4 derived metrics for Source and for Mean
     mean = frame[frame["method"] == MEAN["method"]].set_index("metric")["value"]
     assert mean["speedup"] == 18.0 / 20.0
@@ -79,13 +79,16 @@ def test_markdown(results):
     lines = md.splitlines()
     header = next(line for line in lines if line.startswith("| Language"))
     assert (
-        header == "| Language | Method | Settings | mt chrF | ppl BPC | ppl | tokens/s | speed-up | speed-up (chars) |"
+        header == "| Language | Method | Settings | mt chrF | sum ROUGE-L | mc acc | gmmlu acc | ppl BPC | ppl "
+        "| tokens/s | speed-up | speed-up (chars) |"
     )
     source_row = next(line for line in lines if line.startswith("| th | Source"))
     mean_row = next(line for line in lines if line.startswith("| th | Mean"))
     assert lines.index(source_row) < lines.index(mean_row)  # Source first
-    assert source_row == "| th | Source | – | 11.0 | – | – | 20.0 | 1.00x | 1.00x |"  # chrF: mean of the two seeds
-    assert mean_row == "| th | Mean | Mean · 2x2LS · mtp · 512 · k=100 | – | 1.235 | 12.35 | 18.0 | 0.90x | 2.50x |"
+    # chrF: mean ± sample sd of the two seeds
+    assert source_row == "| th | Source | – | 11.0 ± 1.4 | – | – | – | – | – | 20.0 | 1.00x | 1.00x |"
+    settings = "Mean · 2x2LS · mtp · 512 · k=100"
+    assert mean_row == f"| th | Mean | {settings} | – | – | – | – | 1.235 | 12.35 | 18.0 | 0.90x | 2.50x |"
     assert "## smollm2" in md
 
 

@@ -102,10 +102,22 @@ def test_end_to_end_killed_and_resumed(tmp_path):
 
     table = pd.read_csv(tmp_path / "results/tables/results.csv")
     assert set(table["label"]) == {"Source", "CPT-only", "Mean"}
-    assert {"chrF", "bits_per_char", "tokens_per_second", "speedup"} <= set(table["metric"])
+    assert {"chrF", "bits_per_char", "tokens_per_second", "speedup", "acc", "acc_char"} <= set(table["metric"])
+    assert set(table[table.task == "mc"]["run"]) == {0}  # the mc proxy ran once, through the Snakefile
+    assert "sum: –" in (tmp_path / "results/tables/results.md").read_text()
     speedup = table[(table.metric == "speedup") & (table.label == "Source")]["value"]
     assert list(speedup) == [1.0]
     assert "Mean" in (tmp_path / "results/tables/results.md").read_text()
 
     again = snakemake(["-n", "--configfile", str(config)], tmp_path)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+    # The paper's tables and figures (rule paper_tables, in the default target) and the HTML report that shows them.
+    paper = tmp_path / "results/paper"
+    assert "| Mean |" in (paper / "table1.md").read_text(encoding="utf-8")  # tiny stands in for Llama2
+    assert (paper / "figure2.png").stat().st_size > 0 and (paper / "loss_curves.pdf").stat().st_size > 0
+    assert "CPT-only.2x2LS.clm.L64" in (paper / "costs.md").read_text(encoding="utf-8")
+    report = snakemake(["--report", str(tmp_path / "report.html"), "--configfile", str(config)], tmp_path)
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "table2.html" in html and "loss_curves.png" in html and "stand-in for CC-100" in html

@@ -37,7 +37,7 @@ def expand_for_language(
     n_train: int,
     n_heldout: int,
     n_mt: int,
-    new_merges: str = "first",
+    new_merges: str = "last",
 ) -> tuple[Path, list[str], list[str], dict]:
     """D, held-out text and T_t for one language, built with the workflow's own modules (corpus, l10n, vocab)."""
     from workflow_scripts.corpus import split_pairs
@@ -81,7 +81,7 @@ def run(
     n_heldout: int = 200,
     n_mt: int = 40,
     batch_size: int = 16,
-    new_merges: str = "first",
+    new_merges: str = "last",
 ) -> dict:
     """The table: for each language and method, NLL/char, bits/char and tokens per sentence of the held-out text."""
     import copy
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--n-heldout", type=int, default=200)
     p.add_argument("--n-mt", type=int, default=40)
     p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--new-merges", choices=("first", "last"), default="first", help="tokenizer.new_merges")
+    p.add_argument("--new-merges", choices=("first", "last"), default="last", help="tokenizer.new_merges")
     p.add_argument("--out", required=True, help="output JSON (a Markdown table is written next to it)")
     p.add_argument(
         "--timing-lines", type=int, default=0, help="also time Align and FOCUS on N resampled lines of each language"

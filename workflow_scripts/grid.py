@@ -39,7 +39,6 @@ IMPLEMENTED = _implemented()
 NOT_YET = {
     "vocab": {"replace"},  # Table 11, vocabulary replacement
     "posthoc": {"elchat"},  # Table 10, ElChat
-    "tasks": {"sum", "mc", "gmmlu"},  # the LightEval tasks
 }
 
 BUILTIN_DEFAULTS = {

@@ -123,3 +123,14 @@ def detect_family(tokenizer: Any, where: str | Path = "<tokenizer>") -> str:
         f"unsupported tokenizer kind BPE without byte-level pre-tokenizer or byte fallback for {where}: new tokens "
         "could produce characters the model cannot represent"
     )
+
+
+def piece_byte_length(piece: str, byte_level: bool) -> int:
+    """Bytes of normalized text a BPE piece stands for: a byte-level piece its bytes; a SentencePiece byte-fallback
+    piece ``<0xNN>`` one byte; any other SentencePiece piece its UTF-8 length ("▁" included: source and target
+    tokenizers see the same "▁"-marked string). Raises ValueError for a string outside the byte-level alphabet."""
+    if byte_level:
+        return len(piece_bytes(piece))
+    if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+        return 1
+    return len(piece.encode("utf-8"))

@@ -34,8 +34,8 @@ CELL_COLUMNS = [
     "k",
     "aux_vocab_size",
 ]
-COLUMNS = [*CELL_COLUMNS, "task", "metric", "value", "seed"]
-INT_COLUMNS = ["seq_len", "k", "aux_vocab_size", "seed"]
+COLUMNS = [*CELL_COLUMNS, "task", "metric", "value", "seed", "run"]
+INT_COLUMNS = ["seq_len", "k", "aux_vocab_size", "seed", "run"]
 SETTING_COLUMNS = ["init", "procedure", "objective", "seq_len", "k", "aux_vocab_size"]
 
 # (derived metric, metric it divides by Source's)
@@ -49,6 +49,9 @@ DERIVED = [
 # Markdown columns: (header, task, metric, format)
 MARKDOWN_COLUMNS = [
     ("mt chrF", "mt", "chrF", "{:.1f}"),
+    ("sum ROUGE-L", "sum", "rougeL", "{:.1f}"),
+    ("mc acc", "mc", "acc", "{:.3f}"),
+    ("gmmlu acc", "gmmlu", "acc", "{:.3f}"),
     ("ppl BPC", "ppl", "bits_per_char", "{:.3f}"),
     ("ppl", "ppl", "perplexity", "{:.2f}"),
     ("tokens/s", "mt", "tokens_per_second", "{:.1f}"),
@@ -57,6 +60,11 @@ MARKDOWN_COLUMNS = [
     ("speed-up (chars)", "mt", "speedup_chars", "{:.2f}x"),
 ]
 MISSING = "–"
+# Why a column can be empty (printed under the tables when a task has no result at all).
+NOT_RUN_NOTES = {
+    "sum": "sum: – (not evaluated: no target-language document/summary pairs for this data are reachable offline; "
+    "the task runs on XL-Sum, MLSUM, GreekSUM mirrors and is tested on XL-Sum-layout fixtures)",
+}
 
 
 def is_source(method: object, label: object) -> bool:
@@ -69,7 +77,7 @@ def load_results(paths: list[str | Path], *, strict: bool = True) -> tuple[pd.Da
 
     With ``strict`` False, JSON files that are not result files are skipped with a warning instead of an error.
     """
-    rows, labels = [], []
+    rows, labels, notes = [], [], []
     for path in paths:
         obj = read_json(path)
         if not (isinstance(obj, dict) and isinstance(obj.get("cell"), dict) and isinstance(obj.get("records"), list)):
@@ -81,11 +89,16 @@ def load_results(paths: list[str | Path], *, strict: bool = True) -> tuple[pd.Da
         label = details.get("data_label")
         if label and label not in labels:
             labels.append(label)
+        reason = details.get("unavailable")
+        if reason and f"{details.get('task')}: – ({reason})" not in notes:
+            notes.append(f"{details.get('task')}: – ({reason})")
         for rec in obj["records"]:
             row = {c: obj["cell"].get(c) for c in CELL_COLUMNS}
-            row.update(task=rec["task"], metric=rec["metric"], value=float(rec["value"]), seed=details.get("seed"))
+            row.update(task=rec["task"], metric=rec["metric"], value=float(rec["value"]))
+            # generation tasks run several times: each record carries its run and seed
+            row.update(seed=rec.get("seed", details.get("seed")), run=rec.get("run"))
             rows.append(row)
-    return _typed(pd.DataFrame(rows, columns=COLUMNS)), labels
+    return _typed(pd.DataFrame(rows, columns=COLUMNS)), labels + [f"note: {n}" for n in notes]
 
 
 def _cell_key(row: pd.Series) -> tuple:
@@ -157,10 +170,15 @@ def settings_text(row: dict) -> str:
 
 
 def markdown(frame: pd.DataFrame, data_labels: list[str] | None = None) -> str:
-    """One Markdown table per model: rows are language × method (Source first), columns the main metrics (means)."""
+    """One Markdown table per model: rows are language × method (Source first), columns the main metrics (mean, and
+    ± the standard deviation over runs where a task ran more than once)."""
     lines = ["# Results", ""]
+    notes = [label.removeprefix("note: ") for label in data_labels or [] if label.startswith("note: ")]
     for label in data_labels or []:
-        lines += [f"> Data: {label}. The embedded default's numbers are not comparable to the paper's.", ""]
+        if not label.startswith("note: "):
+            lines += [f"> Data: {label}. The embedded default's numbers are not comparable to the paper's.", ""]
+    tasks = set(frame["task"]) if not frame.empty else set()
+    notes += [note for task, note in NOT_RUN_NOTES.items() if task not in tasks]
     if frame.empty:
         return "\n".join([*lines, "No results.", ""])
     values: dict[tuple, dict[tuple, list]] = {}
@@ -182,10 +200,20 @@ def markdown(frame: pd.DataFrame, data_labels: list[str] | None = None) -> str:
             row = [str(c["language"]), str(c["method"] if _missing(c["label"]) else c["label"]), settings_text(c)]
             for _, task, metric, fmt in MARKDOWN_COLUMNS:
                 v = values[key].get((task, metric))
-                row.append(fmt.format(sum(v) / len(v)) if v else MISSING)
+                row.append(_mean_sd(v, fmt) if v else MISSING)
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
+    lines += [f"- {note}" for note in notes] + ([""] if notes else [])
     return "\n".join(lines)
+
+
+def _mean_sd(values: list[float], fmt: str) -> str:
+    """The mean, with "± sd" (sample standard deviation) when there is more than one run."""
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return fmt.format(mean)
+    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+    return f"{fmt.format(mean)} ± {fmt.format(sd).rstrip('x')}"
 
 
 def build_tables(paths: list[str | Path], *, strict: bool = True) -> tuple[pd.DataFrame, str]:

@@ -47,7 +47,7 @@ from workflow_scripts.lapt.checkpoint import CHECKPOINT_FILE, load_checkpoint, r
 from workflow_scripts.lapt.cli import STOP_SIGNALS, main
 from workflow_scripts.lapt.data import build_blocks, pack_blocks
 from workflow_scripts.lapt.hparams import DEFAULT_HPARAMS, resolve_hparams, schedule_lengths, stage_ends
-from workflow_scripts.lapt.loop import KILL_AT_STEP_ENV, TrainingInterrupted, train
+from workflow_scripts.lapt.loop import HOLD_AT_STEP_ENV, KILL_AT_STEP_ENV, TrainingInterrupted, train
 from workflow_scripts.lapt.objective import OBJECTIVES, LossComputer
 from workflow_scripts.lapt.procedures import EEVE_STAGES, PROCEDURES, Procedure, Stage, StageContext
 
@@ -55,6 +55,7 @@ __all__ = [
     "CHECKPOINT_FILE",
     "DEFAULT_HPARAMS",
     "EEVE_STAGES",
+    "HOLD_AT_STEP_ENV",
     "KILL_AT_STEP_ENV",
     "OBJECTIVES",
     "PROCEDURES",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workflow_scripts.io import atomic_path, read_lines, seed_everything, write_text
+from workflow_scripts.io import atomic_path, read_corpus, seed_everything, write_text
 from workflow_scripts.lapt.checkpoint import (
     CHECKPOINT_FILE,
     LEGACY_CHECKPOINT_FILE,
@@ -47,6 +47,9 @@ log = logging.getLogger("vocabexp.lapt")
 # Test-only: with this set to N the process SIGKILLs itself at the end of step N (after that step's checkpoint, if it
 # writes one), so that kill-and-resume tests stop a run at a chosen step instead of racing it.
 KILL_AT_STEP_ENV = "LAPT_TEST_KILL_AT_STEP"
+# Test-only: "N:FILE" makes the process, at the end of step N, write its checkpoint folder into FILE and then wait for
+# a signal, so that a test can interrupt the whole workflow (Ctrl-C) at a known step of a known run.
+HOLD_AT_STEP_ENV = "LAPT_TEST_HOLD_AT_STEP"
 
 
 class TrainingInterrupted(RuntimeError):
@@ -133,7 +136,8 @@ def prepare_run(
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     low_precision = hp["weights_dtype"] == "bf16"
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    blocks, corpus_tokens = build_blocks(read_lines(train_file), tokenizer, seq_len, source=str(train_file))
+    corpus = read_corpus(train_file, what="corpus D")
+    blocks, corpus_tokens = build_blocks(corpus, tokenizer, seq_len, source=str(train_file))
     lengths = schedule_lengths(blocks.shape[0], hp)
     proc = PROCEDURES[procedure]
     ends = stage_ends(lengths["total_steps"], len(proc.stages), hp["stage_split"])
@@ -396,9 +400,14 @@ def resume(run: Run, state: TrainState) -> None:
     )
 
 
-def _kill_if_asked(step: int) -> None:
+def _kill_if_asked(step: int, checkpoint_dir: Path) -> None:
     if os.environ.get(KILL_AT_STEP_ENV) == str(step):
         os.kill(os.getpid(), signal.SIGKILL)
+    hold_step, _, marker = os.environ.get(HOLD_AT_STEP_ENV, "").partition(":")
+    if hold_step == str(step) and marker:
+        write_text(marker, str(checkpoint_dir.resolve()))
+        while True:  # until a signal ends the process (SIGINT raises KeyboardInterrupt here)
+            signal.pause()
 
 
 def loss_curve_tsv(history: list[dict[str, Any]]) -> str:
@@ -534,7 +543,7 @@ def train(
         stop = should_stop is not None and should_stop()
         if stop or checkpoint_due(run, state):
             save(run, state)
-        _kill_if_asked(state.step)
+        _kill_if_asked(state.step, run.ckpt_path.parent)
         if stop and state.step < run.total_steps:
             raise TrainingInterrupted(
                 f"stopped on request after step {state.step} of {run.total_steps}; checkpoint {run.ckpt_path}"

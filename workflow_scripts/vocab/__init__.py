@@ -3,9 +3,10 @@
 An auxiliary BPE tokenizer T_aux is trained on the target-language corpus D with the source tokenizer's own normalizer
 and pre-tokenizer; V_new is taken from its most frequent tokens that the source vocabulary V_s lacks; the target
 tokenizer T_t is a real BPE over V_s ∪ V_new (vocabulary entries plus merge rules), never "added tokens", which are
-matched before BPE and garble byte-level decoding. The new merges go before the source merges (``new_merges="first"``,
-the default: the paper's priority for new pieces, with unreachable or unused tokens replaced) or after them ("last",
-the ablation); see ``pipeline``. Either way text without a new token's string tokenizes exactly as before.
+matched before BPE and garble byte-level decoding. The new merges go after the source merges (``new_merges="last"``,
+the default: target text never gets longer) or before them ("first": the paper's priority for new pieces, with
+unreachable or unused tokens replaced); see ``pipeline``. Either way text without a new token's string tokenizes
+exactly as before.
 
 The route follows from the source tokenizer's tokenizer.json (``detect_family``), never from a flag:
 - byte-level BPE (GPT-2, SmolLM2, Llama-3 converted from tiktoken): T_aux is trained with Hugging Face tokenizers'

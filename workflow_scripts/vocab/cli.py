@@ -37,8 +37,8 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--new-merges",
         choices=("first", "last"),
-        default="first",
-        help="new merges before the source merges (first: the paper's priority) or after them (last: the ablation)",
+        default="last",
+        help="new merges after the source merges (last, the default) or before them (first: the paper's priority)",
     )
     e.add_argument("--out", required=True, help="target tokenizer folder")
     e.add_argument("--report", required=True)
