@@ -116,7 +116,7 @@ def test_speedup_rows_blocks_and_not_applicable():
         rec("Source", "my", "mt", "tokens_per_second", 20.0, model="llama3"),
         rec("Align", "my", "mt", "tokens_per_second", 50.0, model="llama3", **REC),
         rec("Align", "my", "mt", "chrF", 21.0, model="llama3", **REC),
-        rec("Align", "si", "mc", "accuracy", 0.30, model="gemma2", **REC),
+        rec("Align", "si", "mc", "acc", 0.30, model="gemma2", **REC),
     )
     f = tables.add_derived(f.drop(columns="run"))  # the speed-up rows rule tables adds
     filled = fill(TABLES_BY_NAME["table6"], f)
