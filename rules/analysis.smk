@@ -20,8 +20,10 @@ rule init_analysis_cell:
         "../envs/workflow.yaml"
     threads: 2
     resources:
-        mem_mb=sized("evaluate_ppl", "mem_mb"),
-        runtime=sized("evaluate_ppl", "runtime"),
+        mem_mb=sized("init_analysis_cell", "mem_mb"),
+        runtime=sized("init_analysis_cell", "runtime"),
+        cpus_per_gpu=sized("init_analysis_cell", "cpus_per_gpu"),
+        gpu=gpus("init_analysis_cell"),
     params:
         seed=config["seed"],
         batch_size=config["evaluation"]["ppl"]["batch_size"],

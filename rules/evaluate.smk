@@ -54,10 +54,10 @@ rule evaluate_sum:
         "../envs/workflow.yaml"
     threads: 2
     resources:
-        mem_mb=sized("evaluate_mt", "mem_mb"),
-        runtime=sized("evaluate_mt", "runtime"),
-        cpus_per_gpu=sized("evaluate_mt", "cpus_per_gpu"),
-        gpu=gpus("evaluate_mt"),
+        mem_mb=sized("evaluate_sum", "mem_mb"),
+        runtime=sized("evaluate_sum", "runtime"),
+        cpus_per_gpu=sized("evaluate_sum", "cpus_per_gpu"),
+        gpu=gpus("evaluate_sum"),
     params:
         cell=cell_json,
         data=harness_data_arg("sum"),
@@ -89,10 +89,10 @@ rule evaluate_mc:
         "../envs/workflow.yaml"
     threads: 2
     resources:
-        mem_mb=sized("evaluate_ppl", "mem_mb"),
-        runtime=sized("evaluate_ppl", "runtime"),
-        cpus_per_gpu=sized("evaluate_ppl", "cpus_per_gpu"),
-        gpu=gpus("evaluate_ppl"),
+        mem_mb=sized("evaluate_mc", "mem_mb"),
+        runtime=sized("evaluate_mc", "runtime"),
+        cpus_per_gpu=sized("evaluate_mc", "cpus_per_gpu"),
+        gpu=gpus("evaluate_mc"),
     params:
         args=harness_choice_args("mc"),
         cell=cell_json,
@@ -113,6 +113,11 @@ use rule evaluate_mc as evaluate_gmmlu with:
         "results/logs/evaluate_gmmlu/{model}.{lang}.{method}.log",
     benchmark:
         "results/benchmarks/evaluate_gmmlu/{model}.{lang}.{method}.tsv"
+    resources:
+        mem_mb=sized("evaluate_gmmlu", "mem_mb"),
+        runtime=sized("evaluate_gmmlu", "runtime"),
+        cpus_per_gpu=sized("evaluate_gmmlu", "cpus_per_gpu"),
+        gpu=gpus("evaluate_gmmlu"),
     params:
         args=harness_choice_args("gmmlu"),
         cell=cell_json,
@@ -129,6 +134,11 @@ use rule evaluate_mc as evaluate_mc_en with:
         "results/logs/evaluate_mc_en/{model}.{lang}.{method}.log",
     benchmark:
         "results/benchmarks/evaluate_mc_en/{model}.{lang}.{method}.tsv"
+    resources:
+        mem_mb=sized("evaluate_mc_en", "mem_mb"),
+        runtime=sized("evaluate_mc_en", "runtime"),
+        cpus_per_gpu=sized("evaluate_mc_en", "cpus_per_gpu"),
+        gpu=gpus("evaluate_mc_en"),
     params:
         args=harness_choice_args("mc_en"),
         cell=cell_json,
@@ -145,6 +155,11 @@ use rule evaluate_mc as evaluate_gmmlu_en with:
         "results/logs/evaluate_gmmlu_en/{model}.{lang}.{method}.log",
     benchmark:
         "results/benchmarks/evaluate_gmmlu_en/{model}.{lang}.{method}.tsv"
+    resources:
+        mem_mb=sized("evaluate_gmmlu_en", "mem_mb"),
+        runtime=sized("evaluate_gmmlu_en", "runtime"),
+        cpus_per_gpu=sized("evaluate_gmmlu_en", "cpus_per_gpu"),
+        gpu=gpus("evaluate_gmmlu_en"),
     params:
         args=harness_choice_args("gmmlu_en"),
         cell=cell_json,

@@ -292,6 +292,7 @@ def test_planning_imports_no_torch():
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, env={"PYTHONPATH": str(REPO)})
 
 
+@pytest.mark.slow  # a snakemake dry run each
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [

@@ -213,3 +213,10 @@ def test_cli_offline_on_hub_layout_fixtures(tiny_llama_dir, tmp_path):
         assert runs == ({0, 1} if task == "mt" else {0})
         metric = {"mt": "chrF", "sum": "rougeL", "mc": "acc", "gmmlu": "acc"}[task]
         assert metric in {r["metric"] for r in result["records"]}
+
+
+def test_english_retention_runs_are_recorded_under_their_own_task():
+    from workflow_scripts.harness.__main__ import record_task
+
+    assert record_task("mc", "en") == "mc_en" and record_task("gmmlu", "en") == "gmmlu_en"
+    assert record_task("mc", "th") == "mc" and record_task("mt", "si") == "mt"

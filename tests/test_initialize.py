@@ -137,7 +137,7 @@ def test_cli_writes_model_and_report(byte_case, tmp_path):
     assert stats["mean_l2_norm_new"] == pytest.approx(new_norm, rel=1e-5)
     assert stats["mean_l2_norm_source"] == pytest.approx(float(byte_case["emb"].norm(dim=1).mean()), rel=1e-5)
     assert set(report["stats"]) == {"input", "output"} and (out / "tokenizer.json").is_file()
-    assert sorted(INIT_METHODS) == ["Align", "EEVE", "FOCUS", "Mean", "Merge", "Random"]
+    assert sorted(INIT_METHODS) == ["Align", "EEVE", "FOCUS", "Mean", "Mean-ref", "Merge", "Random"]
 
 
 # --------------------------------------------------------------------------------------------------------------------

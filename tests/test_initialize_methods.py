@@ -315,6 +315,7 @@ def test_focus_weights_are_sparsemax_of_fasttext_cosines(bos_case, tmp_path):
     assert report["method_stats"]["focus"]["overlapping_tokens"] == 3
 
 
+@pytest.mark.slow  # trains fastText
 @needs_fasttext
 def test_focus_with_real_fasttext_on_smollm2(tiny_llama_dir, smollm2_tokenizer_dir, tmp_path):
     lines = [t for _, t in l10n_pairs("th")]

@@ -36,7 +36,7 @@ def test_module_entry_point_runs_once_without_warnings():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("usage:") == 1 and "--pad-to-multiple-of" in out.stdout
-    assert "{Align,EEVE,FOCUS,Mean,Merge,Random}" in out.stdout
+    assert "{Align,EEVE,FOCUS,Mean,Mean-ref,Merge,Random}" in out.stdout
 
 
 def test_every_method_module_is_imported_by_the_methods_package():

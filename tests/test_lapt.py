@@ -107,6 +107,7 @@ def _loss_rows(path: Path) -> list[list[str]]:
     return [line.split("\t") for line in lines[1:]]
 
 
+@pytest.mark.slow  # three training runs and a subprocess
 def test_kill_and_resume_matches_uninterrupted_run(tmp_path, tiny_llama_dir, thai_lines):
     # LoRA + mtp: dropout makes the result depend on the restored RNG state, the extra head on the saved trainables.
     # grad_accum 2 and two epochs exercise the step -> (epoch, micro-batch) mapping on resume.
@@ -229,6 +230,7 @@ def test_schedule_lengths_and_hparams():
 # ------------------------------------------------------------------------------------------------ 4. loss falls
 
 
+@pytest.mark.slow  # many training steps
 def test_loss_falls_on_repetitive_thai_text(tmp_path, tiny_llama_dir, thai_lines):
     train = tmp_path / "th.txt"
     train.write_text("\n".join(thai_lines[:20] * 10) + "\n", encoding="utf-8")

@@ -77,7 +77,8 @@ def _eeve_expected(stage: int, tied: bool, layer_keys: list[str]) -> dict[str, o
     return expected
 
 
-@pytest.mark.parametrize(("tied", "objective"), [(False, "clm"), pytest.param(True, "mtp", marks=pytest.mark.slow)])
+@pytest.mark.slow  # seven stages, resumed at each boundary
+@pytest.mark.parametrize(("tied", "objective"), [(False, "clm"), (True, "mtp")])
 def test_eeve_changes_exactly_each_stage_rows_and_resumes_across_every_boundary(
     tmp_path, tiny_llama_dir, untied_llama_dir, thai_file, tied, objective
 ):
@@ -154,7 +155,8 @@ def _loss_rows(path: Path) -> list[dict[str, str]]:
     return [dict(zip(header, line.split("\t"), strict=True)) for line in lines[1:]]
 
 
-@pytest.mark.parametrize(("tied", "objective"), [(True, "clm"), pytest.param(False, "mtp", marks=pytest.mark.slow)])
+@pytest.mark.slow  # two stages, resumed
+@pytest.mark.parametrize(("tied", "objective"), [(True, "clm"), (False, "mtp")])
 def test_two_stage_trains_embeddings_then_lora_and_resumes_across_the_boundary(
     tmp_path, tiny_llama_dir, untied_llama_dir, thai_file, tied, objective
 ):
@@ -228,6 +230,7 @@ def test_bf16_weights_keep_frozen_weights_bit_identical(tmp_path, untied_llama_d
     assert 10.0 < stats["first_loss"] < 11.5 and stats["trainable_parameters"] < stats["total_parameters"]
 
 
+@pytest.mark.slow  # seven stages
 def test_eeve_with_lora_layers_trains_lora_in_stages_6_and_7(tmp_path, untied_llama_dir, thai_file):
     hp = {**HP, "max_steps": 7, "eeve_layers": "LoRA"}
     ckpt = tmp_path / "ckpt"

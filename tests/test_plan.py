@@ -163,6 +163,12 @@ def plan(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subpr
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env={**os.environ, **(env or {})})
 
 
+def task_rule(task: str) -> str:
+    """The rule that writes eval/{task}.json (rules/evaluate.smk)."""
+    return "measure_speed" if task == "speed" else f"evaluate_{task}"
+
+
+@pytest.mark.slow  # a dry run of the whole paper grid: about 20 s
 def test_report_on_the_paper_grid(tmp_path):
     config = REPO / "configs" / "paper.yaml"
     env = site_home(tmp_path, "ACCOUNT=my_project", "PARTITION=cpu", "GPU_PARTITION=gpu")
@@ -183,8 +189,8 @@ def test_report_on_the_paper_grid(tmp_path):
     for model, spec in grid["models"].items():
         cells = [m for name, _, m in expand_grid(grid) if name == model]
         minutes = sum(m.trains for m in cells) * sized_resources("lapt", spec["size"])["runtime"]
-        for rule in ("evaluate_mt", "evaluate_ppl", "measure_speed"):
-            minutes += len(cells) * sized_resources(rule, spec["size"])["runtime"]
+        for task in grid["evaluation"]["tasks"]:
+            minutes += len(cells) * sized_resources(task_rule(task), spec["size"])["runtime"]
         assert report["by_model"][model]["gpu_hours"] == pytest.approx(minutes / 60, abs=1e-3)
     assert report["sizes"] == {"llama2": "7B", "llama3": "8B", "gemma2": "9B"}
     assert report["local"]["download_cc100"] == len(grid["languages"])
@@ -192,6 +198,7 @@ def test_report_on_the_paper_grid(tmp_path):
     assert "GPU-hours" in result.stdout and f"| lapt | {counts['lapt']} | 1 |" in result.stdout
 
 
+@pytest.mark.slow  # a dry run
 def test_report_on_the_test_config_without_a_profile(tmp_path):
     config = tiny_config(tmp_path)  # configs/test.yaml with its data package path made absolute
     result = plan(tmp_path, "--configfile", str(config), "--json", str(tmp_path / "p.json"))
@@ -199,8 +206,10 @@ def test_report_on_the_test_config_without_a_profile(tmp_path):
     report = json.loads((tmp_path / "p.json").read_text())
     counts = expected_counts(yaml.safe_load(config.read_text()))
     n = counts["lapt"]
-    # No profile: the GPU rules still ask for their GPU (the rules' own resources), and only they.
-    assert report["total"]["gpu_jobs"] == n + 2 * counts["evaluate_mt"] + counts["measure_speed"]
+    # No profile: the GPU rules still ask for their GPU (the rules' own resources), and only they: LAPT and one job
+    # per evaluation task and cell.
+    tasks = yaml.safe_load(config.read_text())["evaluation"]["tasks"]
+    assert report["total"]["gpu_jobs"] == n + len(tasks) * counts["evaluate_mt"]
     assert report["gpus_per_job"]["lapt"] == [1] and report["gpus_per_job"]["initialize"] == [0]
     # demo size: 20 min and 2 GB per LAPT job, 1 GPU with 2 CPUs (cpus_per_gpu) each.
     assert report["by_rule"]["lapt"] == {
@@ -220,6 +229,7 @@ def site_profile(tmp_path: Path, set_resources: dict) -> Path:
     return site
 
 
+@pytest.mark.slow  # a plan and a dry run
 def test_gpu_on_a_cpu_rule_stops_planning_and_the_run(tmp_path):
     env = site_home(tmp_path, "PARTITION=cpu")
     site = site_profile(tmp_path, {"lapt": {"gpu": 1}, "split_l10n": {"gpu": 1}})
@@ -234,6 +244,7 @@ def test_gpu_on_a_cpu_rule_stops_planning_and_the_run(tmp_path):
     assert "set-resources split_l10n: asks for a GPU, but rule split_l10n cannot use one" in run.stdout + run.stderr
 
 
+@pytest.mark.slow  # a dry run of the paper grid
 def test_paper_grid_without_a_gpu_for_lapt_is_flagged(tmp_path):
     # A site overlay that took the training rule's GPU away (and asks for the others' by gres).
     env = site_home(tmp_path, "PARTITION=cpu")
@@ -246,6 +257,7 @@ def test_paper_grid_without_a_gpu_for_lapt_is_flagged(tmp_path):
     assert "llama2 (7B)" in result.stderr
 
 
+@pytest.mark.slow  # two dry runs
 def test_sites_that_want_gres_get_gres_only(tmp_path):
     # set-resources asking for the GPU by gres replaces the rules' own `gpu: 1` (the plugin would pass both).
     env = site_home(tmp_path, "PARTITION=cpu")
@@ -261,7 +273,9 @@ def test_sites_that_want_gres_get_gres_only(tmp_path):
             assert job.resources["gres"] == "gpu:a100:1" and job.resources.get("gpu", 0) == 0, job
         elif not job.local:
             assert job.gpus == 0 and job.resources["slurm_partition"] == "cpu", job
-    assert {j.rule for j in jobs} >= set(GPU_RULES)
+    # Every GPU rule the test grid plans (it evaluates mt, ppl, speed and mc; the analysis is a separate target).
+    planned = {"lapt", "measure_speed", "evaluate_mt", "evaluate_ppl", "evaluate_mc"}
+    assert {j.rule for j in jobs} & set(GPU_RULES) == planned
     # Both at once is refused, naming the rule.
     both = site_profile(tmp_path / "both", {"lapt": {"gpu": 1, "gres": "gpu:1"}})
     run = snakemake(

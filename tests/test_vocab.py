@@ -390,6 +390,7 @@ def test_saved_tokenizer_reloads_and_every_new_token_is_reachable(expanded, smol
     assert whole > k // 2
 
 
+@pytest.mark.slow  # trains an aux tokenizer and expands through the CLI
 def test_command_line(smollm2_tokenizer_dir, thai, tmp_path):
     corpus, heldout = tmp_path / "train.txt", tmp_path / "heldout.txt"
     corpus.write_text("\n".join(thai["train"][:1500]) + "\n", encoding="utf-8")

@@ -70,6 +70,7 @@ def _check_invariants(source_dir: Path, e: V.Expansion, aux: Tokenizer, k: int, 
     return family
 
 
+@pytest.mark.slow  # two expansions of real text per language
 @pytest.mark.parametrize("lang,aux_size", [("th", 4000), ("si", 1500)])
 def test_both_orders_keep_the_invariants_smollm2(smollm2_tokenizer_dir, lang, aux_size, tmp_path):
     train, heldout, english = _texts(lang)

@@ -30,7 +30,7 @@ def planned_jobs(stdout: str) -> Counter:
     return counts
 
 
-@pytest.mark.parametrize("configfile", ["config.yaml", "configs/paper.yaml"])
+@pytest.mark.parametrize("configfile", ["config.yaml", pytest.param("configs/paper.yaml", marks=pytest.mark.slow)])
 def test_dry_run_plans_the_grid(configfile, tmp_path):
     path = tiny_config(tmp_path, configfile)  # a fresh working directory: nothing computed yet
     result = snakemake(["-n", "--quiet", "rules", "--configfile", str(path)], tmp_path)

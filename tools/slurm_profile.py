@@ -1,7 +1,7 @@
 """Write the site profile `slurm` that `snakemake --profile slurm` finds: ~/.config/snakemake/slurm/config.yaml.
 
 The profile holds only what the site needs (executor, account, partitions, QoS, GPU model, status command). What the
-workflow needs (a GPU on its four GPU rules, memory and time limits by model size, retries asking for more) comes
+workflow needs (a GPU on its GPU rules, memory and time limits by model size, retries asking for more) comes
 with the workflow, in the rules' `resources:` and in profiles/default/, so any site profile named `slurm` works.
 
     make slurm-profile ACCOUNT=my_project PARTITION=cpu GPU_PARTITION=gpu
@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-GPU_RULES = ("lapt", "evaluate_mt", "evaluate_ppl", "measure_speed")  # workflow_scripts/resources.py
+from workflow_scripts.resources import GPU_RULES  # standard library only, like this module
 
 TEMPLATE = """\
 # Site profile `slurm` for Snakemake's Slurm executor, written by `make slurm-profile` (tools/slurm_profile.py of the
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--account", help="Slurm account (sbatch -A); leave out on clusters without accounts")
     parser.add_argument("--partition", help="partition of every job (default: the cluster's default partition)")
     parser.add_argument("--qos", help="quality of service of every job")
-    parser.add_argument("--gpu-partition", help="partition of the four GPU rules' jobs, if GPUs live elsewhere")
+    parser.add_argument("--gpu-partition", help="partition of the GPU rules' jobs, if GPUs live elsewhere")
     parser.add_argument("--gpu-model", help="GPU model of the GPU jobs, e.g. a100 (sbatch --gpus=a100:1)")
     parser.add_argument(
         "--status-command", choices=["sacct", "squeue"], help="how job states are read (squeue: no accounting database)"

@@ -1,7 +1,7 @@
 """What each job of the workflow asks a cluster for, and GPU requests that do not fit the rules.
 
 The cost table the rules read their `resources:` from (memory, time limit and CPUs per GPU by rule and model size
-class, growing with each retry), the GPU the four GPU rules ask for, and the check rules/common.smk runs on a run's
+class, growing with each retry), the GPU the GPU rules ask for, and the check rules/common.smk runs on a run's
 set-resources and default-resources before any job. Imported by the Snakefile: pure Python, no torch. The planning
 report that reads a dry run is `python -m tools.plan`.
 """
@@ -14,8 +14,20 @@ from typing import Any
 SIZES = ("demo", "135M", "7B", "8B", "9B")
 # Size classes that cannot be trained or evaluated in useful time without a GPU.
 GPU_SIZES = frozenset({"7B", "8B", "9B"})
-# The rules whose code moves the model to a GPU when one is visible (workflow_scripts/lapt/, evaluate.py, speed.py).
-GPU_RULES = ("lapt", "evaluate_mt", "evaluate_ppl", "measure_speed")
+# The rules whose code moves the model to a GPU when one is visible (workflow_scripts/lapt/, harness/, evaluate.py,
+# speed.py, init_analysis.py).
+GPU_RULES = (
+    "lapt",
+    "evaluate_mt",
+    "evaluate_sum",
+    "evaluate_mc",
+    "evaluate_gmmlu",
+    "evaluate_mc_en",
+    "evaluate_gmmlu_en",
+    "evaluate_ppl",
+    "measure_speed",
+    "init_analysis_cell",
+)
 
 
 def _row(*values: tuple[int, int]) -> dict[str, tuple[int, int]]:
@@ -41,6 +53,15 @@ SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
     "lapt": _row((2000, 20), (8000, 60), (64000, 180), (64000, 180), (80000, 240)),
     "evaluate_mt": _row((2000, 15), (8000, 30), (48000, 60), (48000, 60), (64000, 90)),
     "evaluate_ppl": _row((2000, 15), (8000, 30), (48000, 60), (48000, 60), (64000, 90)),
+    # 500 articles, prompts up to 4,096 tokens, 5 sampled runs with 5 beams (Table 13 b)
+    "evaluate_sum": _row((2000, 30), (8000, 60), (48000, 240), (48000, 240), (64000, 300)),
+    # Belebele 900 items, 3-shot log-likelihood of 4 choices; Global-MMLU's whole test set (about 14K items), 5-shot
+    "evaluate_mc": _row((2000, 20), (8000, 30), (48000, 60), (48000, 60), (64000, 90)),
+    "evaluate_gmmlu": _row((2000, 20), (8000, 60), (48000, 180), (48000, 180), (64000, 240)),
+    "evaluate_mc_en": _row((2000, 20), (8000, 30), (48000, 60), (48000, 60), (64000, 90)),
+    "evaluate_gmmlu_en": _row((2000, 20), (8000, 60), (48000, 180), (48000, 180), (64000, 240)),
+    # initializes four models per cell (Mean, Mean-ref, Merge, Align) and scores held-out text with each
+    "init_analysis_cell": _row((2000, 20), (8000, 60), (96000, 120), (96000, 120), (128000, 150)),
     # 500 prompts x 128 new tokens at batch size 1 (beam search): tens of tokens/s
     "measure_speed": _row((2000, 15), (8000, 30), (48000, 90), (48000, 90), (64000, 120)),
 }
@@ -105,7 +126,7 @@ def gpus_requested(resources: Mapping[str, Any]) -> int:
 
 
 def rule_gpus(rule: str, overrides: Mapping[str, Mapping[str, Any]]) -> int:
-    """The `gpu` resource a rule declares itself: 1 for the four GPU rules, 0 for every other rule.
+    """The `gpu` resource a rule declares itself: 1 for the GPU rules (GPU_RULES), 0 for every other rule.
 
     `overrides` is the run's set-resources (rule to resources). A GPU rule whose set-resources ask for the GPU by
     `gres` (sites that want --gres) declares 0, since the Slurm plugin would otherwise pass both --gpus and --gres.

@@ -22,6 +22,12 @@ log = logging.getLogger("vocabexp")
 GENERATIVE = {"mt", "sum"}
 
 
+def record_task(task: str, lang: str) -> str:
+    """The task name results carry: an English run is a retention check (Table 9; tasks mc_en, gmmlu_en), recorded
+    under its own name so that it never mixes with the same cell's target-language results."""
+    return f"{task}_en" if lang == "en" else task
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     from workflow_scripts.evaluate import add_common_args
 
@@ -65,7 +71,8 @@ def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, lis
             max_length=a.max_length,
         )
         records += [
-            {"task": a.task, "metric": m, "value": v, "run": run, "seed": seed} for m, v in result.scores.items()
+            {"task": record_task(a.task, a.lang), "metric": m, "value": v, "run": run, "seed": seed}
+            for m, v in result.scores.items()
         ]
         seconds.append(round(result.seconds, 2))
         for d in result.details:
@@ -94,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
 
     cell = read_cell(a.cell)
     t0 = time.time()
-    details: dict = {"model_dir": str(a.model), "language": a.lang, "task": a.task}
+    details: dict = {"model_dir": str(a.model), "language": a.lang, "task": record_task(a.task, a.lang)}
     try:
         if a.task != "mt":
             source = task_source(a.task, a.lang)  # raises Unavailable before any model is loaded
