@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -181,6 +182,93 @@ def _skip(rng: random.Random, w: float) -> int:
     return math.floor(math.log(_unit(rng)) / math.log1p(-w))
 
 
+@dataclass
+class _Counts:
+    """What ``sample_lines`` read and skipped, line by line (bytes: decompressed)."""
+
+    total: int = 0
+    empty: int = 0
+    short: int = 0  # includes the empty lines until the end of the stream
+    long: int = 0
+    invalid: int = 0
+    cr: int = 0
+    nbytes: int = 0
+
+
+def _usable_lines(block: bytes, counts: _Counts, min_chars: int, max_chars: int) -> list[str]:
+    """The usable lines of one block, cleaned as ``sample_lines`` documents; what was skipped goes into ``counts``."""
+    counts.nbytes += len(block)
+    parts, bad = _decode_block(block)
+    counts.invalid += bad
+    counts.total += len(parts) + bad
+    stripped = list(map(str.rstrip, parts))
+    counts.empty += stripped.count("")
+    valid = [s for s in stripped if len(s) >= min_chars] if min_chars > 1 else [s for s in stripped if s]
+    counts.short += len(stripped) - len(valid)
+    if valid and max(map(len, valid)) > max_chars:  # rare: the maximum is found at C speed
+        kept = [s for s in valid if len(s) <= max_chars]
+        counts.long += len(valid) - len(kept)
+        valid = kept
+    if b"\r" in block and any("\r" in s for s in valid):  # rare: test the bytes first, at C speed
+        counts.cr += sum("\r" in s for s in valid)
+        valid = [s.replace("\r", " ") for s in valid]
+    return valid
+
+
+class _AlgorithmL:
+    """Li's Algorithm L, seeded: a uniform sample of k items of a stream, jumping over the items it will not keep."""
+
+    def __init__(self, k: int, rng: random.Random):
+        self.k, self.rng = k, rng
+        self.items: list[str] = []
+        self.w = math.exp(math.log(_unit(rng)) / k)
+        self.next = k + _skip(rng, self.w)  # index (among fed items) of the next item that enters the full reservoir
+        self.seen = 0  # items fed so far
+
+    def feed(self, items: list[str]) -> None:
+        """Offer the next items of the stream; only the replacements cost Python steps (about k ln(N / k) in all)."""
+        if len(self.items) < self.k:
+            self.items.extend(items[: self.k - len(self.items)])
+        end = self.seen + len(items)
+        while self.next < end:
+            self.items[self.rng.randrange(self.k)] = items[self.next - self.seen]
+            self.w *= math.exp(math.log(_unit(self.rng)) / self.k)
+            self.next += _skip(self.rng, self.w) + 1
+        self.seen = end
+
+
+def _check_enough(
+    path: str | Path, c: _Counts, seen: int, want: int, min_chars: int, max_chars: int, n: int, n_heldout: int
+) -> None:
+    """Errors naming the file: no usable line at all, or fewer than ``n + n_heldout``."""
+    if seen == 0:
+        raise ValueError(
+            f"{path}: the CC-100 corpus has no usable line ({c.total} line(s): {c.empty} blank or whitespace-only, "
+            f"{c.invalid} not valid UTF-8, {c.short} shorter than {min_chars} and {c.long} longer than {max_chars} "
+            "characters); it must be UTF-8 text, one paragraph a line: check or download the file again"
+        )
+    if seen < want:
+        raise ValueError(
+            f"{path}: too few valid lines: {seen} (of {c.total} lines; {c.empty} empty, {c.invalid} invalid UTF-8, "
+            f"{c.short} shorter than {min_chars} characters, {c.long} longer than {max_chars}), but n={n} + "
+            f"n_heldout={n_heldout} = {want} asked for"
+        )
+
+
+def _first_distinct(items: list[str], want: int) -> tuple[list[str], int]:
+    """The first ``want`` distinct strings of ``items`` in order, and how many repeats were passed over."""
+    chosen: dict[str, None] = {}
+    duplicates = 0
+    for s in items:
+        if s in chosen:
+            duplicates += 1
+        else:
+            chosen[s] = None
+            if len(chosen) == want:
+                break
+    return list(chosen), duplicates
+
+
 def sample_lines(
     path: str | Path,
     *,
@@ -211,92 +299,45 @@ def sample_lines(
             f"oversample={oversample}"
         )
     want = n + n_heldout
-    k = want + math.ceil(want * oversample)
     rng = random.Random(seed)
-    reservoir: list[str] = []
-    w = math.exp(math.log(_unit(rng)) / k)
-    nxt = k + _skip(rng, w)  # index (among valid lines) of the next line that enters the full reservoir
-    seen = 0  # valid lines before the current block
-    total = empty = short = long = invalid = cr = 0
-    nbytes = 0
+    reservoir = _AlgorithmL(want + math.ceil(want * oversample), rng)
+    counts = _Counts()
     start = time.perf_counter()
     with open_text_stream(path, external=external) as f:
         for block in _blocks(f, block_bytes):
-            nbytes += len(block)
-            parts, bad = _decode_block(block)
-            invalid += bad
-            total += len(parts) + bad
-            stripped = list(map(str.rstrip, parts))
-            empty += stripped.count("")
-            valid = [s for s in stripped if len(s) >= min_chars] if min_chars > 1 else [s for s in stripped if s]
-            short += len(stripped) - len(valid)
-            if valid and max(map(len, valid)) > max_chars:  # rare: the maximum is found at C speed
-                kept = [s for s in valid if len(s) <= max_chars]
-                long += len(valid) - len(kept)
-                valid = kept
-            if b"\r" in block and any("\r" in s for s in valid):  # rare: test the bytes first, at C speed
-                cr += sum("\r" in s for s in valid)
-                valid = [s.replace("\r", " ") for s in valid]
-            if len(reservoir) < k:
-                reservoir.extend(valid[: k - len(reservoir)])
-            end = seen + len(valid)
-            while nxt < end:  # only the replacements cost Python steps: about k * ln(N / k) in all
-                reservoir[rng.randrange(k)] = valid[nxt - seen]
-                w *= math.exp(math.log(_unit(rng)) / k)
-                nxt += _skip(rng, w) + 1
-            seen = end
+            reservoir.feed(_usable_lines(block, counts, min_chars, max_chars))
     seconds = time.perf_counter() - start
-    short -= empty
-    if seen == 0:
+    counts.short -= counts.empty
+    _check_enough(path, counts, reservoir.seen, want, min_chars, max_chars, n, n_heldout)
+    rng.shuffle(reservoir.items)
+    unique, duplicates = _first_distinct(reservoir.items, want)
+    if len(unique) < want:
         raise ValueError(
-            f"{path}: the CC-100 corpus has no usable line ({total} line(s): {empty} blank or whitespace-only, "
-            f"{invalid} not valid UTF-8, {short} shorter than {min_chars} and {long} longer than {max_chars} "
-            "characters); it must be UTF-8 text, one paragraph a line: check or download the file again"
+            f"{path}: only {len(unique)} distinct lines among the {len(reservoir.items)} sampled ({reservoir.seen} "
+            f"valid lines), but {want} asked for; raise oversample (now {oversample}) or ask for fewer"
         )
-    if seen < want:
-        raise ValueError(
-            f"{path}: too few valid lines: {seen} (of {total} lines; {empty} empty, {invalid} invalid UTF-8, {short} "
-            f"shorter than {min_chars} characters, {long} longer than {max_chars}), but n={n} + "
-            f"n_heldout={n_heldout} = {want} asked for"
-        )
-    rng.shuffle(reservoir)
-    chosen: dict[str, None] = {}
-    duplicates = 0
-    for s in reservoir:
-        if s in chosen:
-            duplicates += 1
-        else:
-            chosen[s] = None
-            if len(chosen) == want:
-                break
-    if len(chosen) < want:
-        raise ValueError(
-            f"{path}: only {len(chosen)} distinct lines among the {len(reservoir)} sampled ({seen} valid lines), but "
-            f"{want} asked for; raise oversample (now {oversample}) or ask for fewer"
-        )
-    unique = list(chosen)
     sample, heldout = unique[:n], unique[n:]
     stats = {
         "input": str(path),
         "seed": seed,
-        "lines_total": total,
-        "lines_valid": seen,
-        "skipped_empty": empty,
-        "skipped_invalid_utf8": invalid,
-        "skipped_short": short,
-        "skipped_long": long,
+        "lines_total": counts.total,
+        "lines_valid": reservoir.seen,
+        "skipped_empty": counts.empty,
+        "skipped_invalid_utf8": counts.invalid,
+        "skipped_short": counts.short,
+        "skipped_long": counts.long,
         "min_chars": min_chars,
         "max_chars": max_chars,
-        "carriage_returns_replaced": cr,
-        "reservoir_size": len(reservoir),
+        "carriage_returns_replaced": counts.cr,
+        "reservoir_size": len(reservoir.items),
         "duplicates_skipped": duplicates,
         "n_sample": len(sample),
         "n_heldout": len(heldout),
         "mean_chars_sample": _mean_chars(sample),
         "mean_chars_heldout": _mean_chars(heldout),
-        "decompressed_bytes": nbytes,
+        "decompressed_bytes": counts.nbytes,
         "seconds": round(seconds, 3),
-        "lines_per_second": round(total / seconds) if seconds > 0 else None,
+        "lines_per_second": round(counts.total / seconds) if seconds > 0 else None,
     }
     return sample, heldout, stats
 
@@ -393,7 +434,8 @@ def load_flores_pairs(
 # command line
 
 
-def main(argv: list[str] | None = None) -> None:
+def parser() -> argparse.ArgumentParser:
+    """The ``split``, ``sample`` and ``flores`` subcommands (rules/data.smk)."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -434,7 +476,11 @@ def main(argv: list[str] | None = None) -> None:
     fl.add_argument("--out", required=True, help="TSV: English<TAB>target")
     fl.add_argument("--log")
 
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    a = parser().parse_args(argv)
     log = setup_logging(a.log)
     if a.command == "split":
         pairs, lines = read_pairs_with_stats(a.pairs)
