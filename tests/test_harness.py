@@ -121,6 +121,7 @@ def test_lighteval_choice_loglikelihood_equals_transformers(tiny, tmp_path):
     config = task_config("mc", "th", belebele_fixture(tmp_path / "bele", n=3))
     config.num_fewshots = 0
     result = run_task(model, model_dir, config, n=3, decoding="greedy", seed=0, batch_size=4, max_length=2048)
+    assert torch.is_grad_enabled(), "LightEval's import switched gradients off for the rest of the process"
     detail = result.details[0]
     context = detail.doc.query
     for choice, reported in zip(detail.doc.choices, detail.model_response.logprobs, strict=True):

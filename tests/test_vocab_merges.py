@@ -15,7 +15,15 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-from tests.conftest import hand_rows, l10n_pairs, save_tokenizer, sentencepiece_source, tiny_model, u
+from tests.conftest import (
+    hand_rows,
+    l10n_pairs,
+    require_tokenizer_package,
+    save_tokenizer,
+    sentencepiece_source,
+    tiny_model,
+    u,
+)
 from workflow_scripts import vocab as V
 from workflow_scripts.pieces import byte_level_form
 
@@ -98,10 +106,9 @@ def test_both_orders_keep_the_invariants_smollm2(smollm2_tokenizer_dir, lang, au
 @pytest.mark.slow
 @pytest.mark.parametrize("family", ["llama3", "mistral"])
 def test_both_orders_keep_the_invariants_real_families(family, tmp_path):
-    from tests.test_vocab_families import _require
     from workflow_scripts import tokenizer_assets as A
 
-    _require(family)
+    require_tokenizer_package(family)
     folder = A.write_folder(family, tmp_path / "src")
     for lang, texts in (("th", _texts("th")), ("en", None)):
         if texts is None:  # English: a language the source covers with multi-character pieces
@@ -111,9 +118,12 @@ def test_both_orders_keep_the_invariants_real_families(family, tmp_path):
             train, heldout, others = texts[0], texts[1], texts[2]
         aux = V.train_aux_tokenizer(train, folder, 3000, seed=42)
         ranked = V.rank_candidates(aux, Tokenizer.from_file(str(folder / "tokenizer.json")), train)
+        # English: Llama-3's 128K vocabulary leaves only a few hundred of the 3,000 aux tokens as candidates, and
+        # under "first" most of them are replaced (unreachable or unused on D), so k = 100 cannot be met there.
+        k = 100 if texts is not None else 50
         for order in ORDERS:
-            e = V.expand(folder, aux, train, 100, None, heldout, ranked=ranked, new_merges=order)
-            _check_invariants(folder, e, aux, 100, train, others)
+            e = V.expand(folder, aux, train, k, None, heldout, ranked=ranked, new_merges=order)
+            _check_invariants(folder, e, aux, k, train, others)
             if order == "last":
                 assert e.report["boundary_crossings_in_D"]["crossing"] == 0, lang
 
@@ -214,7 +224,6 @@ def test_mean_ref_on_sentencepiece_tokens(tmp_path):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from tests.test_vocab_families import _require
     from workflow_scripts import tokenizer_assets as A
     from workflow_scripts.initialize import initialize_model
 
@@ -231,7 +240,7 @@ def test_mean_ref_on_sentencepiece_tokens(tmp_path):
     assert report["tokens"][0]["source_ids"] == [263, 261] and report["tokens"][0]["same_as_mean"] is True
     assert report["differs_from_mean"]["input"]["rows"] == 0
 
-    _require("mistral")
+    require_tokenizer_package("mistral")
     mistral = AutoTokenizer.from_pretrained(A.write_folder("mistral", tmp_path / "mistral"))
     for piece, ref in (("▁the", ["▁", "▁the"]), ("▁ภาษา", ["▁▁", "ภ", "า", "ษ", "า"])):
         assert mistral.convert_ids_to_tokens(mistral.encode(piece, add_special_tokens=False)) == ref

@@ -71,6 +71,20 @@ def run_task(
     ``n`` items are drawn by LightEval's fixed shuffle (seed 42), so every method sees the same items.
     """
     import torch
+
+    # LightEval's transformers backend calls torch.set_grad_enabled(False) for the whole process, at import and when
+    # it wraps a model (PITFALLS.md): restore the caller's mode afterwards, so that code running after an evaluation
+    # in the same process (a test session, a notebook) still trains.
+    grad_enabled = torch.is_grad_enabled()
+    try:
+        return _run_pipeline(model, model_dir, config, n, decoding, seed, batch_size, max_length)
+    finally:
+        torch.set_grad_enabled(grad_enabled)
+
+
+def _run_pipeline(model, model_dir: str, config, n, decoding: str, seed: int, batch_size: int, max_length: int):
+    """LightEval's Pipeline on our one task, cache off, with the given model object (``run_task``)."""
+    import torch
     from lighteval.logging.evaluation_tracker import EvaluationTracker
     from lighteval.models.model_input import GenerationParameters
     from lighteval.models.transformers.transformers_model import TransformersModelConfig
