@@ -1,4 +1,4 @@
-"""The paper's evaluation tasks (mt, sum, mc, gmmlu and the English retention checks) through LightEval (paper 002 §6.4).
+"""The paper's evaluation tasks (mt, sum, mc, gmmlu, English retention checks) through LightEval (paper 002 §6.4).
 
 `prompts` (the paper's prompts, from prompts.yaml) and `metrics` (chrF, script-aware ROUGE-L, log-likelihood
 accuracy) are plain Python; `lighteval_metrics` wraps the metrics for LightEval in an importable (picklable) module;
