@@ -14,24 +14,14 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from workflow_scripts.corpus import FLORES_CODES as CORPUS_FLORES_CODES
+from workflow_scripts.corpus import FLORES_ENGLISH
 from workflow_scripts.io import atomic_path, read_corpus, read_pairs, write_text
 
 DOWNLOADS = Path("results/downloads/hf")
 
-# FLORES-200 / Belebele codes of the paper's languages (and English for retention, Table 9).
-FLORES_CODES = {
-    "ar": "arb_Arab",
-    "my": "mya_Mymr",
-    "de": "deu_Latn",
-    "el": "ell_Grek",
-    "hi": "hin_Deva",
-    "ja": "jpn_Jpan",
-    "si": "sin_Sinh",
-    "sw": "swh_Latn",
-    "te": "tel_Telu",
-    "th": "tha_Thai",
-    "en": "eng_Latn",
-}
+# FLORES-200 / Belebele codes of the paper's languages (corpus.FLORES_CODES) and English for retention (Table 9).
+FLORES_CODES = {**CORPUS_FLORES_CODES, "en": FLORES_ENGLISH}
 XLSUM_NAMES = {
     "ar": "arabic",
     "my": "burmese",

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from workflow_scripts.evaluate import LANGUAGE_NAMES as EVALUATE_LANGUAGE_NAMES
+
 # Metric names, one field each: (task, metric) as the evaluation steps write them into results.csv.
 MT = ("mt", "chrF")
 SUM = ("sum", "rougeL")
@@ -23,18 +25,7 @@ PPL = ("ppl", "perplexity")
 SPEEDUP = "speedup"  # tokens_per_second / Source's on the same task and language (the paper's T/S speed-up)
 
 LANGUAGES = ("ar", "my", "de", "el", "hi", "ja", "si", "sw", "te", "th")
-LANGUAGE_NAMES = {
-    "ar": "Arabic",
-    "my": "Burmese",
-    "de": "German",
-    "el": "Greek",
-    "hi": "Hindi",
-    "ja": "Japanese",
-    "si": "Sinhala",
-    "sw": "Swahili",
-    "te": "Telugu",
-    "th": "Thai",
-}
+LANGUAGE_NAMES = {lang: EVALUATE_LANGUAGE_NAMES[lang] for lang in LANGUAGES}
 MODEL_NAMES = {"llama2": "Llama2", "llama3": "Llama3", "gemma2": "Gemma2"}
 PAPER_MODELS = tuple(MODEL_NAMES)
 NO_GMMLU = ("my", "th")  # Global-MMLU has no Burmese or Thai
