@@ -23,6 +23,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--target-tokenizer", required=True, help="expanded target tokenizer folder (BPE over V_s ∪ V_new)")
     p.add_argument("--method", required=True, choices=sorted(INIT_METHODS), help="initialization (paper names)")
     p.add_argument("--seed", type=int, required=True)
+    p.add_argument(
+        "--vocab",
+        choices=("expand", "replace"),
+        default="expand",
+        help="expand: new rows after the source rows; replace: the target tokenizer replaces V_s, every row is new",
+    )
     p.add_argument("--pad-to-multiple-of", type=int, default=1, help="pad the vocabulary rows to a multiple of N")
     p.add_argument("--corpus", help="adaptation corpus D, one sentence a line (required by Align and FOCUS)")
     p.add_argument("--fasttext-dim", type=int, default=FASTTEXT_DEFAULTS["dim"], help="FOCUS: fastText dimension")
@@ -53,6 +59,16 @@ def main(argv: list[str] | None = None) -> None:
         "epoch": a.fasttext_epochs,
         "min_count": a.fasttext_min_count,
     }
+    if a.vocab == "replace":
+        from workflow_scripts.initialize.replace import initialize_replacement
+
+        report = initialize_replacement(
+            a.source_model, a.target_tokenizer, a.out, a.method, a.seed, a.pad_to_multiple_of, resources
+        )
+        log.info("%s (replace): %s rows, copied %s, rules %s, fallbacks %s, %s s", a.method, report["vocab"]["rows"],
+                 report["copied_rows"], report["rules"], report["fallbacks"], report["seconds"])  # fmt: skip
+        write_json(a.report, report)
+        return
     report = initialize(a.source_model, a.target_tokenizer, a.out, a.method, a.seed, a.pad_to_multiple_of, resources)
     diag = report["mapping_diagnostics"]
     log.info(

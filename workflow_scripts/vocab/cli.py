@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import time
 
 from workflow_scripts.io import atomic_path, corpus_lines, read_corpus, setup_logging, write_json
@@ -43,7 +44,35 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--out", required=True, help="target tokenizer folder")
     e.add_argument("--report", required=True)
     e.add_argument("--log")
+    r = sub.add_parser("replace", help="train the replacement tokenizer on D (Table 11): it replaces V_s entirely")
+    r.add_argument("--source-tokenizer", required=True)
+    r.add_argument("--corpus", required=True, help="D, one sentence a line")
+    r.add_argument("--heldout", required=True, help="held-out target text for the report")
+    r.add_argument("--vocab-size", type=int, required=True, help="the whole vocabulary, special tokens included")
+    r.add_argument("--seed", type=int, default=42)
+    r.add_argument("--threads", type=int, default=1, help="SentencePiece trainer threads")
+    r.add_argument("--out", required=True, help="replacement tokenizer folder")
+    r.add_argument("--report", required=True)
+    r.add_argument("--log")
     return p
+
+
+def _replace(args: argparse.Namespace, lines: list[str], corpus_stats: dict, log: logging.Logger) -> None:
+    """The ``replace`` subcommand: train, save the folder, write the report (special-token mapping, fragmentation)."""
+    from workflow_scripts.vocab.replace import replacement_report, save_replacement, train_replacement_tokenizer
+    from workflow_scripts.vocab.source import as_tokenizer
+
+    t0 = time.perf_counter()
+    target, mapping, text = train_replacement_tokenizer(
+        lines, args.source_tokenizer, args.vocab_size, args.seed, args.threads
+    )
+    save_replacement(args.source_tokenizer, text, mapping, args.out)
+    heldout = read_corpus(args.heldout, what="held-out text")
+    report = replacement_report(as_tokenizer(args.source_tokenizer), target, mapping, heldout, lines)
+    write_json(args.report, {**report, "seconds": round(time.perf_counter() - t0, 2), "corpus": corpus_stats})
+    log.info("replacement tokenizer: %d tokens, %d special ids changed; held-out tokens/sentence %.1f -> %.1f",
+             report["vocab_size"], report["special_ids_changed"], report["tokens_per_sentence_source"],
+             report["tokens_per_sentence_target"])  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -51,6 +80,9 @@ def main(argv: list[str] | None = None) -> None:
     log = setup_logging(args.log)
     # Invalid UTF-8 and over-long lines are skipped and counted; an empty corpus stops here, naming the file.
     lines, corpus_stats = corpus_lines(args.corpus, what="corpus D")
+    if args.command == "replace":
+        _replace(args, lines, corpus_stats, log)
+        return
     if args.command == "aux":
         t0 = time.perf_counter()
         aux = train_aux_tokenizer(lines, args.source_tokenizer, args.vocab_size, args.seed, args.threads)
