@@ -72,7 +72,7 @@ def test_byte_level_replacement_size_roundtrip_specials(byte_level_replacement, 
 
 
 def test_sentencepiece_replacement_keeps_byte_fallback_and_specials(sp_replacement, thai_lines):
-    src_dir, out, tok, mapping = sp_replacement
+    _, out, tok, mapping = sp_replacement
     hf = AutoTokenizer.from_pretrained(out)
     assert len(hf) == SIZE_SP
     vocab = hf.get_vocab()
@@ -110,7 +110,7 @@ def _spelling_mean(src_bpe, src_emb: torch.Tensor, piece: str) -> torch.Tensor:
 def test_mean_rows_copy_shared_and_average_spelling(
     byte_level_replacement, tiny_llama_dir, untied_llama_dir, smollm2_tokenizer_dir, tmp_path, tied
 ):
-    out_tok, _, mapping = byte_level_replacement
+    out_tok = byte_level_replacement[0]
     src_dir = tiny_llama_dir if tied else untied_llama_dir
     src_model, src_tok = load(src_dir)
     src_in, src_out = rows(src_model)
