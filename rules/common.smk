@@ -83,6 +83,7 @@ wildcard_constraints:
     init="|".join(sorted({m.init for m in METHODS if m.expands}) or ["none"]),
     k=r"\d+",
     aux=r"\d+",
+    size=r"\d+",
     corpus="l10n|cc100",
     mt="l10n|flores",
 
@@ -91,6 +92,13 @@ def aux_vocab(lang):
     """|V_aux| for a language: its own setting, else the global one (small corpora support fewer merges)."""
     return config["languages"][lang].get(
         "aux_vocab_size", config["tokenizer"]["aux_vocab_size"]
+    )
+
+
+def replace_vocab(lang):
+    """Size of the replacement tokenizer (vocab: replace) for a language: its own setting, else the global one."""
+    return config["languages"][lang].get(
+        "replace_vocab_size", config["tokenizer"]["replace_vocab_size"]
     )
 
 
@@ -166,6 +174,8 @@ def tokenizer_dir(wc):
 
 
 def init_dir(model, lang, method):
+    if method.vocab == "replace":
+        return f"results/{model}/{lang}/init/{method.init}.replace{replace_vocab(lang)}"
     return f"results/{model}/{lang}/init/{method.init}.aux{aux_vocab(lang)}.k{method.k}"
 
 
@@ -200,7 +210,8 @@ def evaluated_model(wc):
 
 def cell_json(wc):
     m = METHOD_BY_SLUG[wc.method]
-    return json.dumps(m.cell(wc.model, wc.lang, aux_vocab(wc.lang)), sort_keys=True)
+    size = replace_vocab(wc.lang) if m.vocab == "replace" else aux_vocab(wc.lang)
+    return json.dumps(m.cell(wc.model, wc.lang, size), sort_keys=True)
 
 
 def data_label_of(wc):

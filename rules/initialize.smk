@@ -28,3 +28,34 @@ rule initialize:
         " --corpus {input.corpus}"
         " --method {wildcards.init} --seed {params.seed} --pad-to-multiple-of {params.pad}"
         " --out {output.model} --report {output.report} --threads {threads} 2>> {log}"
+
+
+rule initialize_replace:
+    """vocab replace (Table 11): every embedding and LM-head row set for the replacement tokenizer (Random, Mean,
+    FOCUS; special tokens and, except under Random, the tokens V_s shares copy their source rows).
+    """
+    input:
+        source="results/models/{model}/source",
+        tokenizer="results/{model}/{lang}/tokenizer/replace{size}",
+        corpus=corpus_train_file,
+    output:
+        model=directory("results/{model}/{lang}/init/{init}.replace{size}"),
+        report="results/{model}/{lang}/init/{init}.replace{size}.report.json",
+    log:
+        "results/logs/initialize_replace/{model}.{lang}.{init}.replace{size}.log",
+    benchmark:
+        "results/benchmarks/initialize_replace/{model}.{lang}.{init}.replace{size}.tsv"
+    conda:
+        "../envs/workflow.yaml"
+    threads: 2
+    resources:
+        mem_mb=sized("initialize_replace", "mem_mb"),
+        runtime=sized("initialize_replace", "runtime"),
+    params:
+        seed=config["seed"],
+        pad=config["tokenizer"]["pad_to_multiple_of"],
+    shell:
+        "python -m workflow_scripts.initialize --vocab replace --source-model {input.source}"
+        " --target-tokenizer {input.tokenizer} --corpus {input.corpus}"
+        " --method {wildcards.init} --seed {params.seed} --pad-to-multiple-of {params.pad}"
+        " --out {output.model} --report {output.report} --threads {threads} 2>> {log}"

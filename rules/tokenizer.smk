@@ -51,3 +51,31 @@ rule expand_tokenizer:
         "python -m workflow_scripts.vocab expand --source-tokenizer {input.source} --aux {input.aux}"
         " --corpus {input.corpus} --heldout {input.heldout} --k {wildcards.k} --out {output.tokenizer}"
         " --new-merges {params.new_merges} --report {output.report} 2>> {log}"
+
+
+rule replace_tokenizer:
+    """vocab replace (Table 11): a tokenizer of replace_vocab_size tokens trained on D by the source family's route,
+    replacing V_s; the source's special tokens keep their meaning (ids mapped in the report).
+    """
+    input:
+        source="results/models/{model}/source",
+        corpus=corpus_train_file,
+        heldout=corpus_heldout_file,
+    output:
+        tokenizer=directory("results/{model}/{lang}/tokenizer/replace{size}"),
+        report="results/{model}/{lang}/tokenizer/replace{size}.report.json",
+    log:
+        "results/logs/replace_tokenizer/{model}.{lang}.replace{size}.log",
+    benchmark:
+        "results/benchmarks/replace_tokenizer/{model}.{lang}.replace{size}.tsv"
+    conda:
+        "../envs/workflow.yaml"
+    resources:
+        mem_mb=sized("replace_tokenizer", "mem_mb"),
+        runtime=sized("replace_tokenizer", "runtime"),
+    params:
+        seed=config["seed"],
+    shell:
+        "python -m workflow_scripts.vocab replace --source-tokenizer {input.source} --corpus {input.corpus}"
+        " --heldout {input.heldout} --vocab-size {wildcards.size} --seed {params.seed} --out {output.tokenizer}"
+        " --report {output.report} --threads {threads} 2>> {log}"

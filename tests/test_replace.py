@@ -4,6 +4,7 @@ LAPT + evaluation of a replaced model, on both tokenizer families."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
@@ -221,3 +222,49 @@ def test_replaced_model_trains_and_evaluates(byte_level_replacement, tiny_llama_
     assert 0 < values["bits_per_char"] < 20 and values["tokens_per_sentence"] > 0
     mt = evaluate.evaluate_mt(model, tok, [("Open file", thai_lines[0])], "th", max_new_tokens=4)
     assert mt["details"]["generated_tokens"] >= 1
+
+
+# ------------------------------------------------------------------------------------------------- 4. the grid
+
+
+def test_grid_accepts_replace_and_names_what_it_cannot_do():
+    import copy
+
+    import yaml
+    from conftest import REPO
+
+    from workflow_scripts.grid import REPLACE_INITS, ConfigError, check_config, expand_grid
+    from workflow_scripts.initialize.replace import REPLACE_METHODS
+
+    assert REPLACE_INITS == REPLACE_METHODS
+    paper = yaml.safe_load((REPO / "configs" / "paper.yaml").read_text(encoding="utf-8"))
+    table11 = {(model, lang, m.slug) for model, lang, m in expand_grid(paper) if m.vocab == "replace"}
+    assert table11 == {
+        ("gemma2", lang, f"{init}.replace.2x2LS.mtp.L512") for lang in ("my", "si", "te")
+        for init in ("Random", "FOCUS", "Mean")
+    }  # fmt: skip
+    assert paper["tokenizer"]["replace_vocab_size"] == 32000
+    base = yaml.safe_load((REPO / "configs" / "test.yaml").read_text(encoding="utf-8"))
+    base["methods"] = [{"init": "Mean", "vocab": "replace", "k": 7}]
+    (m,) = check_config(copy.deepcopy(base), REPO)
+    assert m.slug == "Mean.replace.2x2LS.clm.L64" and m.k is None
+    assert m.cell("tiny", "th", 800)["aux_vocab_size"] == 800
+    for entry, message in (
+        ({"init": "Align", "vocab": "replace"}, "init 'Align' is not defined for vocab: replace"),
+        ({"init": "Mean", "vocab": "replace", "procedure": "EEVE"}, "procedure EEVE trains the new rows"),
+    ):
+        base["methods"] = [entry]
+        with pytest.raises(ConfigError, match=message):
+            check_config(copy.deepcopy(base), REPO)
+
+
+def test_dry_run_plans_the_replace_rules(tmp_path):
+    from conftest import snakemake, tiny_config
+
+    methods = [{"init": "none", "procedure": "none"}, {"init": ["Mean", "FOCUS"], "vocab": "replace"}]
+    cfg = tiny_config(tmp_path, methods=methods, tokenizer={"aux_vocab_size": 1000, "replace_vocab_size": 800})
+    run = snakemake(["-n", "--configfile", str(cfg), "--quiet", "rules"], tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", run.stdout + run.stderr, flags=re.M))
+    assert counts["replace_tokenizer"] == "1" and counts["initialize_replace"] == "2" and counts["lapt"] == "2"
+    assert "initialize" not in counts and "expand_tokenizer" not in counts

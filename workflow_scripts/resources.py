@@ -48,6 +48,9 @@ SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
     "train_aux_tokenizer": _row((2000, 15), (8000, 60), (8000, 60), (8000, 60), (8000, 60)),
     "expand_tokenizer": _row((2000, 15), (8000, 60), (8000, 60), (8000, 60), (8000, 60)),
     "initialize": _row((2000, 15), (4000, 30), (96000, 120), (96000, 120), (128000, 150)),
+    # vocab replace (Table 11): a 32K tokenizer trained on D; initialization of every row (FOCUS: fastText on D)
+    "replace_tokenizer": _row((2000, 15), (8000, 60), (8000, 60), (8000, 60), (8000, 60)),
+    "initialize_replace": _row((2000, 15), (4000, 30), (96000, 120), (96000, 120), (128000, 150)),
     # tools/gpu_estimate.py: 2x2 LS at batch 8 on ~5M tokens takes about 110 / 120 / 145 min on an A100
     # (45 / 46 / 53 on an H100) for 7B / 8B / 9B; the limits leave half as much again
     "lapt": _row((2000, 20), (8000, 60), (64000, 180), (64000, 180), (80000, 240)),
