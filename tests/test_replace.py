@@ -268,3 +268,41 @@ def test_dry_run_plans_the_replace_rules(tmp_path):
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", run.stdout + run.stderr, flags=re.M))
     assert counts["replace_tokenizer"] == "1" and counts["initialize_replace"] == "2" and counts["lapt"] == "2"
     assert "initialize" not in counts and "expand_tokenizer" not in counts
+
+
+@pytest.mark.parametrize("name", [pytest.param("llama3", marks=pytest.mark.slow), "mistral"])
+def test_real_family_replacement_loads_and_keeps_bos(name, tmp_path, thai_lines):
+    """Mistral (SentencePiece BPE with a tokenizer.model whose options are mirrored) and Llama-3 (byte-level BPE with
+    256 specials at 128000-128255): the replacement folder loads with AutoTokenizer, encodes as its tokenizer.json
+    does, adds BOS (the post-processor's id rewritten) and round-trips Thai."""
+    from conftest import require_tokenizer_package
+
+    from workflow_scripts import tokenizer_assets
+
+    require_tokenizer_package(name)
+    src = tokenizer_assets.write_folder(name, tmp_path / "src")
+    out = tmp_path / "replaced"
+    tok, mapping, text = train_replacement_tokenizer(thai_lines, src, 2000)
+    save_replacement(src, text, mapping, out)
+    hf, src_hf = AutoTokenizer.from_pretrained(out), AutoTokenizer.from_pretrained(src)
+    assert len(hf) == 2000 and sorted(hf.get_vocab().values()) == list(range(2000))
+    assert hf.bos_token == src_hf.bos_token and hf.bos_token_id == hf.get_vocab()[hf.bos_token]
+    n_special = 256 if name == "llama3" else 3
+    assert len(mapping["special_tokens"]) == n_special and hf.bos_token_id < n_special
+    for line in thai_lines[:100]:
+        ids = hf.encode(line)
+        assert ids == tok.encode(line).ids
+        assert (ids[0] == hf.bos_token_id) == (src_hf.encode(line)[0] == src_hf.bos_token_id)
+        assert hf.decode(ids, skip_special_tokens=True) == line
+
+
+def test_results_table_says_replace():
+    from workflow_scripts.tables import settings_text
+
+    cell = {"init": "Mean", "procedure": "2x2LS", "objective": "mtp", "seq_len": 512, "k": None}
+    assert settings_text({**cell, "method": "Mean.replace.2x2LS.mtp.L512", "aux_vocab_size": 32000}) == (
+        "Mean · 2x2LS · mtp · 512 · replace=32000"
+    )
+    assert settings_text({**cell, "method": "Mean.k100.2x2LS.mtp.L512", "k": 100, "aux_vocab_size": 50000}) == (
+        "Mean · 2x2LS · mtp · 512 · k=100 · aux=50000"
+    )

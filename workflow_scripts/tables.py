@@ -164,7 +164,8 @@ def settings_text(row: dict) -> str:
         if column == "k":
             text = f"k={text}"
         elif column == "aux_vocab_size":
-            text = f"aux={text}"
+            # vocab: replace records its replacement tokenizer's size here (no k: every token is new)
+            text = f"replace={text}" if "replace" in str(row.get("method", "")).split(".") else f"aux={text}"
         parts.append(text)
     return " · ".join(parts) or MISSING
 
