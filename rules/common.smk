@@ -32,6 +32,7 @@ from workflow_scripts.grid import (
     deferred_checks,
     schema_errors,
     slug_regex,
+    with_adapted,
 )  # noqa: E402
 from workflow_scripts.resources import (
     rule_gpus,
@@ -51,7 +52,8 @@ if _problems:
 validate(config, schema=str(SCHEMA), set_default=True)  # fills the schema's defaults
 try:
     # paths resolve against the working directory, as Snakemake does
-    METHODS = check_config(config, Path.cwd())
+    # with the methods a post-hoc method starts from: trained as dependencies even when not listed
+    METHODS = with_adapted(check_config(config, Path.cwd()))
     CELLS = expand_grid(config)
 except ConfigError as e:
     raise WorkflowError(str(e)) from None
@@ -200,12 +202,45 @@ def lapt_rows_arg(wc):
     )
 
 
+def model_folder(model, lang, m):
+    """A method's model: source, initialized (no training), trained, or merged (a post-hoc method, ElChat)."""
+    if m.trains or m.posthoc != "none":
+        return f"results/{model}/{lang}/{m.slug}/model"
+    return init_dir(model, lang, m) if m.expands else source_model_dir(model)
+
+
 def evaluated_model(wc):
-    """The model folder a method's evaluation reads: source, initialized (no training) or trained."""
-    m = METHOD_BY_SLUG[wc.method]
-    if m.trains:
-        return f"results/{wc.model}/{wc.lang}/{m.slug}/model"
-    return lapt_input_model(wc)
+    """The model folder a method's evaluation reads."""
+    return model_folder(wc.model, wc.lang, METHOD_BY_SLUG[wc.method])
+
+
+def posthoc_slugs(posthoc):
+    """A wildcard constraint: the slugs of the methods with this post-hoc step ("none": lapt's own cells)."""
+    return slug_regex([m for m in METHODS if m.posthoc == posthoc]) or "^$"
+
+
+def chat_model_dir(wc):
+    """The instruction-tuned sibling of a model (models.<m>.chat): the source folder itself when it is `source`."""
+    chat = config["models"][wc.model]["chat"]
+    return (
+        source_model_dir(wc.model)
+        if chat == "source"
+        else f"results/models/{wc.model}/chat"
+    )
+
+
+def chat_spec_json(wc):
+    return json.dumps(config["models"][wc.model]["chat"], sort_keys=True)
+
+
+def adapted_model(wc):
+    """The model a post-hoc method starts from: the evaluated model of the same method without the post-hoc step."""
+    return model_folder(wc.model, wc.lang, METHOD_BY_SLUG[wc.method].adapted)
+
+
+def chat_template_arg(wc):
+    """ElChat cells are evaluated as the chat model they are, through its chat template (README, Table 10)."""
+    return "--chat-template" if METHOD_BY_SLUG[wc.method].posthoc == "elchat" else ""
 
 
 def cell_json(wc):
@@ -231,7 +266,9 @@ def hparams_json(wc):
 
 
 def model_spec_json(wc):
-    return json.dumps(config["models"][wc.model], sort_keys=True)
+    # without the chat sibling: naming one must not change the source model's params (and rerun the grid)
+    spec = {k: v for k, v in config["models"][wc.model].items() if k != "chat"}
+    return json.dumps(spec, sort_keys=True)
 
 
 def eval_files():
@@ -385,6 +422,7 @@ def harness_choice_args(task):
         args += (
             f" --fewshot {settings['fewshot']} --batch-size {settings['batch_size']}"
         )
+        args += f" {chat_template_arg(wc)}"
         return args + (f" --n {settings['n']}" if settings.get("n") else "")
 
     return get

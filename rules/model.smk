@@ -20,3 +20,18 @@ rule prepare_source_model:
     shell:
         "python -m workflow_scripts.source_model --spec {params.spec:q} --out {output.model}"
         " --info {output.info} 2>> {log}"
+
+
+use rule prepare_source_model as prepare_chat_model with:
+    output:
+        model=directory("results/models/{model}/chat"),
+        info="results/models/{model}/chat_info.json",
+    log:
+        "results/logs/prepare_chat_model/{model}.log",
+    benchmark:
+        "results/benchmarks/prepare_chat_model/{model}.tsv"
+    resources:
+        mem_mb=sized("prepare_chat_model", "mem_mb"),
+        runtime=sized("prepare_chat_model", "runtime"),
+    params:
+        spec=chat_spec_json,

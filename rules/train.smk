@@ -15,6 +15,8 @@ rule lapt:
         "results/logs/lapt/{model}.{lang}.{method}.log",
     benchmark:
         "results/benchmarks/lapt/{model}.{lang}.{method}.tsv"
+    wildcard_constraints:
+        method=posthoc_slugs("none"),  # a post-hoc method's model comes from its own rule (elchat)
     conda:
         "../envs/workflow.yaml"
     threads: 2

@@ -304,7 +304,7 @@ def expected_counts(config: dict) -> dict[str, int]:
     expanded = [(model, lang, m) for model, lang, m in cells if m.expands and m.vocab == "expand"]
     return {
         "prepare_source_model": len({model for model, _, _ in cells}),
-        "lapt": sum(m.trains for _, _, m in cells),
+        "lapt": len({(model, lang, m.adapted.slug) for model, lang, m in cells if m.trains}),  # ElChat: its base
         "initialize": len({(model, lang, m.init, m.k) for model, lang, m in expanded}),
         "expand_tokenizer": len({(model, lang, m.k) for model, lang, m in expanded}),
         "evaluate_mt": len(cells),

@@ -8,7 +8,15 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from workflow_scripts.grid import ConfigError, check_config, expand_grid, expand_methods, schema_errors, slug_regex
+from workflow_scripts.grid import (
+    ConfigError,
+    check_config,
+    expand_grid,
+    expand_methods,
+    schema_errors,
+    slug_regex,
+    with_adapted,
+)
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 
@@ -123,7 +131,19 @@ SEMANTIC = [
     ),
     (
         lambda c: c["methods"].append({"init": "Mean", "posthoc": "elchat"}),
-        "methods: posthoc 'elchat' (method Mean.k50.2x2LS.clm.L64.elchat) is not implemented yet",
+        "models.tiny.chat: method Mean.k50.2x2LS.clm.L64.elchat (ElChat, Table 10) needs the model's instruction-tuned",
+    ),
+    (
+        lambda c: c["methods"].append({"init": "none", "procedure": "none", "posthoc": "elchat"}),
+        "methods[3].posthoc: a post-hoc method needs an adapted model (an init or a procedure)",
+    ),
+    (
+        lambda c: c["models"]["tiny"].update(chat={"kind": "local", "path": "no/such/chat"}),
+        "models.tiny.chat.path: local model folder 'no/such/chat' does not exist",
+    ),
+    (
+        lambda c: c["models"]["tiny"].update(chat={"kind": "hub"}),
+        "models.tiny.chat.path is required for kind 'hub'",
     ),
 ]
 
@@ -174,6 +194,23 @@ def test_paper_grid_scopes_tables_to_their_models_and_languages():
     llama2 = {(lang, m.slug) for model, lang, m in cells if model == "llama2"}
     assert {lang for lang, _ in llama2} == {"ar", "my", "de", "el", "hi", "ja", "si", "sw", "te", "th"}
     assert ("de", "CPT-only.LoRA.clm.L2048") in llama2
+
+
+def test_elchat_cells_start_from_their_adapted_cell():
+    [m] = expand_methods(
+        [{"init": "Align", "procedure": "2x2LS", "objective": "mtp", "seq_len": 512, "posthoc": "elchat"}]
+    )
+    assert m.slug == "Align.k100.2x2LS.mtp.L512.elchat" and m.label == "Align"
+    assert m.adapted.slug == "Align.k100.2x2LS.mtp.L512" and m.adapted.posthoc == "none"
+    # the adapted cell is added as a dependency when the config does not list it, once when it does
+    assert [x.slug for x in with_adapted([m])] == [m.slug, m.adapted.slug]
+    assert [x.slug for x in with_adapted([m.adapted, m])] == [m.adapted.slug, m.slug]
+    # Table 10: Gemma-2's Align cells on my, si, te, merged into its instruction-tuned sibling
+    config = load("configs/paper.yaml")
+    elchat = {(model, lang, x.slug) for model, lang, x in expand_grid(config) if x.posthoc == "elchat"}
+    assert elchat == {("gemma2", lang, m.slug) for lang in ("my", "si", "te")}
+    assert config["models"]["gemma2"]["chat"] == {"kind": "hub", "path": "google/gemma-2-9b-it"}
+    assert load("config.yaml")["models"]["smollm2"]["chat"] == "source"
 
 
 def test_conda_environment_pins_the_same_packages_as_requirements():

@@ -138,6 +138,35 @@ def test_lighteval_choice_loglikelihood_equals_transformers(tiny, tmp_path):
 
 
 @pytest.mark.slow
+def test_chat_template_wraps_the_prompt_as_one_user_turn(tiny, tmp_path):
+    """ElChat cells (--chat-template): the scored context is the chat template around the paper's prompt."""
+    import torch
+
+    from workflow_scripts.harness.run import run_task
+    from workflow_scripts.harness.tasks import task_config
+
+    model, tokenizer, model_dir = tiny
+    config = task_config("mc", "th", belebele_fixture(tmp_path / "bele", n=2))
+    config.num_fewshots = 0
+    result = run_task(
+        model, model_dir, config, n=2, decoding="greedy", seed=0, batch_size=4, max_length=2048, chat_template=True
+    )
+    detail = result.details[0]
+    messages = [{"role": "user", "content": detail.doc.query}]
+    context = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert context.startswith("<|im_start|>system") and context.endswith("Answer:<|im_end|>\n<|im_start|>assistant\n")
+    # LightEval moves the context's trailing whitespace (the template's "\n" after "assistant") into the continuation
+    response = detail.model_response
+    ctx, cont = response.input_tokens.tolist(), response.output_tokens[0].tolist()
+    assert tokenizer.decode(ctx) == context.rstrip()
+    assert tokenizer.decode(cont) == "\n" + detail.doc.choices[0]
+    with torch.no_grad():
+        logp = torch.log_softmax(model(torch.tensor([ctx + cont])).logits[0].float(), -1)
+    direct = sum(logp[len(ctx) + j - 1, t].item() for j, t in enumerate(cont))
+    assert response.logprobs[0] == pytest.approx(direct, abs=1e-4)
+
+
+@pytest.mark.slow
 def test_mt_score_is_recomputed_from_details_and_runs_are_seeded(tiny, tmp_path):
     from workflow_scripts.harness.run import run_task
     from workflow_scripts.harness.tasks import task_config

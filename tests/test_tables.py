@@ -112,3 +112,12 @@ def test_cli_results_dir(results, tmp_path):
     with pytest.raises(ValueError, match="not a result file"):
         tables.main(["--inputs", str(root / "smollm2/th/source/eval/notes.json"), "--csv", str(out_csv),
                      "--markdown", str(out_md)])  # fmt: skip
+
+
+def test_elchat_row_is_named_as_in_table_10(results, tmp_path):
+    elchat = {**MEAN, "method": "Mean.k100.2x2LS.mtp.L512.elchat"}
+    path = _write(tmp_path / "results/smollm2/th/elchat/eval/speed.json", elchat, [("mt", "tokens_per_second", 19.0)])
+    _, md = tables.build_tables([*results, path])
+    rows = [line for line in md.splitlines() if line.startswith("| th | Mean")]
+    assert [row.split(" | ")[1] for row in rows] == ["Mean", "Mean + ElChat"]
+    assert rows[1].endswith("| 19.0 | 0.95x | – |")

@@ -14,9 +14,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import REPO, expected_counts, snakemake, tiny_config
+from tests.conftest import REPO, TINY_LLAMA, expected_counts, snakemake, tiny_config
 from workflow_scripts import lapt
 
+TINY_CHAT = {k: v for k, v in TINY_LLAMA.items()}  # the same shape: an instruction-tuned sibling stand-in
 PLAN_RULES = ("prepare_source_model", "lapt", "initialize", "expand_tokenizer", "evaluate_mt", "measure_speed")
 
 
@@ -39,6 +40,29 @@ def test_dry_run_plans_the_grid(configfile, tmp_path):
     counts = planned_jobs(result.stdout)
     expected = expected_counts(config)
     assert {rule: counts[rule] for rule in PLAN_RULES} == expected
+
+
+def test_dry_run_plans_elchat_on_its_adapted_cell(tmp_path):
+    """An ElChat method alone trains its adapted cell as a dependency, prepares the chat sibling once, merges, and
+    evaluates only the configured cells."""
+    chat = {**TINY_CHAT, "random": {**TINY_CHAT["random"], "seed": 1}}
+    path = tiny_config(tmp_path, methods=[{"init": "none", "procedure": "none"}, {"init": "Mean", "posthoc": "elchat"}])
+    config = yaml.safe_load(path.read_text())
+    config["models"]["tiny"]["chat"] = chat
+    path.write_text(yaml.safe_dump(config))
+    result = snakemake(["-n", "--quiet", "rules", "--configfile", str(path)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    counts = planned_jobs(result.stdout)
+    assert {r: counts[r] for r in ("prepare_chat_model", "lapt", "elchat", "evaluate_mt", "measure_speed")} == {
+        "prepare_chat_model": 1,
+        "lapt": 1,
+        "elchat": 1,
+        "evaluate_mt": 2,
+        "measure_speed": 2,
+    }
+    target = "results/tiny/th/Mean.k50.2x2LS.clm.L64.elchat/eval/mc.json"
+    shell = snakemake(["-n", "-p", target, "--configfile", str(path)], tmp_path)
+    assert "--chat-template" in shell.stdout and "results/tiny/th/Mean.k50.2x2LS.clm.L64/model" in shell.stdout
 
 
 def test_bad_config_stops_before_any_job(tmp_path):

@@ -5,6 +5,7 @@ Imported by rules/common.smk (to build targets and wildcard constraints) and by 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import re
@@ -18,7 +19,7 @@ METHOD_FIELDS = ("init", "vocab", "k", "procedure", "objective", "seq_len", "pos
 def _implemented() -> dict[str, set[str]]:
     """What the code implements, read from the registries themselves (none of them imports torch): the methods of
     ``initialize.INIT_METHODS``, the procedures and objectives of ``lapt``, the evaluation tasks of ``evaluate.TASKS``.
-    ``vocab`` and ``posthoc`` have no registry yet (one value each)."""
+    ``vocab`` has no registry yet (one value); ``posthoc`` elchat is ``workflow_scripts/elchat.py``."""
     from workflow_scripts.evaluate import TASKS
     from workflow_scripts.initialize import INIT_METHODS
     from workflow_scripts.lapt import OBJECTIVES, PROCEDURES
@@ -28,17 +29,16 @@ def _implemented() -> dict[str, set[str]]:
         "vocab": {"expand", "replace"},
         "procedure": {"none", *PROCEDURES},
         "objective": set(OBJECTIVES),
-        "posthoc": {"none"},
+        "posthoc": {"none", "elchat"},
         "tasks": set(TASKS),
     }
 
 
 IMPLEMENTED = _implemented()
-# Values the schema already admits for the paper's later tables, and the issue that implements each; the config check
-# rejects them by name. tests/test_registries.py fails when the schema, the registries and this list disagree.
-NOT_YET = {
-    "posthoc": {"elchat"},  # Table 10, ElChat
-}
+# Values the schema admits before the code implements them, with the issue that implements each; the config check
+# rejects them by name. Empty now: every value the schema admits is implemented. tests/test_registries.py fails when
+# the schema, the registries and this list disagree.
+NOT_YET: dict[str, set[str]] = {}
 
 # The initializations of vocabulary replacement (Table 11; workflow_scripts/initialize/replace.py: REPLACE_METHODS).
 REPLACE_INITS = ("Random", "Mean", "FOCUS")
@@ -78,6 +78,11 @@ class Method:
     @property
     def trains(self) -> bool:
         return self.procedure != "none"
+
+    @property
+    def adapted(self) -> Method:
+        """The method without its post-hoc step: the cell whose model a post-hoc method (ElChat) starts from."""
+        return dataclasses.replace(self, posthoc="none")
 
     @property
     def label(self) -> str:
@@ -493,6 +498,23 @@ def deferred_checks(config: dict) -> list[str]:
     return notes
 
 
+def _check_posthoc(config: dict) -> list[str]:
+    """ElChat needs an adapted model (an initialization or a procedure) and the model's instruction-tuned sibling."""
+    errors = []
+    for i, entry in enumerate(config["methods"]):
+        methods = expand_methods([entry], config.get("method_defaults"))
+        if any(m.posthoc != "none" and not (m.expands or m.trains) for m in methods):
+            errors.append(f"methods[{i}].posthoc: a post-hoc method needs an adapted model (an init or a procedure)")
+    for model, _, m in expand_grid(config):
+        if m.posthoc == "elchat" and "chat" not in config["models"][model]:
+            errors.append(
+                f"models.{model}.chat: method {m.slug} (ElChat, Table 10) needs the model's instruction-tuned "
+                "sibling; name it like a model (`chat: {kind: hub, path: <hub id>}`), or `chat: source` when the "
+                "source checkpoint itself is instruction-tuned"
+            )
+    return errors
+
+
 def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
     """Semantic checks beyond the JSON schema; raise ConfigError naming the key. Returns the expanded methods.
 
@@ -500,7 +522,8 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
     packages), but no torch import: planning stays fast."""
     workdir = Path(workdir)
     errors: list[str] = []
-    for name, spec in config["models"].items():
+    chats = [(f"{n}.chat", s["chat"]) for n, s in config["models"].items() if isinstance(s.get("chat"), dict)]
+    for name, spec in [*config["models"].items(), *chats]:  # an instruction-tuned sibling is checked as a model
         kind = spec["kind"]
         need = {
             "hub": ["path"],
@@ -557,11 +580,21 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
     if methods:
         try:
             errors += _check_cells(config)
+            errors += _check_posthoc(config)
         except ConfigError as e:
             errors.append(str(e))
     if errors:
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(dict.fromkeys(errors)))
     return methods
+
+
+def with_adapted(methods: list[Method]) -> list[Method]:
+    """The methods and, for each post-hoc method, the method of the model it starts from (trained as a dependency
+    even when the config does not list it)."""
+    out = {m.slug: m for m in methods}
+    for m in methods:
+        out.setdefault(m.adapted.slug, m.adapted)
+    return list(out.values())
 
 
 def slug_regex(methods: list[Method]) -> str:

@@ -45,6 +45,9 @@ SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
     "flores_mt": {"any": (4000, 30)},
     # size class:            demo         135M         7B            8B            9B
     "prepare_source_model": _row((2000, 15), (4000, 30), (64000, 120), (64000, 120), (80000, 150)),
+    "prepare_chat_model": _row((2000, 15), (4000, 30), (64000, 120), (64000, 120), (80000, 150)),
+    # ElChat: the chat and the adapted model in fp32 on the host (2 x 4 bytes per parameter); CPU work of minutes
+    "elchat": _row((2000, 15), (4000, 30), (96000, 60), (96000, 60), (128000, 90)),
     "train_aux_tokenizer": _row((2000, 15), (8000, 60), (8000, 60), (8000, 60), (8000, 60)),
     "expand_tokenizer": _row((2000, 15), (8000, 60), (8000, 60), (8000, 60), (8000, 60)),
     "initialize": _row((2000, 15), (4000, 30), (96000, 120), (96000, 120), (128000, 150)),

@@ -198,7 +198,9 @@ def markdown(frame: pd.DataFrame, data_labels: list[str] | None = None) -> str:
         lines += [f"## {model}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for key in keys:
             c = cells[key]
-            row = [str(c["language"]), str(c["method"] if _missing(c["label"]) else c["label"]), settings_text(c)]
+            label = str(c["method"] if _missing(c["label"]) else c["label"])
+            label += " + ElChat" if str(c["method"]).endswith(".elchat") else ""  # the paper's row name (Table 10)
+            row = [str(c["language"]), label, settings_text(c)]
             for _, task, metric, fmt in MARKDOWN_COLUMNS:
                 v = values[key].get((task, metric))
                 row.append(_mean_sd(v, fmt) if v else MISSING)

@@ -44,6 +44,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--max-length", type=int, default=4096 + 128, help="context + generation tokens")
     p.add_argument("--predictions", help="mt, sum: TSV of run, source id, reference, hypothesis")
+    p.add_argument(
+        "--chat-template",
+        action="store_true",
+        help="wrap each prompt (few-shot examples as earlier turns) in the model's chat template, as LightEval's "
+        "--use-chat-template: the ElChat cells (Table 10); the base models' cells take plain text",
+    )
     return p.parse_args(argv)
 
 
@@ -69,6 +75,7 @@ def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, lis
             seed=seed,
             batch_size=a.batch_size,
             max_length=a.max_length,
+            chat_template=a.chat_template,
         )
         records += [
             {"task": record_task(a.task, a.lang), "metric": m, "value": v, "run": run, "seed": seed}
@@ -88,6 +95,7 @@ def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, lis
         "decoding": a.decoding,
         "seeds": [a.seed + r for r in range(runs)],
         "seconds_per_run": seconds,
+        "chat_template": a.chat_template,
         "harness": "lighteval 0.13.0",
     }
     return records, details, rows

@@ -64,11 +64,22 @@ class TaskRun:
 
 
 def run_task(
-    model, model_dir: str, config, *, n: int | None, decoding: str, seed: int, batch_size: int, max_length: int
+    model,
+    model_dir: str,
+    config,
+    *,
+    n: int | None,
+    decoding: str,
+    seed: int,
+    batch_size: int,
+    max_length: int,
+    chat_template: bool = False,
 ):
     """Evaluate one task (a LightevalTaskConfig) on ``model`` (loaded from ``model_dir``) and return its ``TaskRun``.
 
     ``n`` items are drawn by LightEval's fixed shuffle (seed 42), so every method sees the same items.
+    ``chat_template`` wraps every prompt in the tokenizer's chat template (ElChat cells, Table 10); LightEval then
+    stops generation at EOS only, and the metrics still score the first line.
     """
     import torch
 
@@ -77,12 +88,14 @@ def run_task(
     # in the same process (a test session, a notebook) still trains.
     grad_enabled = torch.is_grad_enabled()
     try:
-        return _run_pipeline(model, model_dir, config, n, decoding, seed, batch_size, max_length)
+        return _run_pipeline(model, model_dir, config, n, decoding, seed, batch_size, max_length, chat_template)
     finally:
         torch.set_grad_enabled(grad_enabled)
 
 
-def _run_pipeline(model, model_dir: str, config, n, decoding: str, seed: int, batch_size: int, max_length: int):
+def _run_pipeline(
+    model, model_dir: str, config, n, decoding: str, seed: int, batch_size: int, max_length: int, chat_template: bool
+):
     """LightEval's Pipeline on our one task, cache off, with the given model object (``run_task``)."""
     import torch
     from lighteval.logging.evaluation_tracker import EvaluationTracker
@@ -97,7 +110,7 @@ def _run_pipeline(model, model_dir: str, config, n, decoding: str, seed: int, ba
             batch_size=batch_size,
             max_length=max_length,
             device=str(model.device),
-            override_chat_template=False,  # the paper's base models take plain text; same for every method
+            override_chat_template=chat_template,  # plain text for the paper's base models; ElChat: its template
             generation_parameters=GenerationParameters(**SAMPLING[decoding]),
             cache_dir=tmp,
         )
