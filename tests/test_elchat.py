@@ -64,6 +64,13 @@ def test_slerp_takes_one_angle_per_tensor_not_per_row():
     assert torch.allclose(out, torch.tensor([[1.1547005, 0.0], [0.5773503, 0.5773503]]), atol=1e-6)
 
 
+def test_cosine_of_flattened_tensors():
+    assert elchat.cosine(
+        torch.tensor([[1.0, 0.0], [1.0, 0.0]]), torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    ) == pytest.approx(0.5)
+    assert elchat.cosine(vec(0, 0), vec(1, 0)) == 0.0
+
+
 def test_slerp_rejects_bad_input():
     with pytest.raises(ElChatError, match="one shape"):
         slerp(0.5, vec(1, 0), vec(1, 0, 0))
@@ -164,6 +171,7 @@ def test_only_the_four_named_layers_change(smol_pair, smol_merged):
         (5, 0.3, 9),
     ]
     assert report["untouched_layers"] == [2, 3]
+    assert all(-1 < x["cos_min"] <= x["cos_max"] < 1 for x in report["layers"])
 
 
 def test_rows_come_from_the_adapted_model_but_the_special_tokens(smol_pair, smol_merged):

@@ -77,6 +77,15 @@ def interpolate(t: float, v0, v1, *, dot_threshold: float = DOT_THRESHOLD, eps: 
     return (s0 * a + s1 * b).to(v0.dtype), "slerp"
 
 
+def cosine(v0, v1) -> float:
+    """Cosine of the angle between two tensors, flattened (0 when either is zero)."""
+    import torch
+
+    a, b = v0.detach().flatten().to(torch.float64), v1.detach().flatten().to(torch.float64)
+    norms = float(a.norm()) * float(b.norm())
+    return float(torch.dot(a, b)) / norms if norms > 0 else 0.0
+
+
 def slerp(t: float, v0, v1, *, dot_threshold: float = DOT_THRESHOLD, eps: float = EPS):
     """Spherical linear interpolation of two tensors, flattened, with the lerp fallbacks of ``interpolate``."""
     return interpolate(t, v0, v1, dot_threshold=dot_threshold, eps=eps)[0]
@@ -168,13 +177,24 @@ def merge_layers(chat, adapted, pairs: list[tuple[int, float]]) -> list[dict]:
         for index, rate in pairs:
             adapted_params = dict(adapted_layers[index].named_parameters())
             methods = {"slerp": 0, "lerp": 0}
-            names = []
+            names, cosines = [], []
             for name, param in chat_layers[index].named_parameters():
+                cosines.append(cosine(adapted_params[name], param))
                 merged, method = interpolate(rate, adapted_params[name], param)
                 param.copy_(merged)
                 methods[method] += 1
                 names.append(name)
-            report.append({"layer": index, "rate": rate, "tensors": len(names), **methods, "names": names})
+            report.append(
+                {
+                    "layer": index,
+                    "rate": rate,
+                    "tensors": len(names),
+                    **methods,
+                    "cos_min": round(min(cosines), 6),  # above DOT_THRESHOLD everywhere: lerp, the layer barely moved
+                    "cos_max": round(max(cosines), 6),
+                    "names": names,
+                }
+            )
     return report
 
 
