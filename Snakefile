@@ -24,6 +24,7 @@ include: "rules/train.smk"
 include: "rules/evaluate.smk"
 include: "rules/tables.smk"
 include: "rules/analysis.smk"
+include: "rules/mumo.smk"
 
 
 rule all:

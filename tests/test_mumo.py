@@ -218,3 +218,107 @@ def test_training_moves_only_the_head_and_lowers_the_loss(tiny_llama_dir, smol, 
         assert mumo_loss(mumo, ids, labels).item() < start - 0.5
     for k, v in model.state_dict().items():
         assert torch.equal(v, before[k]), k
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The grid, the evaluation job and the speed job
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def test_grid_method_slugs_tasks_and_config_errors():
+    import copy
+
+    import yaml
+
+    from tests.conftest import REPO
+    from workflow_scripts.grid import ConfigError, check_config, expand_methods, schema_errors, tasks_of
+
+    methods = expand_methods([{"procedure": "MuMo", "posthoc": ["none", "noverify"]}], {"procedure": "2x2LS"})
+    assert [(m.slug, m.label, m.objective, m.seq_len) for m in methods] == [
+        ("MuMo", "MuMo", None, None),
+        ("MuMo.noverify", "MuMo", None, None),
+    ]
+    assert tasks_of(methods[0], ["mt", "ppl", "speed", "mc", "sum"]) == ["mt", "speed", "sum"]
+    base = yaml.safe_load((REPO / "configs" / "test.yaml").read_text())
+    for entry, message in [
+        ({"init": "Mean", "procedure": "MuMo"}, "MuMo keeps the source vocabulary and model; use init none"),
+        ({"init": "none", "posthoc": "noverify"}, "is MuMo's decoding ablation"),
+    ]:
+        config = copy.deepcopy(base)
+        config["methods"].append(entry)
+        assert schema_errors(config, REPO / "schemas" / "config.schema.yaml") == []
+        with pytest.raises(ConfigError, match=message):
+            check_config(config, REPO)
+
+
+@pytest.fixture(scope="module")
+def mumo_dir(base, smol, tiny_llama_dir, tmp_path_factory):
+    mumo = _mumo(base, smol, THAI_WORDS)
+    with torch.no_grad():
+        mumo.head.out.weight.mul_(0).add_(torch.randn_like(mumo.head.out.weight) * 50)
+    out = tmp_path_factory.mktemp("mumo") / "head"
+    save_mumo(mumo, out, tiny_llama_dir)
+    return out
+
+
+@pytest.fixture(scope="module")
+def pairs_file(tmp_path_factory, thai_lines):
+    from conftest import l10n_pairs
+
+    path = tmp_path_factory.mktemp("pairs") / "mt.tsv"
+    path.write_text("".join(f"{en}\t{th}\n" for en, th in l10n_pairs("th")[:3]), encoding="utf-8")
+    return path
+
+
+def test_speed_records_in_the_agreed_format(mumo_dir, pairs_file, tmp_path):
+    import json
+
+    from workflow_scripts.mumo.cli import main
+
+    out = tmp_path / "speed.json"
+    args = ["speed", "--model", str(mumo_dir), "--pairs", str(pairs_file), "--lang", "th", "--n", "2"]
+    main([*args, "--max-new-tokens", "8", "--repeats", "2", "--cell", '{"method": "MuMo"}', "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert result["cell"] == {"method": "MuMo"}
+    metrics = {r["metric"]: r for r in result["records"]}
+    assert set(metrics) == {"tokens_per_second", "source_tokens_per_second", "chars_per_second"}
+    for r in result["records"]:
+        assert (r["task"], r["mode"], r["decoding"], r["batch_size"]) == ("mt", "generate", "greedy", 1)
+        assert len(r["repeats"]) == 2 and r["value"] == pytest.approx(
+            sorted(r["repeats"])[0] / 2 + sorted(r["repeats"])[1] / 2
+        )
+    d = result["details"]
+    # steps <= source tokens: a word is one step and several source tokens
+    assert 0 < d["steps_total"] <= d["source_tokens_total"] + 2 * 8
+
+
+@pytest.mark.slow
+def test_harness_mt_on_a_mumo_folder(mumo_dir, pairs_file, tmp_path):
+    """LightEval's mt task (prompt, stop at newline, chrF) runs the MuMo decoder; log-likelihood tasks are refused."""
+    import json
+
+    from workflow_scripts.harness.__main__ import main
+
+    for extra in ([], ["--mumo-no-verify"]):
+        out = tmp_path / f"mt{len(extra)}.json"
+        args = ["--task", "mt", "--lang", "th", "--model", str(mumo_dir), "--pairs", str(pairs_file), "--n", "2"]
+        args += ["--max-new-tokens", "6", "--batch-size", "2", "--cell", "{}", "--out", str(out)]
+        main([*args, "--predictions", str(tmp_path / "p.tsv"), *extra])
+        result = json.loads(out.read_text())
+        assert {r["metric"] for r in result["records"]} >= {"chrF"}, result
+        assert result["details"]["n_items"] == 2
+    with pytest.raises(SystemExit, match="not applicable"):
+        args = ["--task", "mc", "--lang", "th", "--model", str(mumo_dir), "--data", str(tmp_path), "--cell", "{}"]
+        main([*args, "--out", str(tmp_path / "mc.json")])
+
+
+def test_loss_equals_cross_entropy_over_the_concatenated_logits(base, smol, thai_lines):
+    mumo = _mumo(base, smol, ["การ", "ที่", "เปลี่ยน", "บันทึก", "ข้อความ"])
+    examples, _ = build_examples(mumo, smol, thai_lines[:4], seq_len=32)
+    ids, labels = _batch(examples, "cpu")
+    with torch.no_grad():
+        h, _ = mumo.hidden(ids)
+        logits = torch.cat(mumo.logits(h), -1)
+        expected = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+        assert (labels >= mumo.n_multi).any()
+        torch.testing.assert_close(mumo_loss(mumo, ids, labels), expected)

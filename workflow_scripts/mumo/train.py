@@ -65,13 +65,25 @@ def _batch(examples: list, device) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def mumo_loss(mumo: MuMo, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean NLL of the labels under softmax([f_multi(h); f_mono(h)]) (right padding is masked by the labels)."""
+    """Mean NLL of the labels under softmax([f_multi(h); f_mono(h)]), eq. 4 (right padding is masked by the labels).
+
+    The frozen LM head enters only through its log-sum-exp and the target's logit, both computed without gradient
+    at the labelled positions: the same loss as a cross-entropy over the concatenated logits, without their graph.
+    """
+    keep = labels != -100
     with torch.no_grad():
         h, _ = mumo.hidden(ids)  # right padding: causal attention keeps pads out of every labelled position
+        h = h[keep]
+        target = labels[keep]
         base_logits = mumo.base.get_output_embeddings()(h).float()
+        base_lse = torch.logsumexp(base_logits, -1)
+        in_multi = target < mumo.n_multi
+        base_target = base_logits.gather(1, target.clamp(max=mumo.n_multi - 1)[:, None])[:, 0]
     head_logits = mumo.head(h.to(mumo.head.out.weight.dtype)).float()
-    logits = torch.cat([base_logits, head_logits], -1)
-    return torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+    lse = torch.logaddexp(base_lse, torch.logsumexp(head_logits, -1)) if head_logits.shape[1] else base_lse
+    word = (target - mumo.n_multi).clamp(min=0)
+    head_target = head_logits.gather(1, word[:, None])[:, 0] if head_logits.shape[1] else base_target
+    return (lse - torch.where(in_multi, base_target, head_target)).mean()
 
 
 def train_head(mumo: MuMo, examples: list, hp: HeadHparams) -> list[dict]:

@@ -13,6 +13,7 @@ the source tokenizer's normalizer and pre-tokenizer are applied, the marker they
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,11 +83,11 @@ class VMono:
     def __len__(self) -> int:
         return len(self.words)
 
-    @property
+    @functools.cached_property
     def index(self) -> dict[str, int]:
         return {w: i for i, w in enumerate(self.words)}
 
-    @property
+    @functools.cached_property
     def max_chars(self) -> int:
         return max((len(w) for w in self.words), default=0)
 
