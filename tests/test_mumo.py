@@ -236,7 +236,7 @@ def test_grid_method_slugs_tasks_and_config_errors():
     methods = expand_methods([{"procedure": "MuMo", "posthoc": ["none", "noverify"]}], {"procedure": "2x2LS"})
     assert [(m.slug, m.label, m.objective, m.seq_len) for m in methods] == [
         ("MuMo", "MuMo", None, None),
-        ("MuMo.noverify", "MuMo", None, None),
+        ("MuMo.noverify", "MuMo w/o verification", None, None),
     ]
     assert tasks_of(methods[0], ["mt", "ppl", "speed", "mc", "sum"]) == ["mt", "speed", "sum"]
     base = yaml.safe_load((REPO / "configs" / "test.yaml").read_text())

@@ -92,7 +92,7 @@ class Method:
     def label(self) -> str:
         """The paper's row name: Source, CPT-only, or the initialization method."""
         if self.is_mumo:
-            return MUMO
+            return MUMO if self.posthoc == "none" else f"{MUMO} w/o verification"
         if not self.expands:
             return "CPT-only" if self.trains else "Source"
         return self.init
