@@ -300,14 +300,18 @@ def tiny_config(tmp_path: Path, source: str = "configs/test.yaml", **changes) ->
 def expected_counts(config: dict) -> dict[str, int]:
     """Jobs per rule, counted from the grid's cells independently of Snakemake."""
     cells = expand_grid(config)
-    return {
+    mumo = [(model, lang) for model, lang, m in cells if m.is_mumo]  # MuMo cells: rules/mumo.smk
+    counts = {
         "prepare_source_model": len({model for model, _, _ in cells}),
-        "lapt": sum(m.trains for _, _, m in cells),
+        "lapt": sum(m.trains and not m.is_mumo for _, _, m in cells),
         "initialize": len({(model, lang, m.init, m.k) for model, lang, m in cells if m.expands}),
         "expand_tokenizer": len({(model, lang, m.k) for model, lang, m in cells if m.expands}),
-        "evaluate_mt": len(cells),
-        "measure_speed": len(cells),
+        "evaluate_mt": len(cells) - len(mumo),
+        "measure_speed": len(cells) - len(mumo),
     }
+    if mumo:
+        counts |= {"mumo_head": len(set(mumo)), "evaluate_mt_mumo": len(mumo), "measure_speed_mumo": len(mumo)}
+    return counts
 
 
 def require_tokenizer_package(name: str) -> None:

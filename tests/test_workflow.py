@@ -17,7 +17,6 @@ import yaml
 from tests.conftest import REPO, expected_counts, snakemake, tiny_config
 from workflow_scripts import lapt
 
-PLAN_RULES = ("prepare_source_model", "lapt", "initialize", "expand_tokenizer", "evaluate_mt", "measure_speed")
 
 
 def planned_jobs(stdout: str) -> Counter:
@@ -38,7 +37,7 @@ def test_dry_run_plans_the_grid(configfile, tmp_path):
     config = yaml.safe_load(path.read_text())
     counts = planned_jobs(result.stdout)
     expected = expected_counts(config)
-    assert {rule: counts[rule] for rule in PLAN_RULES} == expected
+    assert {rule: counts[rule] for rule in expected} == expected
 
 
 def test_bad_config_stops_before_any_job(tmp_path):
