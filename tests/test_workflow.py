@@ -18,7 +18,6 @@ from tests.conftest import REPO, expected_counts, snakemake, tiny_config
 from workflow_scripts import lapt
 
 
-
 def planned_jobs(stdout: str) -> Counter:
     """Job counts per rule from `snakemake -n --quiet rules`."""
     counts: Counter = Counter()
