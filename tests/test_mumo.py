@@ -322,3 +322,36 @@ def test_loss_equals_cross_entropy_over_the_concatenated_logits(base, smol, thai
         expected = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
         assert (labels >= mumo.n_multi).any()
         torch.testing.assert_close(mumo_loss(mumo, ids, labels), expected)
+
+
+def test_nucleus_keeps_the_smallest_set_reaching_top_p():
+    from workflow_scripts.mumo.decode import _nucleus
+
+    kept = _nucleus(torch.tensor([0.2, 0.5, 0.3]), 0.7)  # 0.5 < 0.7, 0.5 + 0.3 >= 0.7: keep those two
+    torch.testing.assert_close(kept, torch.tensor([0.0, 0.625, 0.375]))
+
+
+def test_target_words_of_a_sentencepiece_tokenizer(tmp_path):
+    folder = sentencepiece_source(tmp_path / "sp")
+    # vocabulary: <unk> <s> </s>, <0x00>..<0xFF>, ▁, ก, า, ม, ▁ก: specials, byte pieces and the bare "▁" are not words
+    assert target_words(folder, "th") == ["ก", "า", "ม", " ก"]
+
+
+def test_sentencepiece_family_decodes_to_its_fed_back_ids(tmp_path, sp):
+    from conftest import hand_rows, tiny_model
+
+    tok_dir = sentencepiece_source(tmp_path / "tok")
+    n = len(sp)
+    model_dir = tiny_model(tok_dir, tmp_path / "model", hand_rows(n, 16, 3, 7) / 7, None)
+    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    mumo = _mumo(model, sp, ["กา", "มา", " กาม"])
+    assert sp.convert_ids_to_tokens(list(mumo.v_mono.spellings[0])) == ["ก", "า"]  # no start-of-text "▁"
+    # " กาม" always the MuMo argmax: without verification every step emits it
+    mumo.head.forward = lambda h: torch.tensor([-100.0, -100.0, 100.0]).expand(*h.shape[:-1], 3)
+    prompt = sp.encode("กา", add_special_tokens=False)
+    for verify in (True, False):
+        out = mumo_generate(mumo, prompt, DecodeSettings(verify=verify), max_new_tokens=12)
+        fed = [t for s in out.steps for t in mumo.source_ids(s)][:12]
+        assert out.source_ids == fed and len(fed) == 12
+    assert out.steps == [mumo.n_multi + 2] * 4  # 4 words of 3 tokens (▁ก, า, ม)
+    assert sp.decode(prompt + fed) == "กา กาม กาม กาม กาม"
