@@ -25,6 +25,7 @@ include: "rules/posthoc.smk"
 include: "rules/evaluate.smk"
 include: "rules/tables.smk"
 include: "rules/analysis.smk"
+include: "rules/mumo.smk"
 
 
 rule all:

@@ -1,5 +1,6 @@
 # Config validation, the grid, wildcard constraints and input functions. All Python lives here; rules are glue.
 import json
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -33,6 +34,7 @@ from workflow_scripts.grid import (
     schema_errors,
     slug_regex,
     with_adapted,
+    tasks_of,
 )  # noqa: E402
 from workflow_scripts.resources import (
     rule_gpus,
@@ -203,7 +205,10 @@ def lapt_rows_arg(wc):
 
 
 def model_folder(model, lang, m):
-    """A method's model: source, initialized (no training), trained, or merged (a post-hoc method, ElChat)."""
+    """A method's model: source, initialized (no training), trained, merged (a post-hoc method, ElChat), or the MuMo
+    folder (head, V_mono, source reference; shared by MuMo and its noverify ablation)."""
+    if m.is_mumo:
+        return mumo_dir(model, lang)
     if m.trains or m.posthoc != "none":
         return f"results/{model}/{lang}/{m.slug}/model"
     return init_dir(model, lang, m) if m.expands else source_model_dir(model)
@@ -275,8 +280,50 @@ def eval_files():
     return [
         f"results/{model}/{lang}/{m.slug}/eval/{task}.json"
         for model, lang, m in CELLS
-        for task in TASKS
+        for task in tasks_of(m, TASKS)
     ]
+
+
+def mumo_dir(model, lang):
+    """The MuMo folder of a model and language (head, V_mono, source model reference), shared by MuMo's cells."""
+    return f"results/{model}/{lang}/mumo/head"
+
+
+def mumo_target_tokenizer(wc):
+    """What V_mono is taken from: mumo.target_tokenizer, else the language's auxiliary tokenizer trained on D."""
+    path = config["mumo"]["target_tokenizer"]
+    if path:
+        return path.replace("{lang}", wc.lang)
+    return (
+        f"results/{wc.model}/{wc.lang}/tokenizer/aux{aux_vocab(wc.lang)}/tokenizer.json"
+    )
+
+
+def mumo_hparams_json(wc):
+    """Head training settings: `mumo` (MuMo section 4.1 defaults), then the MuMo methods entries' hparams, the seed."""
+    keys = ("max_steps", "batch_size", "lr", "weight_decay", "warmup_steps", "seq_len")
+    hparams = {k: config["mumo"][k] for k in keys}
+    for m in METHODS:
+        if m.is_mumo:
+            hparams.update({k: v for k, v in dict(m.hparams).items() if k in keys})
+    return json.dumps({**hparams, "seed": config["seed"]}, sort_keys=True)
+
+
+def mumo_eval_args(wc):
+    """Decoding arguments of a MuMo cell's mt / sum job: k, and the verification ablation (posthoc noverify)."""
+    args = f"--mumo-k {config['mumo']['k']}"
+    if METHOD_BY_SLUG[wc.method].posthoc == "noverify":
+        args += " --mumo-no-verify"
+    return args
+
+
+def mumo_speed_args(wc):
+    """The same decoding arguments for `python -m workflow_scripts.mumo speed`."""
+    return mumo_eval_args(wc).replace("--mumo-", "--")
+
+
+def mumo_slugs():
+    return "|".join(re.escape(m.slug) for m in METHODS if m.is_mumo) or "MuMo"
 
 
 def fragmentation_tokenizers(wc):

@@ -300,16 +300,21 @@ def tiny_config(tmp_path: Path, source: str = "configs/test.yaml", **changes) ->
 def expected_counts(config: dict) -> dict[str, int]:
     """Jobs per rule, counted from the grid's cells independently of Snakemake."""
     cells = expand_grid(config)
-    # vocab: replace cells have their own rules (replace_tokenizer, initialize_replace)
+    # vocab: replace cells have their own rules (replace_tokenizer, initialize_replace); MuMo cells: rules/mumo.smk
     expanded = [(model, lang, m) for model, lang, m in cells if m.expands and m.vocab == "expand"]
-    return {
+    mumo = [(model, lang) for model, lang, m in cells if m.is_mumo]
+    counts = {
         "prepare_source_model": len({model for model, _, _ in cells}),
-        "lapt": len({(model, lang, m.adapted.slug) for model, lang, m in cells if m.trains}),  # ElChat: its base
+        # ElChat: its adapted cell's model
+        "lapt": len({(model, lang, m.adapted.slug) for model, lang, m in cells if m.trains and not m.is_mumo}),
         "initialize": len({(model, lang, m.init, m.k) for model, lang, m in expanded}),
         "expand_tokenizer": len({(model, lang, m.k) for model, lang, m in expanded}),
-        "evaluate_mt": len(cells),
-        "measure_speed": len(cells),
+        "evaluate_mt": len(cells) - len(mumo),
+        "measure_speed": len(cells) - len(mumo),
     }
+    if mumo:
+        counts |= {"mumo_head": len(set(mumo)), "evaluate_mt_mumo": len(mumo), "measure_speed_mumo": len(mumo)}
+    return counts
 
 
 def require_tokenizer_package(name: str) -> None:

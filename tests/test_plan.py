@@ -13,7 +13,7 @@ import yaml
 
 from tests.conftest import REPO, expected_counts, snakemake, tiny_config
 from tools.plan import Job, declared_local_rules, job_problems, parse_dry_run, parse_runtime, summarize
-from workflow_scripts.grid import expand_grid
+from workflow_scripts.grid import expand_grid, tasks_of
 from workflow_scripts.resources import GPU_RULES, gpu_request_problems, gpus_requested, sized_resources
 
 
@@ -188,10 +188,17 @@ def test_report_on_the_paper_grid(tmp_path):
     # time limit at the model's size (1 GPU per job: the GPU rules ask for it themselves).
     for model, spec in grid["models"].items():
         cells = [m for name, _, m in expand_grid(grid) if name == model]
-        trained = {(lang, m.adapted.slug) for name, lang, m in expand_grid(grid) if name == model and m.trains}
+        trained = {
+            (lang, m.adapted.slug)
+            for name, lang, m in expand_grid(grid)
+            if name == model and m.trains and not m.is_mumo
+        }
         minutes = len(trained) * sized_resources("lapt", spec["size"])["runtime"]
+        heads = len({lang for name, lang, m in expand_grid(grid) if name == model and m.is_mumo})
+        minutes += heads * sized_resources("mumo_head", spec["size"])["runtime"]
         for task in grid["evaluation"]["tasks"]:
-            minutes += len(cells) * sized_resources(task_rule(task), spec["size"])["runtime"]
+            n = sum(task in tasks_of(m, grid["evaluation"]["tasks"]) for m in cells)
+            minutes += n * sized_resources(task_rule(task), spec["size"])["runtime"]
         assert report["by_model"][model]["gpu_hours"] == pytest.approx(minutes / 60, abs=1e-3)
     assert report["sizes"] == {"llama2": "7B", "llama3": "8B", "gemma2": "9B"}
     assert report["local"]["download_cc100"] == len(grid["languages"])

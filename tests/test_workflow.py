@@ -18,7 +18,6 @@ from tests.conftest import REPO, TINY_LLAMA, expected_counts, snakemake, tiny_co
 from workflow_scripts import lapt
 
 TINY_CHAT = {k: v for k, v in TINY_LLAMA.items()}  # the same shape: an instruction-tuned sibling stand-in
-PLAN_RULES = ("prepare_source_model", "lapt", "initialize", "expand_tokenizer", "evaluate_mt", "measure_speed")
 
 
 def planned_jobs(stdout: str) -> Counter:
@@ -39,7 +38,7 @@ def test_dry_run_plans_the_grid(configfile, tmp_path):
     config = yaml.safe_load(path.read_text())
     counts = planned_jobs(result.stdout)
     expected = expected_counts(config)
-    assert {rule: counts[rule] for rule in PLAN_RULES} == expected
+    assert {rule: counts[rule] for rule in expected} == expected
 
 
 def test_dry_run_plans_elchat_on_its_adapted_cell(tmp_path):

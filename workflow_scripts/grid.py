@@ -14,6 +14,13 @@ from pathlib import Path
 from typing import Any
 
 METHOD_FIELDS = ("init", "vocab", "k", "procedure", "objective", "seq_len", "posthoc")
+# MuMo (workflow_scripts/mumo): a target-language head on the frozen source model, decoded with verification. A
+# procedure of the grid ({init: none, procedure: MuMo}); posthoc noverify is its decoding ablation (MuMo Table 6).
+MUMO = "MuMo"
+MUMO_POSTHOC = {"none", "noverify"}
+# What a MuMo cell can be evaluated on: generation and its speed (it has no perplexity over its own vocabulary and
+# does not score log-likelihood choices); the other tasks are left out of its cells and show "–".
+MUMO_TASKS = ("mt", "sum", "speed")
 
 
 def _implemented() -> dict[str, set[str]]:
@@ -27,9 +34,9 @@ def _implemented() -> dict[str, set[str]]:
     return {
         "init": {"none", *INIT_METHODS},
         "vocab": {"expand", "replace"},
-        "procedure": {"none", *PROCEDURES},
+        "procedure": {"none", MUMO, *PROCEDURES},
         "objective": set(OBJECTIVES),
-        "posthoc": {"none", "elchat"},
+        "posthoc": {"none", "elchat", "noverify"},
         "tasks": set(TASKS),
     }
 
@@ -72,6 +79,10 @@ class Method:
     hparams: tuple = field(default=(), compare=False)
 
     @property
+    def is_mumo(self) -> bool:
+        return self.procedure == MUMO
+
+    @property
     def expands(self) -> bool:
         return self.init != "none"
 
@@ -87,6 +98,8 @@ class Method:
     @property
     def label(self) -> str:
         """The paper's row name: Source, CPT-only, or the initialization method."""
+        if self.is_mumo:
+            return MUMO if self.posthoc == "none" else f"{MUMO} w/o verification"
         if not self.expands:
             return "CPT-only" if self.trains else "Source"
         return self.init
@@ -96,6 +109,8 @@ class Method:
         """Path component naming the method with all its settings, e.g. ``Mean.k100.2x2LS.clm.L512``."""
         if not self.expands and not self.trains:
             return "Source"
+        if self.is_mumo:
+            return MUMO if self.posthoc == "none" else f"{MUMO}.{self.posthoc}"
         parts = [self.label]
         if self.expands:
             parts.append(f"k{self.k}" if self.vocab == "expand" else "replace")
@@ -140,13 +155,14 @@ def expand_methods(entries: list[dict], defaults: dict | None = None) -> list[Me
         for combo in itertools.product(*(_as_list(merged[k]) for k in keys)):
             s = dict(zip(keys, combo, strict=True))
             expands, trains = s["init"] != "none", s["procedure"] != "none"
+            trains_lapt = trains and s["procedure"] != MUMO  # MuMo has no LAPT objective or sequence length
             m = Method(
                 init=s["init"],
                 vocab=s["vocab"],
                 k=s["k"] if expands and s["vocab"] == "expand" else None,  # replace: the whole vocabulary is new
                 procedure=s["procedure"],
-                objective=s["objective"] if trains else None,
-                seq_len=s["seq_len"] if trains else None,
+                objective=s["objective"] if trains_lapt else None,
+                seq_len=s["seq_len"] if trains_lapt else None,
                 posthoc=s["posthoc"],
                 hparams=tuple(sorted(hparams.items())) if trains else (),
             )
@@ -569,6 +585,7 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
     except ConfigError as e:
         errors.append(str(e))
         methods = []
+    errors += _check_mumo(methods)
     for m in methods:
         for key in ("init", "vocab", "procedure", "objective", "posthoc"):
             value = getattr(m, key)
@@ -595,6 +612,31 @@ def with_adapted(methods: list[Method]) -> list[Method]:
     for m in methods:
         out.setdefault(m.adapted.slug, m.adapted)
     return list(out.values())
+
+
+def _check_mumo(methods: list[Method]) -> list[str]:
+    """MuMo keeps the source vocabulary (init none); noverify is a MuMo decoding setting only."""
+    errors = []
+    for m in methods:
+        if m.is_mumo and m.expands:
+            errors.append(
+                f"methods: procedure MuMo with init {m.init!r}: MuMo keeps the source vocabulary and model; "
+                "use init none"
+            )
+        if m.is_mumo and m.posthoc not in MUMO_POSTHOC:
+            errors.append(
+                f"methods: posthoc {m.posthoc!r} cannot follow procedure MuMo (one of {sorted(MUMO_POSTHOC)})"
+            )
+        if not m.is_mumo and m.posthoc == "noverify":
+            errors.append(
+                f"methods: posthoc 'noverify' (method {m.slug}) is MuMo's decoding ablation; set procedure MuMo"
+            )
+    return errors
+
+
+def tasks_of(method: Method, tasks: list[str]) -> list[str]:
+    """The configured tasks a method's cells are evaluated on (MuMo: generation and speed only)."""
+    return [t for t in tasks if t in MUMO_TASKS] if method.is_mumo else list(tasks)
 
 
 def slug_regex(methods: list[Method]) -> str:

@@ -27,6 +27,10 @@ GPU_RULES = (
     "evaluate_ppl",
     "measure_speed",
     "init_analysis_cell",
+    "mumo_head",
+    "evaluate_mt_mumo",
+    "evaluate_sum_mumo",
+    "measure_speed_mumo",
 )
 
 
@@ -70,7 +74,12 @@ SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
     "init_analysis_cell": _row((2000, 20), (8000, 60), (96000, 120), (96000, 120), (128000, 150)),
     # 500 prompts x 128 new tokens at batch size 1 (beam search): tens of tokens/s
     "measure_speed": _row((2000, 15), (8000, 30), (48000, 90), (48000, 90), (64000, 120)),
+    # MuMo head: forward passes of the frozen model only (1,500 steps x 128 sentences x <= 512 tokens, about 100M
+    # tokens at the paper's budget: a few GPU-hours for 7B); mt / sum / speed jobs of MuMo cells use the rows above
+    "mumo_head": _row((2000, 20), (8000, 60), (64000, 360), (64000, 360), (80000, 420)),
 }
+# MuMo cells' generation and speed jobs (rules/mumo.smk) cost what the generic ones cost.
+SIZE_RESOURCES |= {f"{rule}_mumo": SIZE_RESOURCES[rule] for rule in ("evaluate_mt", "evaluate_sum", "measure_speed")}
 # CPUs per GPU of GPU jobs (tokenization and data loading only; the demo size fits a 2-CPU CI node).
 CPUS_PER_GPU = {"demo": 2, "135M": 4, "7B": 8, "8B": 8, "9B": 8}
 

@@ -50,17 +50,37 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="wrap each prompt (few-shot examples as earlier turns) in the model's chat template, as LightEval's "
         "--use-chat-template: the ElChat cells (Table 10); the base models' cells take plain text",
     )
+    p.add_argument("--mumo-no-verify", dest="mumo_verify", action="store_false", help="MuMo: skip verification")
+    p.add_argument("--mumo-k", type=int, default=10, help="MuMo: candidates per decoding step")
     return p.parse_args(argv)
+
+
+def _load(a: argparse.Namespace):
+    """The model and the folder its tokenizer comes from. A MuMo folder (workflow_scripts/mumo) is its source model
+    with the MuMo decoder behind ``generate`` (greedy: deterministic; paper: MuMo's sampling; ``--mumo-no-verify``:
+    the ablation), so LightEval's prompt, stop sequences and metric are the same as for every other method."""
+    from workflow_scripts.evaluate import load_model
+    from workflow_scripts.mumo.head import is_mumo_dir
+
+    if not is_mumo_dir(a.model):
+        return load_model(a.model, a.dtype)[0], a.model
+    if a.task not in GENERATIVE:
+        raise SystemExit(f"{a.model}: a MuMo model generates; task {a.task!r} scores log-likelihoods (not applicable)")
+    from workflow_scripts.mumo.decode import DecodeSettings, MuMoGenerator
+    from workflow_scripts.mumo.head import load_mumo, source_model_of
+
+    mumo, tokenizer = load_mumo(a.model, a.dtype)
+    settings = DecodeSettings(k=a.mumo_k, verify=a.mumo_verify, sample=a.decoding == "paper", seed=a.seed)
+    return MuMoGenerator(mumo, tokenizer, settings), str(source_model_of(a.model))
 
 
 def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, list[str]]:
     """Run the task: records (one per metric and run), details, and prediction rows."""
-    from workflow_scripts.evaluate import load_model
     from workflow_scripts.harness.run import run_task
     from workflow_scripts.harness.tasks import FEWSHOT, task_config
 
-    model, _ = load_model(a.model, a.dtype)
-    config = task_config(a.task, a.lang, folder, generation_size=a.max_new_tokens, tokenizer_dir=a.model)
+    model, model_dir = _load(a)
+    config = task_config(a.task, a.lang, folder, generation_size=a.max_new_tokens, tokenizer_dir=model_dir)
     config.num_fewshots = FEWSHOT[a.task] if a.fewshot is None else a.fewshot
     runs = a.runs if a.task in GENERATIVE else 1
     records, seconds, rows = [], [], ["run\tid\treference\thypothesis"]
@@ -68,7 +88,7 @@ def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, lis
         seed = a.seed + run
         result = run_task(
             model,
-            a.model,
+            model_dir,
             config,
             n=a.n,
             decoding=a.decoding,

@@ -16,7 +16,7 @@ from workflow_scripts.paper.specs import MODEL_NAMES, PAPER_MODELS, Row, TableSp
 
 MISSING = "–"
 NOT_APPLICABLE = "n/a"
-POSTHOC = ("elchat",)
+POSTHOC = ("elchat", "noverify")
 SETTINGS = ("label", "init", "procedure", "objective", "seq_len", "k", "aux_vocab_size", "vocab", "posthoc")
 # Settings a stand-in cell may differ in (footnoted); vocab, posthoc and what a row selects must match.
 SOFT = ("procedure", "objective", "seq_len", "k")
