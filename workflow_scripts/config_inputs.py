@@ -1,0 +1,116 @@
+"""Planning-time checks of a config's input files: local models, Debian l10n packages, local CC-100 files.
+
+Called by ``grid.check_config``; cheap (a .deb read once and cached, the first MiB of a CC-100 file), no torch.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+CC100_PEEK_BYTES = 1 << 20  # decompressed bytes of a local CC-100 file read at planning time
+
+
+@functools.lru_cache(maxsize=32)
+def _l10n_pair_count(deb: Path, mtime_ns: int, size: int, lang: str, min_words: int) -> int:
+    """Pairs that extract_l10n_pairs will keep (under a second: the .deb is read and cleaned as the job does)."""
+    from workflow_scripts import l10n
+
+    return len(l10n.extract(deb, lang, min_words)[0])
+
+
+def check_l10n_deb(deb: Path, lang: str, config: dict) -> list[str]:
+    key = f"languages.{lang}.corpus.deb"
+    data = config.get("data", {})
+    try:
+        st = deb.stat()
+        n = _l10n_pair_count(deb.resolve(), st.st_mtime_ns, st.st_size, lang, data.get("l10n_min_english_words", 4))
+    except Exception as e:  # a wrong-language or broken package fails the same way in the extract_l10n_pairs job
+        return [f"{key}: {e}"]
+    sizes = {k: data.get(k) for k in ("n_train", "n_heldout", "n_mt")}
+    if None in sizes.values() or n >= sum(sizes.values()):
+        return []
+    room = n - sizes["n_heldout"] - sizes["n_mt"]
+    fix = f"lower data.n_train to at most {room}" if room >= 1 else "lower data.n_heldout and data.n_mt"
+    return [
+        f"data.n_train: n_train {sizes['n_train']} + n_heldout {sizes['n_heldout']} + n_mt {sizes['n_mt']} = "
+        f"{sum(sizes.values())} pairs asked for, but {key} {str(deb)!r} holds {n} {lang!r} pairs after cleaning; "
+        f"{fix}"
+    ]
+
+
+_MAGIC = {".xz": b"\xfd7zXZ\x00", ".gz": b"\x1f\x8b"}
+
+
+def check_cc100_file(path: Path, lang: str) -> list[str]:
+    """What is cheap to check in a local CC-100 file: it is not empty, its compression matches its suffix, its first
+    MiB decompresses into UTF-8 lines, some of them in the language's script. The line count needs the whole stream:
+    sample_cc100 checks it."""
+    from workflow_scripts.corpus import open_text_stream
+    from workflow_scripts.l10n import SCRIPT_RANGES, in_script
+
+    key = f"languages.{lang}.corpus.path"
+    if path.stat().st_size == 0:
+        return [f"{key}: file {str(path)!r} is empty"]
+    magic = _MAGIC.get(path.suffix)
+    if magic is not None:
+        with open(path, "rb") as f:
+            if f.read(len(magic)) != magic:
+                return [f"{key}: file {str(path)!r} is not {path.suffix[1:]}-compressed, as its name says"]
+    try:
+        with open_text_stream(path, external=False) as f:
+            head = f.read(CC100_PEEK_BYTES)
+    except Exception as e:
+        return [f"{key}: cannot decompress {str(path)!r}: {e}"]
+    if b"\x00" in head:
+        return [f"{key}: {str(path)!r} contains NUL bytes: a CC-100 file is UTF-8 text (is this one UTF-16 or binary?)"]
+    lines = head.split(b"\n")[:-1] if len(head) == CC100_PEEK_BYTES else head.split(b"\n")  # drop a cut line
+    texts = []
+    for raw in lines:
+        try:
+            text = raw.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            continue
+        if text:
+            texts.append(text)
+    if not texts:
+        return [
+            f"{key}: the start of {str(path)!r} holds no usable line ({len(lines)} lines, blank or not UTF-8): "
+            "a CC-100 file is UTF-8 text, one paragraph a line"
+        ]
+    if lang in SCRIPT_RANGES and not any(in_script(t, lang) for t in texts):
+        return [
+            f"{key}: none of the first {len(texts)} lines of {str(path)!r} is in the script of {lang!r} "
+            f"(e.g. {texts[0][:60]!r}): is it the file of another language?"
+        ]
+    return []
+
+
+def check_model(name: str, spec: dict, workdir: Path) -> list[str]:
+    from workflow_scripts.source_model import package_file_problem, random_llama_problem
+
+    kind = spec["kind"]
+    errors = []
+    if kind == "local" and "path" in spec:
+        path = workdir / spec["path"]
+        if path.is_file():
+            errors.append(
+                f"models.{name}.path: {spec['path']!r} is a file; a local model must be a folder (the output of "
+                "save_pretrained: config.json, weights, tokenizer)"
+            )
+        elif not path.is_dir():
+            errors.append(f"models.{name}.path: local model folder {spec['path']!r} does not exist")
+        elif not (path / "config.json").is_file():
+            errors.append(
+                f"models.{name}.path: folder {spec['path']!r} has no config.json; a local model must be a "
+                "save_pretrained folder (config.json, weights, tokenizer)"
+            )
+    if kind in ("gguf_package", "random_llama") and "package" in spec and "file" in spec:
+        problem = package_file_problem(spec["package"], spec["file"])
+        if problem:
+            errors.append(f"models.{name}.{problem[0]}: {problem[1]}")
+    if kind == "random_llama":
+        problem = random_llama_problem(spec.get("random", {}))
+        if problem:
+            errors.append(f"models.{name}.random.num_heads: {problem}")
+    return errors
