@@ -161,3 +161,44 @@ def test_cli_on_an_expanded_model(tmp_path, smollm2_tokenizer_dir):
     share = by[("generate", "greedy", 1, "input_new_token_share")]["value"]
     assert share == pytest.approx(new / sum(map(len, prompts)))
     assert all(len(by[(*k[:3], "seconds")]["repeats"]) == 2 for k in by)
+
+
+def _speed_file(path, method: str, chars: list[float], tokens: list[float], bound: float):
+    import json
+
+    cell = {"model": "m", "language": "th", "method": method, "label": method}
+    records = []
+    for mode in ("generate", "teacher_forced"):
+        variant = {"mode": mode, "decoding": "greedy", "batch_size": 1}
+        for metric, reps in (
+            ("chars_per_second", chars),
+            ("source_tokens_per_second", chars),
+            ("tokens_per_second", tokens),
+        ):
+            summary = units.summary(reps)
+            records.append({"task": "mt", "metric": metric, **summary, "repeats": reps, **variant})
+        records.append({"task": "mt", "metric": "token_ratio_bound", "value": bound, **variant})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"cell": cell, "records": records, "details": {}}), encoding="utf-8")
+    return path
+
+
+def test_tables_speedups_with_spread_and_bound(tmp_path):
+    from workflow_scripts import tables
+
+    files = [
+        _speed_file(tmp_path / "source.json", "Source", [10.0, 8.0, 12.0], [20.0, 16.0, 24.0], 1.0),
+        _speed_file(tmp_path / "mean.json", "Mean", [20.0, 18.0, 24.0], [10.0, 9.0, 12.0], 2.5),
+    ]
+    frame, md = tables.build_tables(files)
+    mean = frame[frame["method"] == "Mean"].set_index("metric")
+    tf = "@teacher_forced.greedy.b1"
+    # median 20 / 10; range: 18 / 12 .. 24 / 8
+    assert mean.loc["speedup_chars" + tf, ["value", "min", "max"]].tolist() == pytest.approx([2.0, 1.5, 3.0])
+    assert mean.loc["speedup" + tf, "value"] == pytest.approx(10 / 20)
+    assert mean.loc["speedup_over_bound" + tf, "value"] == pytest.approx(2.0 / 2.5)
+    # the headline (generation, batch 1) also under the plain names the paper views read
+    assert mean.loc["speedup_chars", "value"] == pytest.approx(2.0)
+    assert mean.loc["chars_per_second", ["value", "min", "max"]].tolist() == [20.0, 18.0, 24.0]
+    assert "chars_per_second" + tf in mean.index and "chars_per_second@generate.greedy.b1" in mean.index
+    assert "| th | Mean |" in md
