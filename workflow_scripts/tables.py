@@ -207,6 +207,7 @@ def markdown(frame: pd.DataFrame, data_labels: list[str] | None = None) -> str:
                 row.append(_mean_sd(v, fmt) if v else MISSING)
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
+    lines += speed_table.markdown_section(frame)
     lines += [f"- {note}" for note in notes] + ([""] if notes else [])
     return "\n".join(lines)
 

@@ -100,3 +100,53 @@ def _spread(rows: list) -> dict[str, float]:
     lows = [r["min"] if pd.notna(r.get("min")) else r["value"] for r in rows]
     highs = [r["max"] if pd.notna(r.get("max")) else r["value"] for r in rows]
     return {"value": sum(values) / len(values), "min": sum(lows) / len(lows), "max": sum(highs) / len(highs)}
+
+
+SECTION_COLUMNS = (
+    ("chars/s", "chars_per_second", "{:.1f}"),
+    ("speed-up (chars)", "speedup_chars", "{:.2f}x"),
+    ("speed-up (source tokens)", "speedup_source_tokens", "{:.2f}x"),
+    ("speed-up (own tokens)", "speedup", "{:.2f}x"),
+    ("bound", BOUND, "{:.2f}x"),
+    ("speed-up ÷ bound", OVER_BOUND, "{:.2f}"),
+)
+
+
+def _entry(rows: pd.DataFrame, fmt: str) -> str:
+    value = rows["value"].mean()
+    text = fmt.format(value)
+    if "min" in rows and rows["min"].notna().any():
+        low, high = rows["min"].mean(), rows["max"].mean()
+        text += f" [{fmt.format(low).rstrip('x')}–{fmt.format(high).rstrip('x')}]"
+    return text
+
+
+def markdown_section(frame: pd.DataFrame) -> list[str]:
+    """Markdown lines of the speed section: per model, language, method and variant, the rate and the speed-ups over
+    Source in each unit with [min–max] over repeats, the token-count bound and the speed-up ÷ bound."""
+    if frame.empty:
+        return []
+    split = frame["metric"].map(split_metric)
+    frame = frame.assign(base=[b for b, _ in split], variant=[v.removeprefix("@") for _, v in split])
+    frame = frame[frame["variant"] != ""]
+    if frame.empty:
+        return []
+    header = ["Model", "Language", "Method", "Task", "Variant", *(c[0] for c in SECTION_COLUMNS)]
+    lines = [
+        "## Speed",
+        "",
+        "Median over repeats [worst–best]; speed-ups over Source on identical prompts (teacher_forced: same text).",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    keys = ["model", "language", "method", "label", "task", "variant"]
+    for key, part in frame.groupby(keys, sort=True, dropna=False):
+        model, lang, method, label, task, variant = key
+        entries = []
+        for _, metric, fmt in SECTION_COLUMNS:
+            rows = part[part["base"] == metric]
+            entries.append(_entry(rows, fmt) if not rows.empty else "–")
+        name = label if isinstance(label, str) else method
+        lines.append("| " + " | ".join([str(model), str(lang), str(name), str(task), str(variant), *entries]) + " |")
+    return [*lines, ""]
