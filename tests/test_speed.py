@@ -203,3 +203,30 @@ def test_tables_speedups_with_spread_and_bound(tmp_path):
     assert "chars_per_second" + tf in mean.index and "chars_per_second@generate.greedy.b1" in mean.index
     assert "| th | Mean |" in md
     assert "| m | th | Mean | mt | teacher_forced.greedy.b1 | 20.0 [18.0–24.0] | 2.00x [1.50–3.00] |" in md
+
+
+@pytest.mark.slow
+def test_gpu_bench_tiny(tmp_path):
+    """The prepared H200 script runs end to end in its tiny CPU mode and writes what the README reads."""
+    import json
+
+    from tools import gpu_bench
+
+    out = tmp_path / "bench.json"
+    gpu_bench.main(["--tiny", "--out", str(out), "--models", "llama3-8b", "gemma2-9b", "--procedures", "2-stage",
+                    "--seq-lens", "8", "--repeats", "1"])  # fmt: skip
+    result = json.loads(out.read_text(encoding="utf-8"))
+    decoding = [(d["model"], d["vocab_size"], d["steps"]) for d in result["decoding"]]
+    assert decoding == [(m, 512 + k, 16) for m in ("llama3-8b", "gemma2-9b") for k in (0, 100, 5000)]
+    training = [(t["model"], t["stage"], t["objective"], t["seq_len"]) for t in result["training"]]
+    assert training == [
+        (m, s, o, 8) for m in ("llama3-8b", "gemma2-9b") for s in ("embeddings", "LoRA") for o in ("clm", "mtp")
+    ]
+    assert all(t["step_seconds"] > 0 and t["estimate_step_seconds"] > 0 for t in result["training"])
+    # 2-stage's first stage trains only the embeddings and the head (tied in Gemma-2): (512 + 100) x 64 each
+    first = {t["model"]: t["trainable_parameters"] for t in result["training"] if t["stage"] == "embeddings"
+             and t["objective"] == "clm"}  # fmt: skip
+    assert first == {"llama3-8b": 2 * 612 * 64, "gemma2-9b": 612 * 64}
+    if not torch.cuda.is_available():  # the real shapes refuse to run on the CPU
+        with pytest.raises(SystemExit):
+            gpu_bench.main(["--out", str(out)])

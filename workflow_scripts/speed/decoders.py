@@ -43,13 +43,19 @@ class HFDecoder:
     passes are counted by a hook on the model, so the step counts are what the model actually ran.
     """
 
-    def __init__(self, model, tokenizer):
+    def __init__(self, model, tokenizer=None):
+        """``tokenizer`` None: teacher forcing only (random-weight benchmarks without a tokenizer)."""
+        import torch
+
         from workflow_scripts.evaluate import newline_token_mask
 
         self.model = model
         self.tokenizer = tokenizer
         self.vocab_size = model.get_output_embeddings().weight.shape[0]
-        self.newline_mask = newline_token_mask(tokenizer, self.vocab_size)
+        if tokenizer is None:
+            self.newline_mask = torch.zeros(self.vocab_size, dtype=torch.bool)
+        else:
+            self.newline_mask = newline_token_mask(tokenizer, self.vocab_size)
         self.forward_calls = 0
         model.register_forward_pre_hook(self._count)
 
