@@ -172,6 +172,11 @@ def source_model_dir(model):
     return f"results/models/{model}/source"
 
 
+def source_model_of(wc):
+    """The source model folder of a cell's model (its tokenizer re-counts generated text in source tokens)."""
+    return source_model_dir(wc.model)
+
+
 def tokenizer_dir(wc):
     m = METHOD_BY_SLUG[wc.method]
     return f"results/{wc.model}/{wc.lang}/tokenizer/aux{aux_vocab(wc.lang)}.k{m.k}"

@@ -201,9 +201,12 @@ rule evaluate_ppl:
 
 
 rule measure_speed:
-    """Tokens (and characters) generated per second at batch size 1 on identical MT prompts for every method."""
+    """Speed on the mt prompts (the harness's): generation (greedy / paper decoding, batch 1 and larger) and teacher
+    forcing of the references, repeated, in characters, source-tokenizer tokens and own tokens per second.
+    """
     input:
         model=evaluated_model,
+        source=source_model_of,
         pairs=mt_file,
     output:
         result="results/{model}/{lang}/{method}/eval/speed.json",
@@ -224,7 +227,19 @@ rule measure_speed:
         data_label=data_label_of,
         n=config["evaluation"]["speed"]["n"],
         max_new_tokens=config["evaluation"]["speed"]["max_new_tokens"],
+        repeats=config["evaluation"]["speed"]["repeats"],
+        warmup=config["evaluation"]["speed"]["warmup"],
+        batch_size=config["evaluation"]["speed"]["batch_size"],
+        decodings=" ".join(config["evaluation"]["speed"]["decodings"]),
+        teacher_forced=(
+            ""
+            if config["evaluation"]["speed"]["teacher_forced"]
+            else "--no-teacher-forced"
+        ),
+        seed=config["seed"],
     shell:
-        "python -m workflow_scripts.speed --model {input.model} --pairs {input.pairs} --lang {wildcards.lang}"
-        " --n {params.n} --max-new-tokens {params.max_new_tokens} --cell {params.cell:q} --data-label {params.data_label:q}"
-        " --out {output.result} --threads {threads} 2>> {log}"
+        "python -m workflow_scripts.speed --model {input.model} --source-tokenizer {input.source}"
+        " --pairs {input.pairs} --lang {wildcards.lang} --n {params.n} --max-new-tokens {params.max_new_tokens}"
+        " --repeats {params.repeats} --warmup {params.warmup} --batch-size {params.batch_size}"
+        " --decodings {params.decodings} {params.teacher_forced} --seed {params.seed} --cell {params.cell:q}"
+        " --data-label {params.data_label:q} --out {output.result} --threads {threads} 2>> {log}"

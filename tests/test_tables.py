@@ -59,7 +59,7 @@ def results(tmp_path):
 
 def test_long_table_and_derived_rows(results):
     frame, _ = tables.build_tables(results)
-    assert list(frame.columns) == [*tables.CELL_COLUMNS, "task", "metric", "value", "seed", "run"]
+    assert list(frame.columns) == [*tables.CELL_COLUMNS, "task", "metric", "value", "seed", "run", "min", "max"]
     assert len(frame) == 2 + 4 + 4 + 2 + 2 * 4  # records + 4 derived metrics for Source and for Mean
     mean = frame[frame["method"] == MEAN["method"]].set_index("metric")["value"]
     assert mean["speedup"] == 18.0 / 20.0

@@ -71,6 +71,7 @@ ALIASES = {
 GPUS: dict[str, dict[str, float]] = {
     "H100": {"bf16_tflops": 989.0, "hbm_tbps": 3.35, "memory_gib": 80.0},
     "A100": {"bf16_tflops": 312.0, "hbm_tbps": 2.0, "memory_gib": 80.0},
+    "H200": {"bf16_tflops": 989.0, "hbm_tbps": 4.8, "memory_gib": 139.0},  # H100 compute, 141 GB HBM3e
 }
 PROCEDURES = tuple(LAPT_PROCEDURES)  # the training registry is the list; STAGES must describe each of them
 LINEARS = ("q", "k", "v", "o", "gate", "up", "down")

@@ -6,7 +6,9 @@ becomes one row with the cell's columns. Runs of the same cell with different se
 
 Derived rows (Table 4), per model, language and task, relative to the Source row of the same model and language:
 ``speedup`` = tokens_per_second / Source's (the paper's definition), ``speedup_chars`` = chars_per_second / Source's
-(speed on text, comparable across vocabularies), ``prompt_token_ratio`` and ``generated_token_ratio`` (mean prompt and
+(speed on text, comparable across vocabularies), ``speedup_source_tokens`` (source-tokenizer tokens per second),
+``speedup_over_bound`` (that speed-up ÷ the token-count bound), each per speed variant with its spread
+(workflow_scripts/speed/table.py), and ``prompt_token_ratio`` and ``generated_token_ratio`` (mean prompt and
 generated tokens / Source's). Means over seeds are taken before dividing. No Source row, no derived rows.
 """
 
@@ -19,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_scripts.io import atomic_path, read_json, setup_logging, write_text
+from workflow_scripts.speed import table as speed_table
 
 log = logging.getLogger("vocabexp")
 
@@ -34,14 +37,13 @@ CELL_COLUMNS = [
     "k",
     "aux_vocab_size",
 ]
-COLUMNS = [*CELL_COLUMNS, "task", "metric", "value", "seed", "run"]
+# min / max: the spread of a speed measurement's repeats (workflow_scripts/speed/table.py); empty elsewhere
+COLUMNS = [*CELL_COLUMNS, "task", "metric", "value", "seed", "run", "min", "max"]
 INT_COLUMNS = ["seq_len", "k", "aux_vocab_size", "seed", "run"]
 SETTING_COLUMNS = ["init", "procedure", "objective", "seq_len", "k", "aux_vocab_size"]
 
-# (derived metric, metric it divides by Source's)
+# (derived metric, metric it divides by Source's); the speed-ups in each unit: speed.table.derived_speedups
 DERIVED = [
-    ("speedup", "tokens_per_second"),
-    ("speedup_chars", "chars_per_second"),
     ("prompt_token_ratio", "prompt_tokens"),
     ("generated_token_ratio", "generated_tokens"),
 ]
@@ -92,11 +94,10 @@ def load_results(paths: list[str | Path], *, strict: bool = True) -> tuple[pd.Da
         reason = details.get("unavailable")
         if reason and f"{details.get('task')}: – ({reason})" not in notes:
             notes.append(f"{details.get('task')}: – ({reason})")
-        for rec in obj["records"]:
+        for rec in speed_table.flatten(obj["records"]):
             row = {c: obj["cell"].get(c) for c in CELL_COLUMNS}
-            row.update(task=rec["task"], metric=rec["metric"], value=float(rec["value"]))
             # generation tasks run several times: each record carries its run and seed
-            row.update(seed=rec.get("seed", details.get("seed")), run=rec.get("run"))
+            row.update(rec, seed=rec.get("seed", details.get("seed")), run=rec.get("run"))
             rows.append(row)
     return _typed(pd.DataFrame(rows, columns=COLUMNS)), labels + [f"note: {n}" for n in notes]
 
@@ -122,6 +123,9 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
 def add_derived(frame: pd.DataFrame) -> pd.DataFrame:
     """Append the speed-up and token-ratio rows (module docstring) for every cell that has a Source to compare to."""
     derived = []
+    for rec in speed_table.derived_speedups(frame, _cell_key, is_source):
+        row = dict(zip(CELL_COLUMNS, rec.pop("key"), strict=True))
+        derived.append({**row, **rec, "seed": None})
     for metric_out, metric_in in DERIVED:
         part = frame[frame["metric"] == metric_in]
         if part.empty:
@@ -206,6 +210,7 @@ def markdown(frame: pd.DataFrame, data_labels: list[str] | None = None) -> str:
                 row.append(_mean_sd(v, fmt) if v else MISSING)
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
+    lines += speed_table.markdown_section(frame)
     lines += [f"- {note}" for note in notes] + ([""] if notes else [])
     return "\n".join(lines)
 

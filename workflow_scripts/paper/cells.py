@@ -159,7 +159,7 @@ def fmt_value(value: float, fmt: str, scale: float = 1.0) -> str:
 
 def task_file(task: str, metric: str) -> tuple[str, str]:
     """(rule, result file) that writes ``metric`` of ``task`` for one grid cell."""
-    if metric in SPEED_METRICS or metric.endswith("_ratio"):
+    if metric in SPEED_METRICS or metric.endswith("_ratio") or "@" in metric:
         return "rule measure_speed (speed-ups by rule tables)", "speed.json"
     return f"rule evaluate_{task}", f"{task}.json"
 

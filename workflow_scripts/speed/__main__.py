@@ -1,0 +1,87 @@
+"""Command line of the speed step (rule measure_speed): ``python -m workflow_scripts.speed --model M
+--source-tokenizer S --pairs mt.tsv --lang th --out speed.json``; see the package docstring for what it times."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from workflow_scripts.evaluate import DECODING, add_common_args, load_model, read_cell
+from workflow_scripts.harness.prompts import mt_query
+from workflow_scripts.io import read_pairs, set_threads, setup_logging, write_json
+from workflow_scripts.speed import __doc__ as PACKAGE_DOC
+from workflow_scripts.speed.decoders import HFDecoder
+from workflow_scripts.speed.measure import Item, Settings, hardware, run_task
+
+log = logging.getLogger("vocabexp")
+
+
+def mt_items(pairs_file: str | Path, lang: str, n: int | None) -> list[Item]:
+    """The mt items: the harness's prompt on the English side, the target side as the reference."""
+    return [Item(mt_query(en, lang), target) for en, target in read_pairs(pairs_file, n)]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=PACKAGE_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_args(p, batch_size=4)
+    p.add_argument("--source-tokenizer", required=True, help="the SOURCE model's folder (its tokenizer re-counts text)")
+    p.add_argument("--pairs", required=True, help="mt TSV English<TAB>target")
+    p.add_argument("--lang", required=True)
+    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--decodings", nargs="+", default=["greedy"], choices=sorted(DECODING))
+    p.add_argument("--no-teacher-forced", action="store_true", help="skip teacher forcing")
+    p.add_argument("--seed", type=int, default=42)
+    a = p.parse_args(argv)
+    for name in ("repeats", "batch_size", "max_new_tokens"):
+        if getattr(a, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(a, name)}")
+    if a.warmup < 0:
+        p.error(f"--warmup must be at least 0, got {a.warmup}")
+    return a
+
+
+def main(argv: list[str] | None = None) -> None:
+    a = parse_args(argv)
+    setup_logging(a.log)
+    set_threads(a.threads)
+    cell = read_cell(a.cell)
+    items = mt_items(a.pairs, a.lang, a.n)
+    from transformers import AutoTokenizer
+
+    source_tokenizer = AutoTokenizer.from_pretrained(a.source_tokenizer)
+    model, tokenizer = load_model(a.model, a.dtype)
+    settings = Settings(
+        max_new_tokens=a.max_new_tokens,
+        repeats=a.repeats,
+        warmup=a.warmup,
+        batch_sizes=tuple(dict.fromkeys((1, a.batch_size))),
+        decodings=tuple(a.decodings),
+        teacher_forced=not a.no_teacher_forced,
+        seed=a.seed,
+    )
+    records = run_task(HFDecoder(model, tokenizer), tokenizer, source_tokenizer, "mt", items, settings)
+    details = {
+        "model_dir": str(a.model),
+        "source_tokenizer": str(a.source_tokenizer),
+        "pairs_file": str(a.pairs),
+        "language": a.lang,
+        "n": len(items),
+        "max_new_tokens": a.max_new_tokens,
+        "repeats": a.repeats,
+        "warmup": a.warmup,
+        "seed": a.seed,
+        "hardware": hardware(model),
+    }
+    if a.data_label:
+        details["data_label"] = a.data_label
+    write_json(a.out, {"cell": cell, "records": records, "details": details})
+    for r in records:
+        if r["metric"].endswith("per_second") or r["metric"] == "token_ratio_bound":
+            log.info("speed %s %s b%s %s: %.3f", r["mode"], r["decoding"], r["batch_size"], r["metric"], r["value"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""The decoder interface the timing code drives, and its implementation for a Hugging Face causal LM.
+
+A decoder turns prompt token ids into new token ids; the timing code (``measure``) times its calls and converts what
+it emitted into text. Another decoding scheme (MuMo: an extra LM head plus verification) plugs in by implementing the
+same three members; see the package docstring.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass
+class Forced:
+    """One teacher-forced pass: model steps over the target, their synchronised wall time, and the prompt's."""
+
+    steps: int  # forward passes that fed target tokens (one per target token for a plain LM)
+    seconds: float  # wall time of those steps only, device synchronised before and after
+    prefill_seconds: float  # the prompt's forward pass (not part of ``seconds``)
+    matches: int  # target tokens the model's argmax predicted (a by-product, not a speed figure)
+
+
+class Decoder(Protocol):
+    """What the speed measurement needs from a decoding scheme."""
+
+    def sync(self) -> None:
+        """Wait for queued device work (CUDA), so that a host timer measures it."""
+
+    def generate(
+        self, prompt_ids: list[list[int]], max_new_tokens: int, *, decoding: str, seed: int
+    ) -> tuple[list[list[int]], int]:
+        """New ids per prompt (cut after the stop token) and the number of model forward passes."""
+
+    def teacher_force(self, prompt_ids: list[int], target_ids: list[int]) -> Forced:
+        """Feed ``target_ids`` one at a time after the prompt through the KV cache, timing those steps."""
+
+
+class HFDecoder:
+    """A transformers causal LM: ``model.generate`` for generation, the KV cache step by step for teacher forcing.
+
+    Generation stops at the first token whose text holds a newline, or EOS (the mt/sum stop, paper §6.4). Forward
+    passes are counted by a hook on the model, so the step counts are what the model actually ran.
+    """
+
+    def __init__(self, model, tokenizer=None):
+        """``tokenizer`` None: teacher forcing only (random-weight benchmarks without a tokenizer)."""
+        import torch
+
+        from workflow_scripts.evaluate import newline_token_mask
+
+        self.model = model
+        self.tokenizer = tokenizer
+        self.vocab_size = model.get_output_embeddings().weight.shape[0]
+        if tokenizer is None:
+            self.newline_mask = torch.zeros(self.vocab_size, dtype=torch.bool)
+        else:
+            self.newline_mask = newline_token_mask(tokenizer, self.vocab_size)
+        self.forward_calls = 0
+        model.register_forward_pre_hook(self._count)
+
+    def _count(self, module, args) -> None:
+        self.forward_calls += 1
+
+    def sync(self) -> None:
+        import torch
+
+        if self.model.device.type == "cuda":
+            torch.cuda.synchronize(self.model.device)
+
+    def _stop_length(self, row) -> int:
+        hits = (self.newline_mask[row] | (row == self.tokenizer.eos_token_id)).nonzero()
+        return int(hits[0]) + 1 if len(hits) else len(row)
+
+    def generate(
+        self, prompt_ids: list[list[int]], max_new_tokens: int, *, decoding: str, seed: int
+    ) -> tuple[list[list[int]], int]:
+        """Left-padded batch generation with the given decoding (``evaluate.DECODING``), seeded."""
+        import torch
+        from transformers import GenerationConfig, StoppingCriteriaList
+
+        from workflow_scripts.evaluate import DECODING, _newline_criterion
+
+        width = max(map(len, prompt_ids))
+        pad = self.tokenizer.pad_token_id
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompt_ids], device=self.model.device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompt_ids], device=self.model.device)
+        config = GenerationConfig(
+            max_new_tokens=max_new_tokens,
+            pad_token_id=pad,
+            eos_token_id=self.tokenizer.eos_token_id,
+            bos_token_id=self.tokenizer.bos_token_id,
+            **DECODING[decoding],
+        )
+        criteria = StoppingCriteriaList([_newline_criterion(self.newline_mask, width)])
+        torch.manual_seed(seed)
+        before = self.forward_calls
+        with torch.inference_mode():
+            out = self.model.generate(
+                input_ids=ids, attention_mask=mask, generation_config=config, stopping_criteria=criteria
+            )
+        steps = self.forward_calls - before
+        new = out[:, width:].cpu()
+        return [row[: self._stop_length(row)].tolist() for row in new], steps
+
+    def teacher_force(self, prompt_ids: list[int], target_ids: list[int]) -> Forced:
+        """One forward pass per target token after a prefill of the prompt; each step also picks its argmax, as a
+        greedy generation step does, and the steps are timed together between two device synchronisations."""
+        import time
+
+        import torch
+
+        device = self.model.device
+        target = torch.tensor(target_ids, device=device).view(1, -1)
+        with torch.inference_mode():
+            self.sync()
+            t0 = time.perf_counter()
+            out = self.model(input_ids=torch.tensor([prompt_ids], device=device), use_cache=True)
+            predicted = [out.logits[:, -1].argmax(-1)]
+            self.sync()
+            t1 = time.perf_counter()
+            before = self.forward_calls
+            past = out.past_key_values
+            for i in range(target.shape[1]):
+                out = self.model(input_ids=target[:, i : i + 1], past_key_values=past, use_cache=True)
+                past = out.past_key_values
+                predicted.append(out.logits[:, -1].argmax(-1))
+            self.sync()
+            t2 = time.perf_counter()
+        steps = self.forward_calls - before
+        matches = int((torch.cat(predicted[: len(target_ids)]) == target[0]).sum())
+        return Forced(steps=steps, seconds=t2 - t1, prefill_seconds=t1 - t0, matches=matches)

@@ -1,0 +1,152 @@
+"""Speed records in the long results table, their speed-ups over Source with spread, and the Markdown speed section.
+
+A speed record names its variant (``mode``, ``decoding``, ``batch_size``); in the long table its metric becomes
+``metric@mode.decoding.bBATCH`` (e.g. ``chars_per_second@teacher_forced.greedy.b1``), with the repeats' ``min`` and
+``max`` beside the median. The headline variant, generation at batch size 1 with the run's first decoding (the paper
+timed generation at batch size 1), is also written under the plain metric name, so the paper's views and older result
+files read the same names as before.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+HEADLINE_MODE = "generate"
+RATE_METRICS = ("chars_per_second", "source_tokens_per_second", "tokens_per_second")
+# (derived metric, metric it divides by Source's): speed-ups in each unit.
+SPEEDUPS = (
+    ("speedup_chars", "chars_per_second"),
+    ("speedup_source_tokens", "source_tokens_per_second"),
+    ("speedup", "tokens_per_second"),
+)
+BOUND = "token_ratio_bound"
+OVER_BOUND = "speedup_over_bound"  # speedup_source_tokens ÷ the model's bound on the text timed
+
+
+def variant_name(record: dict) -> str:
+    """``mode.decoding.bBATCH`` of a speed record."""
+    return f"{record['mode']}.{record['decoding']}.b{record['batch_size']}"
+
+
+def headline_variant(records: list[dict]) -> str | None:
+    """Generation at batch size 1 with the first decoding the run timed (None when it timed none)."""
+    for r in records:
+        if r.get("mode") == HEADLINE_MODE and r.get("batch_size") == 1:
+            return variant_name(r)
+    return None
+
+
+def flatten(records: list[dict]) -> list[dict]:
+    """Long-table rows (task, metric, value, min, max) of one result file's records; see the module docstring."""
+    headline = headline_variant([r for r in records if "mode" in r])
+    rows = []
+    for r in records:
+        row = {"task": r["task"], "metric": r["metric"], "value": float(r["value"])}
+        row.update({k: r[k] for k in ("min", "max", "seed", "run") if k in r})
+        if "mode" not in r:
+            rows.append(row)
+            continue
+        variant = variant_name(r)
+        rows.append({**row, "metric": f"{r['metric']}@{variant}"})
+        if variant == headline:
+            rows.append(row)
+    return rows
+
+
+def split_metric(metric: str) -> tuple[str, str]:
+    """(base metric, "@variant" or "") of a long-table metric name."""
+    base, sep, variant = metric.partition("@")
+    return base, sep + variant
+
+
+def derived_speedups(frame: pd.DataFrame, cell_key, is_source) -> list[dict]:
+    """Speed-up rows of every variant in each unit, ``min``/``max`` from both sides' repeats (``units.ratio_range``),
+    and the speed-up ÷ bound; relative to the Source row of the same model, language, task and variant."""
+    from workflow_scripts.speed.units import ratio_range
+
+    groups: dict[tuple, dict[str, list]] = {}
+    for _, row in frame.iterrows():
+        base, variant = split_metric(row["metric"])
+        if base in RATE_METRICS or base == BOUND:
+            entry = groups.setdefault((cell_key(row), row["task"], variant), {})
+            entry.setdefault(base, []).append(row)
+    source = {
+        (key[0], key[1], task, variant): entry
+        for (key, task, variant), entry in groups.items()
+        if is_source(key[2], key[3])
+    }
+    out = []
+    for (key, task, variant), entry in groups.items():
+        base_entry = source.get((key[0], key[1], task, variant))
+        if base_entry is None:
+            continue
+        for name, rate in SPEEDUPS:
+            if rate not in entry or rate not in base_entry:
+                continue
+            model, src = _spread(entry[rate]), _spread(base_entry[rate])
+            if src["value"] == 0 or src["min"] == 0:
+                continue
+            value, low, high = ratio_range(model, src)
+            out.append({"key": key, "task": task, "metric": name + variant, "value": value, "min": low, "max": high})
+            if name == "speedup_source_tokens" and BOUND in entry:
+                b = sum(r["value"] for r in entry[BOUND]) / len(entry[BOUND])
+                out.append({"key": key, "task": task, "metric": OVER_BOUND + variant, "value": value / b})
+    return out
+
+
+def _spread(rows: list) -> dict[str, float]:
+    """Mean of the medians, mins and maxes of several rows (several seeds); a row without a spread is its own."""
+    values = [r["value"] for r in rows]
+    lows = [r["min"] if pd.notna(r.get("min")) else r["value"] for r in rows]
+    highs = [r["max"] if pd.notna(r.get("max")) else r["value"] for r in rows]
+    return {"value": sum(values) / len(values), "min": sum(lows) / len(lows), "max": sum(highs) / len(highs)}
+
+
+SECTION_COLUMNS = (
+    ("chars/s", "chars_per_second", "{:.1f}"),
+    ("speed-up (chars)", "speedup_chars", "{:.2f}x"),
+    ("speed-up (source tokens)", "speedup_source_tokens", "{:.2f}x"),
+    ("speed-up (own tokens)", "speedup", "{:.2f}x"),
+    ("bound", BOUND, "{:.2f}x"),
+    ("speed-up ÷ bound", OVER_BOUND, "{:.2f}"),
+)
+
+
+def _entry(rows: pd.DataFrame, fmt: str) -> str:
+    value = rows["value"].mean()
+    text = fmt.format(value)
+    if "min" in rows and rows["min"].notna().any():
+        low, high = rows["min"].mean(), rows["max"].mean()
+        text += f" [{fmt.format(low).rstrip('x')}–{fmt.format(high).rstrip('x')}]"
+    return text
+
+
+def markdown_section(frame: pd.DataFrame) -> list[str]:
+    """Markdown lines of the speed section: per model, language, method and variant, the rate and the speed-ups over
+    Source in each unit with [min–max] over repeats, the token-count bound and the speed-up ÷ bound."""
+    if frame.empty:
+        return []
+    split = frame["metric"].map(split_metric)
+    frame = frame.assign(base=[b for b, _ in split], variant=[v.removeprefix("@") for _, v in split])
+    frame = frame[frame["variant"] != ""]
+    if frame.empty:
+        return []
+    header = ["Model", "Language", "Method", "Task", "Variant", *(c[0] for c in SECTION_COLUMNS)]
+    lines = [
+        "## Speed",
+        "",
+        "Median over repeats [worst–best]; speed-ups over Source on identical prompts (teacher_forced: same text).",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    keys = ["model", "language", "method", "label", "task", "variant"]
+    for key, part in frame.groupby(keys, sort=True, dropna=False):
+        model, lang, method, label, task, variant = key
+        entries = []
+        for _, metric, fmt in SECTION_COLUMNS:
+            rows = part[part["base"] == metric]
+            entries.append(_entry(rows, fmt) if not rows.empty else "–")
+        name = label if isinstance(label, str) else method
+        lines.append("| " + " | ".join([str(model), str(lang), str(name), str(task), str(variant), *entries]) + " |")
+    return [*lines, ""]
