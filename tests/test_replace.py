@@ -281,6 +281,16 @@ def test_real_family_replacement_loads_and_keeps_bos(name, tmp_path, thai_lines)
 
     require_tokenizer_package(name)
     src = tokenizer_assets.write_folder(name, tmp_path / "src")
+    # Files of older hub folders that carry ids: they must follow the new ids.
+    bos = json.loads((src / "tokenizer_config.json").read_text(encoding="utf-8"))["bos_token"]
+    bos = bos if isinstance(bos, str) else bos["content"]
+    src_bos = Tokenizer.from_file(str(src / "tokenizer.json")).token_to_id(bos)
+    (src / "added_tokens.json").write_text(json.dumps({bos: src_bos}), encoding="utf-8")
+    cfg = json.loads((src / "tokenizer_config.json").read_text(encoding="utf-8"))
+    entry = {"content": bos, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
+             "special": True}  # fmt: skip
+    cfg["added_tokens_decoder"] = {str(src_bos): entry}
+    (src / "tokenizer_config.json").write_text(json.dumps(cfg), encoding="utf-8")
     out = tmp_path / "replaced"
     tok, mapping, text = train_replacement_tokenizer(thai_lines, src, 2000)
     save_replacement(src, text, mapping, out)
@@ -289,6 +299,11 @@ def test_real_family_replacement_loads_and_keeps_bos(name, tmp_path, thai_lines)
     assert hf.bos_token == src_hf.bos_token and hf.bos_token_id == hf.get_vocab()[hf.bos_token]
     n_special = 256 if name == "llama3" else 3
     assert len(mapping["special_tokens"]) == n_special and hf.bos_token_id < n_special
+    new_bos = hf.get_vocab()[bos]
+    assert json.loads((out / "added_tokens.json").read_text(encoding="utf-8")) == {bos: new_bos}
+    saved_cfg = json.loads((out / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert saved_cfg["added_tokens_decoder"] == {str(new_bos): entry}
+    assert (src_bos, new_bos) == ((128000, 0) if name == "llama3" else (1, 1))
     for line in thai_lines[:100]:
         ids = hf.encode(line)
         assert ids == tok.encode(line).ids

@@ -25,8 +25,9 @@ produced: their rows are the mean of the source rows, and their ids go into the 
 
 Layout: ``tokens`` (V_new and its mapping onto the source BPE, with the two wrong mappings kept to measure them),
 ``registry`` (InitContext, InitResult, register_method, INIT_METHODS, CORPUS_METHODS and the row arithmetic),
-``methods/`` (one module per method), ``apply`` (resize, padding, tied/untied, diagnostics, initialize_model) and
-``__main__`` (the command line). Importing the package loads neither torch nor fasttext.
+``methods/`` (one module per method), ``apply`` (resize, padding, tied/untied, diagnostics, initialize_model),
+``replace`` (vocabulary replacement, Table 11: every row new, ``--vocab replace``) and ``__main__`` (the command
+line). Importing the package loads neither torch nor fasttext.
 
 To add a method, add one module to ``methods/`` with a function ``(source, ctx, role) -> InitResult`` decorated with
 ``@register_method("Name")`` (``needs_corpus=True`` if it reads D), and import it in ``methods/__init__.py``; the

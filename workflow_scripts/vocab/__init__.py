@@ -26,9 +26,10 @@ Modules, in the order of the step:
 - ``select``: rank the candidates and plan exactly k reachable new tokens (the algorithm is in its docstring);
 - ``target``: write T_t (new merges first or last) and report what it changes;
 - ``crossing``: occurrences of new tokens in D that cross a source-token boundary (byte spans);
+- ``replace``: the replacement tokenizer of vocabulary replacement (Table 11), trained on D by the same route;
 - ``pipeline``: ``expand``, the whole sequence (rank → plan → [refill] → expand → report), used by the rule, the
   analysis step, tools and tests;
-- ``cli``: ``python -m workflow_scripts.vocab aux|expand``.
+- ``cli``: ``python -m workflow_scripts.vocab aux|expand|replace``.
 Byte and piece helpers live in ``workflow_scripts.pieces``.
 """
 

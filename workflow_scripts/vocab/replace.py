@@ -122,12 +122,17 @@ def train_replacement_tokenizer(
 
 
 def _rewrite_config(folder: Path, mapping: dict) -> None:
-    """tokenizer_config.json with ``added_tokens_decoder`` keyed by the new ids (dropped tokens left out)."""
+    """tokenizer_config.json with ``added_tokens_decoder`` keyed by the new ids, and a copied added_tokens.json with
+    the new ids (dropped tokens left out of both)."""
+    new_ids = {m["content"]: m["target_id"] for m in mapping["special_tokens"]}
+    added = folder / "added_tokens.json"
+    if added.is_file():
+        old = json.loads(added.read_text(encoding="utf-8"))
+        added.write_text(json.dumps({t: new_ids[t] for t in old if t in new_ids}, ensure_ascii=False), encoding="utf-8")
     path = folder / "tokenizer_config.json"
     cfg = json.loads(path.read_text(encoding="utf-8"))
     decoder = cfg.get("added_tokens_decoder")
     if decoder:
-        new_ids = {m["content"]: m["target_id"] for m in mapping["special_tokens"]}
         cfg["added_tokens_decoder"] = {
             str(new_ids[v["content"]]): v for v in decoder.values() if v.get("content") in new_ids
         }
