@@ -471,9 +471,12 @@ def deferred_checks(config: dict) -> list[str]:
             f"sample_cc100 checks the whole stream (decompression, {want} distinct usable lines)"
         )
     hub = [name for name, spec in config["models"].items() if spec["kind"] == "hub"]
+    chats = {f"{n}.chat": spec["chat"] for n, spec in config["models"].items() if isinstance(spec.get("chat"), dict)}
+    hub += [name for name, chat in chats.items() if chat["kind"] == "hub"]
     if hub:
         notes.append(
             f"models.*.path ({', '.join(hub)}): hub models are fetched and checked by prepare_source_model "
+            "(a chat sibling by prepare_chat_model) "
             "(access to gated models needs a token: HF_TOKEN or `hf auth login`)"
         )
     flores = [lang for lang, spec in config["languages"].items() if spec.get("mt", {}).get("kind") == "flores"]
