@@ -106,8 +106,11 @@ class Method:
         return ".".join(parts)
 
     def cell(self, model: str, language: str, aux_vocab_size: int) -> dict[str, Any]:
-        """The cell dictionary that result files carry (see workflow_scripts/tables.py)."""
+        """The cell dictionary that result files carry (see workflow_scripts/tables.py); ``posthoc`` only where set,
+        so that the other cells' evaluation jobs keep their params (the harness reads it: ElChat's chat template)."""
+        extra = {"posthoc": self.posthoc} if self.posthoc != "none" else {}
         return {
+            **extra,
             "model": model,
             "language": language,
             "method": self.slug,
