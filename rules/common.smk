@@ -248,11 +248,6 @@ def adapted_model(wc):
     return model_folder(wc.model, wc.lang, METHOD_BY_SLUG[wc.method].adapted)
 
 
-def chat_template_arg(wc):
-    """ElChat cells are evaluated as the chat model they are, through its chat template (README, Table 10)."""
-    return "--chat-template" if METHOD_BY_SLUG[wc.method].posthoc == "elchat" else ""
-
-
 def cell_json(wc):
     m = METHOD_BY_SLUG[wc.method]
     size = replace_vocab(wc.lang) if m.vocab == "replace" else aux_vocab(wc.lang)
@@ -474,7 +469,6 @@ def harness_choice_args(task):
         args += (
             f" --fewshot {settings['fewshot']} --batch-size {settings['batch_size']}"
         )
-        args += f" {chat_template_arg(wc)}"
         return args + (f" --n {settings['n']}" if settings.get("n") else "")
 
     return get

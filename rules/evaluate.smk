@@ -28,12 +28,10 @@ rule evaluate_mt:
         max_new_tokens=config["evaluation"]["mt"]["max_new_tokens"],
         batch_size=config["evaluation"]["mt"]["batch_size"],
         decoding=config["evaluation"]["mt"]["decoding"],
-        chat=chat_template_arg,
         runs=config["evaluation"]["mt"]["runs"],
         seed=config["seed"],
     shell:
         "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task mt --lang {wildcards.lang}"
-        " {params.chat}"
         " --model {input.model} --pairs {input.pairs} --n {params.n} --max-new-tokens {params.max_new_tokens}"
         " --batch-size {params.batch_size} --decoding {params.decoding} --runs {params.runs} --seed {params.seed}"
         " --cell {params.cell:q} --data-label {params.data_label:q} --out {output.result}"
@@ -67,12 +65,10 @@ rule evaluate_sum:
         max_new_tokens=config["evaluation"]["sum"]["max_new_tokens"],
         batch_size=config["evaluation"]["sum"]["batch_size"],
         decoding=config["evaluation"]["sum"]["decoding"],
-        chat=chat_template_arg,
         runs=config["evaluation"]["sum"]["runs"],
         seed=config["seed"],
     shell:
         "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task sum --lang {wildcards.lang}"
-        " {params.chat}"
         " --model {input.model} {params.data} --n {params.n} --max-new-tokens {params.max_new_tokens}"
         " --batch-size {params.batch_size} --decoding {params.decoding} --runs {params.runs} --seed {params.seed}"
         " --cell {params.cell:q} --out {output.result} --predictions {output.predictions} --threads {threads} 2>> {log}"

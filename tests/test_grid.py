@@ -202,6 +202,10 @@ def test_elchat_cells_start_from_their_adapted_cell():
     )
     assert m.slug == "Align.k100.2x2LS.mtp.L512.elchat" and m.label == "Align"
     assert m.adapted.slug == "Align.k100.2x2LS.mtp.L512" and m.adapted.posthoc == "none"
+    # the cell says posthoc only where it is set (the harness reads it), so other cells keep their evaluation params
+    assert m.cell("gemma2", "si", 50000)["posthoc"] == "elchat" and "posthoc" not in m.adapted.cell(
+        "gemma2", "si", 50000
+    )
     # the adapted cell is added as a dependency when the config does not list it, once when it does
     assert [x.slug for x in with_adapted([m])] == [m.slug, m.adapted.slug]
     assert [x.slug for x in with_adapted([m.adapted, m])] == [m.adapted.slug, m.slug]

@@ -124,8 +124,11 @@ class Method:
         return ".".join(parts)
 
     def cell(self, model: str, language: str, aux_vocab_size: int) -> dict[str, Any]:
-        """The cell dictionary that result files carry (see workflow_scripts/tables.py)."""
+        """The cell dictionary that result files carry (see workflow_scripts/tables.py); ``posthoc`` only where set,
+        so that the other cells' evaluation jobs keep their params (the harness reads it: ElChat's chat template)."""
+        extra = {"posthoc": self.posthoc} if self.posthoc != "none" else {}
         return {
+            **extra,
             "model": model,
             "language": language,
             "method": self.slug,
@@ -395,9 +398,12 @@ def deferred_checks(config: dict) -> list[str]:
             f"sample_cc100 checks the whole stream (decompression, {want} distinct usable lines)"
         )
     hub = [name for name, spec in config["models"].items() if spec["kind"] == "hub"]
+    chats = {f"{n}.chat": spec["chat"] for n, spec in config["models"].items() if isinstance(spec.get("chat"), dict)}
+    hub += [name for name, chat in chats.items() if chat["kind"] == "hub"]
     if hub:
         notes.append(
             f"models.*.path ({', '.join(hub)}): hub models are fetched and checked by prepare_source_model "
+            "(a chat sibling by prepare_chat_model) "
             "(access to gated models needs a token: HF_TOKEN or `hf auth login`)"
         )
     flores = [lang for lang, spec in config["languages"].items() if spec.get("mt", {}).get("kind") == "flores"]
