@@ -136,12 +136,13 @@ def test_cli_on_an_expanded_model(tmp_path, smollm2_tokenizer_dir):
         AutoTokenizer.from_pretrained(smollm2_tokenizer_dir),
     )
     model_dir = tiny_model(tok_dir, tmp_path / "model", hand_rows(len(target_tok), 16, 3, 7) / 7, None)
+    source_dir = tiny_model(smollm2_tokenizer_dir, tmp_path / "source", hand_rows(len(source_tok), 16, 3, 7) / 7, None)
     pairs = tmp_path / "mt.tsv"
     pairs.write_text("".join(f"{en}\t{th}\n" for en, th in PAIRS), encoding="utf-8")
     cell = {"model": "tiny", "language": "th", "method": "Mean", "label": "Mean"}
-    speed_cli.main(["--model", str(model_dir), "--source-tokenizer", str(smollm2_tokenizer_dir),
+    speed_cli.main(["--model", str(model_dir), "--source-tokenizer", str(source_dir),
                          "--pairs", str(pairs), "--lang", "th", "--n", "2", "--max-new-tokens", "3", "--repeats", "2",
-                         "--batch-size", "2", "--decodings", "greedy", "paper", "--cell", json.dumps(cell),
+                         "--batch-size", "2", "--decodings", "greedy", "paper", "--paired", "--cell", json.dumps(cell),
                          "--threads", "1", "--out", str(tmp_path / "speed.json")])  # fmt: skip
     result = json.loads((tmp_path / "speed.json").read_text(encoding="utf-8"))
     assert result["cell"] == cell and result["details"]["n"] == 2 and result["details"]["repeats"] == 2
@@ -161,6 +162,10 @@ def test_cli_on_an_expanded_model(tmp_path, smollm2_tokenizer_dir):
     share = by[("generate", "greedy", 1, "input_new_token_share")]["value"]
     assert share == pytest.approx(new / sum(map(len, prompts)))
     assert all(len(by[(*k[:3], "seconds")]["repeats"]) == 2 for k in by)
+    # --paired: Source (the source folder's model) teacher-forced next to this one, one ratio per repeat
+    paired = by[("teacher_forced", "greedy", 1, "paired_speedup")]
+    assert len(paired["repeats"]) == 2 and paired["min"] <= paired["value"] <= paired["max"]
+    assert not any(k[3] == "paired_speedup" and k[0] == "generate" for k in by)
 
 
 def _speed_file(path, method: str, chars: list[float], tokens: list[float], bound: float):

@@ -109,6 +109,7 @@ SECTION_COLUMNS = (
     ("speed-up (own tokens)", "speedup", "{:.2f}x"),
     ("bound", BOUND, "{:.2f}x"),
     ("speed-up ÷ bound", OVER_BOUND, "{:.2f}"),
+    ("paired speed-up", "paired_speedup", "{:.2f}x"),
 )
 
 
