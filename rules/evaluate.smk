@@ -232,10 +232,11 @@ rule measure_speed:
             if config["evaluation"]["speed"]["teacher_forced"]
             else "--no-teacher-forced"
         ),
+        paired="--paired" if config["evaluation"]["speed"]["paired"] else "",
         seed=config["seed"],
     shell:
         "python -m workflow_scripts.speed --model {input.model} --source-tokenizer {input.source}"
         " --pairs {input.pairs} --lang {wildcards.lang} --n {params.n} --max-new-tokens {params.max_new_tokens}"
         " --repeats {params.repeats} --warmup {params.warmup} --batch-size {params.batch_size}"
-        " --decodings {params.decodings} {params.teacher_forced} --seed {params.seed} --cell {params.cell:q}"
+        " --decodings {params.decodings} {params.teacher_forced} {params.paired} --seed {params.seed} --cell {params.cell:q}"
         " --data-label {params.data_label:q} --out {output.result} --threads {threads} 2>> {log}"

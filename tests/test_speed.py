@@ -136,12 +136,13 @@ def test_cli_on_an_expanded_model(tmp_path, smollm2_tokenizer_dir):
         AutoTokenizer.from_pretrained(smollm2_tokenizer_dir),
     )
     model_dir = tiny_model(tok_dir, tmp_path / "model", hand_rows(len(target_tok), 16, 3, 7) / 7, None)
+    source_dir = tiny_model(smollm2_tokenizer_dir, tmp_path / "source", hand_rows(len(source_tok), 16, 3, 7) / 7, None)
     pairs = tmp_path / "mt.tsv"
     pairs.write_text("".join(f"{en}\t{th}\n" for en, th in PAIRS), encoding="utf-8")
     cell = {"model": "tiny", "language": "th", "method": "Mean", "label": "Mean"}
-    speed_cli.main(["--model", str(model_dir), "--source-tokenizer", str(smollm2_tokenizer_dir),
+    speed_cli.main(["--model", str(model_dir), "--source-tokenizer", str(source_dir),
                          "--pairs", str(pairs), "--lang", "th", "--n", "2", "--max-new-tokens", "3", "--repeats", "2",
-                         "--batch-size", "2", "--decodings", "greedy", "paper", "--cell", json.dumps(cell),
+                         "--batch-size", "2", "--decodings", "greedy", "paper", "--paired", "--cell", json.dumps(cell),
                          "--threads", "1", "--out", str(tmp_path / "speed.json")])  # fmt: skip
     result = json.loads((tmp_path / "speed.json").read_text(encoding="utf-8"))
     assert result["cell"] == cell and result["details"]["n"] == 2 and result["details"]["repeats"] == 2
@@ -161,6 +162,10 @@ def test_cli_on_an_expanded_model(tmp_path, smollm2_tokenizer_dir):
     share = by[("generate", "greedy", 1, "input_new_token_share")]["value"]
     assert share == pytest.approx(new / sum(map(len, prompts)))
     assert all(len(by[(*k[:3], "seconds")]["repeats"]) == 2 for k in by)
+    # --paired: Source (the source folder's model) teacher-forced next to this one, one ratio per repeat
+    paired = by[("teacher_forced", "greedy", 1, "paired_speedup")]
+    assert len(paired["repeats"]) == 2 and paired["min"] <= paired["value"] <= paired["max"]
+    assert not any(k[3] == "paired_speedup" and k[0] == "generate" for k in by)
 
 
 def _speed_file(path, method: str, chars: list[float], tokens: list[float], bound: float):
@@ -178,6 +183,8 @@ def _speed_file(path, method: str, chars: list[float], tokens: list[float], boun
             summary = units.summary(reps)
             records.append({"task": "mt", "metric": metric, **summary, "repeats": reps, **variant})
         records.append({"task": "mt", "metric": "token_ratio_bound", "value": bound, **variant})
+        if mode == "teacher_forced" and method != "Source":
+            records.append({"task": "mt", "metric": "paired_speedup", **units.summary([2.0, 2.25, 2.5]), **variant})
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"cell": cell, "records": records, "details": {}}), encoding="utf-8")
     return path
@@ -197,6 +204,7 @@ def test_tables_speedups_with_spread_and_bound(tmp_path):
     assert mean.loc["speedup_chars" + tf, ["value", "min", "max"]].tolist() == pytest.approx([2.0, 1.5, 3.0])
     assert mean.loc["speedup" + tf, "value"] == pytest.approx(10 / 20)
     assert mean.loc["speedup_over_bound" + tf, "value"] == pytest.approx(2.0 / 2.5)
+    assert mean.loc["paired_speedup_over_bound" + tf, "value"] == pytest.approx(2.25 / 2.5)
     # the headline (generation, batch 1) also under the plain names the paper views read
     assert mean.loc["speedup_chars", "value"] == pytest.approx(2.0)
     assert mean.loc["chars_per_second", ["value", "min", "max"]].tolist() == [20.0, 18.0, 24.0]

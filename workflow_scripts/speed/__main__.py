@@ -33,6 +33,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--decodings", nargs="+", default=["greedy"], choices=sorted(DECODING))
     p.add_argument("--no-teacher-forced", action="store_true", help="skip teacher forcing")
+    p.add_argument("--paired", action="store_true",
+                   help="teacher-force Source's model (--source-tokenizer's folder) item by item next to this one: "
+                        "a speed-up both sides of which saw the same machine load (paired_speedup)")  # fmt: skip
     p.add_argument("--seed", type=int, default=42)
     a = p.parse_args(argv)
     for name in ("repeats", "batch_size", "max_new_tokens"):
@@ -62,7 +65,13 @@ def main(argv: list[str] | None = None) -> None:
         teacher_forced=not a.no_teacher_forced,
         seed=a.seed,
     )
-    records = run_task(HFDecoder(model, tokenizer), tokenizer, source_tokenizer, "mt", items, settings)
+    source_decoder = None
+    if a.paired and not settings.teacher_forced:
+        raise SystemExit("--paired needs teacher forcing (drop --no-teacher-forced)")
+    if a.paired and Path(a.model).resolve() != Path(a.source_tokenizer).resolve():
+        source_decoder = HFDecoder(*load_model(a.source_tokenizer, a.dtype))
+    decoder = HFDecoder(model, tokenizer)
+    records = run_task(decoder, tokenizer, source_tokenizer, "mt", items, settings, source_decoder)
     details = {
         "model_dir": str(a.model),
         "source_tokenizer": str(a.source_tokenizer),

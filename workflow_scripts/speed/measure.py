@@ -91,21 +91,34 @@ def time_teacher_forced(
     *,
     repeats: int,
     warmup: int,
+    baseline: tuple[Decoder, list[list[int]], list[list[int]]] | None = None,
 ) -> dict:
-    """Feed every reference through the KV cache ``repeats`` times; the timed steps are the target tokens' steps."""
+    """Feed every reference through the KV cache ``repeats`` times; the timed steps are the target tokens' steps.
+
+    ``baseline`` (Source's decoder, prompt ids, target ids of the same items) is timed item by item right after the
+    model, so both see the same machine load; ``paired`` holds Source's seconds ÷ the model's per repeat (on identical
+    text, the speed-up in characters and in source tokens)."""
     counts = sum(
         (count_text(tokenizer.decode(t, skip_special_tokens=True), len(t), source_tokenizer) for t in target_ids),
         TextCounts(0, 0, 0),
     )
     for _ in range(warmup):
         decoder.teacher_force(prompt_ids[0], target_ids[0])
-    per_repeat, steps, matches, prefill = [], 0, 0, 0.0
+        if baseline:
+            baseline[0].teacher_force(baseline[1][0], baseline[2][0])
+    per_repeat, paired, steps, matches, prefill = [], [], 0, 0, 0.0
     for _ in range(repeats):
-        forced = [decoder.teacher_force(p, t) for p, t in zip(prompt_ids, target_ids, strict=True)]
+        forced, base_seconds = [], 0.0
+        for i, (p, t) in enumerate(zip(prompt_ids, target_ids, strict=True)):
+            forced.append(decoder.teacher_force(p, t))
+            if baseline:
+                base_seconds += baseline[0].teacher_force(baseline[1][i], baseline[2][i]).seconds
         per_repeat.append((counts, sum(f.seconds for f in forced)))
+        if baseline:
+            paired.append(base_seconds / per_repeat[-1][1])
         steps, matches = sum(f.steps for f in forced), sum(f.matches for f in forced)
         prefill = sum(f.prefill_seconds for f in forced)
-    return {"per_repeat": per_repeat, "steps": steps, "matches": matches, "prefill_seconds": prefill}
+    return {"per_repeat": per_repeat, "steps": steps, "matches": matches, "prefill_seconds": prefill, "paired": paired}
 
 
 def rate_records(task: str, timing: dict, **variant) -> list[dict]:
@@ -183,11 +196,18 @@ class Settings:
 
 
 def run_task(
-    decoder: Decoder, tokenizer, source_tokenizer, task: str, items: list[Item], settings: Settings
+    decoder: Decoder,
+    tokenizer,
+    source_tokenizer,
+    task: str,
+    items: list[Item],
+    settings: Settings,
+    source_decoder: Decoder | None = None,
 ) -> list[dict]:
     """Every record of one task: generation per decoding x batch size, then teacher forcing on the references.
 
     The new-token shares (Figure 4) come from batch size 1 of the first decoding: its prompts and outputs.
+    ``source_decoder`` (Source's model) makes teacher forcing paired: ``paired_speedup`` (``time_teacher_forced``).
     """
     prompt_ids, target_ids = encode_items(tokenizer, items)
     source_vocab_size = len(source_tokenizer)
@@ -212,16 +232,13 @@ def run_task(
                 records += share_records(task, prompt_ids, timing["outputs"], source_vocab_size, **variant)
     if settings.teacher_forced:
         variant = {"mode": "teacher_forced", "decoding": "greedy", "batch_size": 1}
-        timing = time_teacher_forced(
-            decoder,
-            tokenizer,
-            source_tokenizer,
-            prompt_ids,
-            target_ids,
-            repeats=settings.repeats,
-            warmup=settings.warmup,
-        )
+        baseline = (source_decoder, *encode_items(source_tokenizer, items)) if source_decoder else None
+        timing = time_teacher_forced(decoder, tokenizer, source_tokenizer, prompt_ids, target_ids,
+                                     repeats=settings.repeats, warmup=settings.warmup, baseline=baseline)  # fmt: skip
         records += rate_records(task, timing, **variant)
+        if timing["paired"]:
+            paired = timing["paired"]
+            records.append({"task": task, "metric": "paired_speedup", **summary(paired), "repeats": paired, **variant})
         records.append({"task": task, "metric": "argmax_matches", "value": timing["matches"], **variant})
         records.append({"task": task, "metric": "prefill_seconds", "value": timing["prefill_seconds"], **variant})
     return records

@@ -21,6 +21,8 @@ SPEEDUPS = (
 )
 BOUND = "token_ratio_bound"
 OVER_BOUND = "speedup_over_bound"  # speedup_source_tokens ÷ the model's bound on the text timed
+PAIRED = "paired_speedup"  # teacher forcing with Source timed in the same job (a raw record, see measure.py)
+PAIRED_OVER_BOUND = "paired_speedup_over_bound"
 
 
 def variant_name(record: dict) -> str:
@@ -67,7 +69,7 @@ def derived_speedups(frame: pd.DataFrame, cell_key, is_source) -> list[dict]:
     groups: dict[tuple, dict[str, list]] = {}
     for _, row in frame.iterrows():
         base, variant = split_metric(row["metric"])
-        if base in RATE_METRICS or base == BOUND:
+        if base in RATE_METRICS or base in (BOUND, PAIRED):
             entry = groups.setdefault((cell_key(row), row["task"], variant), {})
             entry.setdefault(base, []).append(row)
     source = {
@@ -77,6 +79,9 @@ def derived_speedups(frame: pd.DataFrame, cell_key, is_source) -> list[dict]:
     }
     out = []
     for (key, task, variant), entry in groups.items():
+        if PAIRED in entry and BOUND in entry:  # needs no Source row: Source ran in the same job
+            p, b = (sum(r["value"] for r in entry[m]) / len(entry[m]) for m in (PAIRED, BOUND))
+            out.append({"key": key, "task": task, "metric": PAIRED_OVER_BOUND + variant, "value": p / b})
         base_entry = source.get((key[0], key[1], task, variant))
         if base_entry is None:
             continue
@@ -109,6 +114,8 @@ SECTION_COLUMNS = (
     ("speed-up (own tokens)", "speedup", "{:.2f}x"),
     ("bound", BOUND, "{:.2f}x"),
     ("speed-up ÷ bound", OVER_BOUND, "{:.2f}"),
+    ("paired speed-up", PAIRED, "{:.2f}x"),
+    ("paired ÷ bound", PAIRED_OVER_BOUND, "{:.2f}"),
 )
 
 
