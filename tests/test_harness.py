@@ -193,6 +193,25 @@ def test_mt_score_is_recomputed_from_details_and_runs_are_seeded(tiny, tmp_path)
     assert texts("paper", 1)[1] == sampled[1]
 
 
+def test_each_pairs_folder_is_read_afresh(tiny, tmp_path):
+    """Two mt datasets in folders of the same name: the second is scored on its own rows, not on the rows ``datasets``
+    cached for the first (its cache keys a local folder by name and subset: the default's Thai mt once scored 3 of its
+    32 sentences)."""
+    from workflow_scripts.harness.run import run_task
+    from workflow_scripts.harness.tasks import task_config
+
+    model, _, model_dir = tiny
+    pairs = l10n_pairs("th")
+    for i, n in enumerate((2, 5)):
+        tsv = tmp_path / f"mt{i}.tsv"
+        tsv.write_text("".join(f"{e}\t{t}\n" for e, t in pairs[i * 10 : i * 10 + n]), encoding="utf-8")
+        folder = datasets.pairs_dataset(tsv, "th", tmp_path / str(i) / "pairs")
+        config = task_config("mt", "th", folder, generation_size=2)
+        run = run_task(model, model_dir, config, n=None, decoding="greedy", seed=0, batch_size=8, max_length=512)
+        golds = sorted(d.doc.get_golds()[0] for d in run.details)
+        assert golds == sorted(t for _, t in pairs[i * 10 : i * 10 + n])
+
+
 @pytest.mark.slow
 def test_cli_offline_on_hub_layout_fixtures(tiny_llama_dir, tmp_path):
     """Every task runs offline on local mirrors (HF_HUB_OFFLINE=1); gmmlu for Thai writes the reason, no score."""

@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 log = logging.getLogger("vocabexp")
 
@@ -23,6 +24,25 @@ SAMPLING = {
     "greedy": {"temperature": 0.0},
 }
 NUM_BEAMS = {"paper": 5, "greedy": 1}
+
+
+@contextlib.contextmanager
+def private_datasets_cache(folder: str | Path) -> Iterator[None]:
+    """``datasets``' cache redirected to ``folder`` for the duration of the block.
+
+    Our task data are local folders (``datasets.pairs_dataset``, the mc proxy, mirrored hub data), and ``datasets``
+    keys the cache of a local folder by its name and subset, not by its content: a second pairs folder called ``pairs``
+    with 32 rows was served the 3 rows cached from an earlier one (the default's Thai mt scored 3 sentences, not 32).
+    A cache that lives as long as one pipeline cannot be stale.
+    """
+    import datasets
+
+    before = datasets.config.HF_DATASETS_CACHE
+    datasets.config.HF_DATASETS_CACHE = Path(folder)
+    try:
+        yield
+    finally:
+        datasets.config.HF_DATASETS_CACHE = before
 
 
 @contextlib.contextmanager
@@ -116,19 +136,20 @@ def _run_pipeline(
         )
         tracker = EvaluationTracker(output_dir=tmp, save_details=False)
         params = PipelineParameters(launcher_type=ParallelismManager.NONE, max_samples=n)
-        with only_our_tasks([config]):
-            pipeline = Pipeline(
-                tasks=f"{config.name}|{config.num_fewshots}",
-                pipeline_parameters=params,
-                evaluation_tracker=tracker,
-                model_config=model_config,
-                model=model,
-            )
-        pipeline.model._cache = None  # cache off: see module docstring
-        torch.manual_seed(seed)
-        t0 = time.perf_counter()
-        pipeline.evaluate()
-        seconds = time.perf_counter() - t0
+        with private_datasets_cache(Path(tmp) / "datasets"):
+            with only_our_tasks([config]):
+                pipeline = Pipeline(
+                    tasks=f"{config.name}|{config.num_fewshots}",
+                    pipeline_parameters=params,
+                    evaluation_tracker=tracker,
+                    model_config=model_config,
+                    model=model,
+                )
+            pipeline.model._cache = None  # cache off: see module docstring
+            torch.manual_seed(seed)
+            t0 = time.perf_counter()
+            pipeline.evaluate()
+            seconds = time.perf_counter() - t0
         results = pipeline.get_results()["results"]
         details = pipeline.get_details()
     key = next(k for k in results if k.startswith(f"{config.name}:"))
