@@ -56,6 +56,12 @@ CLUSTER_RULES = {
 # The tiny config with one method, Mean, which still runs every rule of the tiny grid (fewer jobs: CI time).
 METHODS = [{"init": "Mean"}]
 TIMING_METRICS = re.compile(r"per_second|speedup|seconds")
+# Left out of the bit-for-bit comparison: mt, whose greedy predictions on the random tiny model (near-tied logits)
+# differed once between the two runs in CI (stop 18; a stale `datasets` cache, fixed since, is a candidate cause, not
+# yet confirmed over repeated runs), and speed, whose records are timings plus counts of those same greedy outputs and
+# the hardware and thread count of the machine that ran the job. Everything upstream (data, tokenizers, weights) and
+# every other task must be equal.
+UNCOMPARED_TASKS = ("mt", "speed")
 VOLATILE_KEYS = re.compile(r"seconds|per_second|peak_memory")
 SUBMITTED = re.compile(r"submitted with SLURM jobid (\d+) \(log: (\S+)\)")
 
@@ -357,10 +363,7 @@ def test_outputs_equal_a_local_run(scenario):
     assert len(files) > 30
     different = []
     for f in files:
-        if f.parent.name == "eval" and f.name.startswith("mt"):
-            # LightEval's greedy generation on the random tiny model (near-tied logits) is not bit-reproducible
-            # between the two runs: seen once in CI (stop 18), the Mean cell's predictions differed. Everything
-            # upstream (data, tokenizers, weights) and every other task still must be equal; issue 12 looks into it.
+        if f.parent.name == "eval" and f.name.startswith(UNCOMPARED_TASKS):
             continue
         if f.suffix == ".json":
             same = stable(json.loads((local / f).read_text())) == stable(json.loads((slurm / f).read_text()))
@@ -374,7 +377,7 @@ def test_outputs_equal_a_local_run(scenario):
 
     def table(root: Path) -> pd.DataFrame:
         frame = pd.read_csv(root / "tables" / "results.csv")
-        frame = frame[~frame["metric"].str.contains(TIMING_METRICS) & (frame["task"] != "mt")]
+        frame = frame[~frame["metric"].str.contains(TIMING_METRICS) & ~frame["task"].isin(UNCOMPARED_TASKS)]
         return frame.sort_values(["model", "language", "method", "task", "metric"]).reset_index(drop=True)
 
     expected, got = table(local), table(slurm)
