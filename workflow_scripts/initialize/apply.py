@@ -293,8 +293,12 @@ def initialize(
     seed: int,
     pad_to_multiple_of: int = 1,
     resources: dict[str, Any] | None = None,
+    initialize_fn=None,
 ) -> dict:
-    """Load the source model and both tokenizers, initialize, and write the target model folder atomically."""
+    """Load the source model and both tokenizers, initialize, and write the target model folder atomically.
+
+    ``initialize_fn`` sets the rows: ``initialize_model`` (expansion) by default, or
+    ``replace.initialize_replacement_model`` (vocabulary replacement), with the same arguments."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     t0 = time.time()
@@ -302,7 +306,7 @@ def initialize(
     tgt_tok = AutoTokenizer.from_pretrained(target_tokenizer)
     model = AutoModelForCausalLM.from_pretrained(source_model, dtype="auto")
     t_load = time.time()
-    report = initialize_model(model, src_tok, tgt_tok, method, seed, pad_to_multiple_of, resources)
+    report = (initialize_fn or initialize_model)(model, src_tok, tgt_tok, method, seed, pad_to_multiple_of, resources)
     t_init = time.time()
     with atomic_path(out) as tmp:
         model.save_pretrained(tmp)

@@ -20,15 +20,22 @@ as one more dimension); a tied model stays tied. Padding rows are the source mea
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from workflow_scripts.initialize.apply import _new_rows, _output_matrix, _resize, _suppress, _write_rows, is_tied
+from workflow_scripts.initialize.apply import (
+    _new_rows,
+    _output_matrix,
+    _resize,
+    _suppress,
+    _write_rows,
+    initialize,
+    is_tied,
+)
 from workflow_scripts.initialize.registry import INIT_METHODS, InitContext
 from workflow_scripts.initialize.tokens import NewToken
-from workflow_scripts.io import atomic_path, seed_everything
+from workflow_scripts.io import seed_everything
 from workflow_scripts.pieces import SENTENCEPIECE_BPE, is_byte_level, is_partial_utf8, piece_text
 
 # Table 11's initializations; the others are defined for expansion only.
@@ -215,18 +222,6 @@ def initialize_replacement(
     resources: dict[str, Any] | None = None,
 ) -> dict:
     """Load the source model and both tokenizers, initialize every row, and write the model folder atomically."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    t0 = time.time()
-    src_tok = AutoTokenizer.from_pretrained(source_model)
-    tgt_tok = AutoTokenizer.from_pretrained(target_tokenizer)
-    model = AutoModelForCausalLM.from_pretrained(source_model, dtype="auto")
-    report = initialize_replacement_model(model, src_tok, tgt_tok, method, seed, pad_to_multiple_of, resources)
-    with atomic_path(out) as tmp:
-        model.save_pretrained(tmp)
-        tgt_tok.save_pretrained(tmp)
-    report["source_model"] = str(source_model)
-    report["target_tokenizer"] = str(target_tokenizer)
-    report["dtype"] = str(model.dtype).removeprefix("torch.")
-    report["seconds"] = round(time.time() - t0, 2)
-    return report
+    return initialize(
+        source_model, target_tokenizer, out, method, seed, pad_to_multiple_of, resources, initialize_replacement_model
+    )
