@@ -233,10 +233,12 @@ rule measure_speed:
             else "--no-teacher-forced"
         ),
         paired="--paired" if config["evaluation"]["speed"]["paired"] else "",
+        reference_chars=config["evaluation"]["speed"]["reference_chars"] or 0,
         seed=config["seed"],
     shell:
         "python -m workflow_scripts.speed --model {input.model} --source-tokenizer {input.source}"
         " --pairs {input.pairs} --lang {wildcards.lang} --n {params.n} --max-new-tokens {params.max_new_tokens}"
         " --repeats {params.repeats} --warmup {params.warmup} --batch-size {params.batch_size}"
-        " --decodings {params.decodings} {params.teacher_forced} {params.paired} --seed {params.seed} --cell {params.cell:q}"
+        " --decodings {params.decodings} {params.teacher_forced} {params.paired} --reference-chars {params.reference_chars}"
+        " --seed {params.seed} --cell {params.cell:q}"
         " --data-label {params.data_label:q} --out {output.result} --threads {threads} 2>> {log}"

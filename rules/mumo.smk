@@ -152,7 +152,7 @@ rule measure_speed_mumo:
         data_label=data_label_of,
         n=config["evaluation"]["speed"]["n"],
         max_new_tokens=config["evaluation"]["speed"]["max_new_tokens"],
-        repeats=config["mumo"]["speed_repeats"],
+        repeats=config["evaluation"]["speed"]["repeats"],
         mumo=mumo_speed_args,
     shell:
         "python -m workflow_scripts.mumo speed --model {input.model} --pairs {input.pairs} --lang {wildcards.lang}"

@@ -238,3 +238,14 @@ def test_gpu_bench_tiny(tmp_path):
     if not torch.cuda.is_available():  # the real shapes refuse to run on the CPU
         with pytest.raises(SystemExit):
             gpu_bench.main(["--out", str(out)])
+
+
+def test_mt_items_use_the_harness_prompt_and_cut_references(tmp_path):
+    pairs = tmp_path / "mt.tsv"
+    pairs.write_text("Open the file\tเปิดแฟ้ม\nSave all\tบันทึกทั้งหมด\n", encoding="utf-8")
+    from workflow_scripts.harness.prompts import mt_query
+
+    full = speed_cli.mt_items(pairs, "th", None)
+    cut = speed_cli.mt_items(pairs, "th", 1, reference_chars=5)
+    assert [i.target for i in full] == ["เปิดแฟ้ม", "บันทึกทั้งหมด"]
+    assert [(i.prompt, i.target) for i in cut] == [(mt_query("Open the file", "th"), "เปิดแ")]

@@ -58,14 +58,15 @@ def train(a: argparse.Namespace) -> None:
 
 
 def speed(a: argparse.Namespace) -> None:
-    from workflow_scripts.evaluate import mt_prompt, read_cell, read_pairs
+    from workflow_scripts.evaluate import read_cell, read_pairs
+    from workflow_scripts.harness.prompts import mt_query
     from workflow_scripts.mumo.decode import DecodeSettings
     from workflow_scripts.mumo.head import load_mumo
     from workflow_scripts.mumo.speed import measure
 
     cell = read_cell(a.cell)
     mumo, tokenizer = load_mumo(a.model, a.dtype)
-    prompts = [mt_prompt(en, a.lang) for en, _ in read_pairs(a.pairs, a.n)]
+    prompts = [mt_query(en, a.lang) for en, _ in read_pairs(a.pairs, a.n)]  # the speed step's prompts
     settings = DecodeSettings(k=a.k, verify=a.verify, sample=a.decoding == "paper", seed=a.seed)
     records, details = measure(mumo, tokenizer, prompts, settings, max_new_tokens=a.max_new_tokens, repeats=a.repeats)
     details = {"model_dir": str(a.model), "pairs_file": str(a.pairs), "language": a.lang, **details}
