@@ -211,7 +211,8 @@ def lapt_rows_arg(wc):
 
 def model_folder(model, lang, m):
     """A method's model: source, initialized (no training), trained, merged (a post-hoc method, ElChat), or the MuMo
-    folder (head, V_mono, source reference; shared by MuMo and its noverify ablation)."""
+    folder (head, V_mono, source reference; shared by MuMo and its noverify ablation).
+    """
     if m.is_mumo:
         return mumo_dir(model, lang)
     if m.trains or m.posthoc != "none":
