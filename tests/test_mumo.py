@@ -355,3 +355,31 @@ def test_sentencepiece_family_decodes_to_its_fed_back_ids(tmp_path, sp):
         assert out.source_ids == fed and len(fed) == 12
     assert out.steps == [mumo.n_multi + 2] * 4  # 4 words of 3 tokens (▁ก, า, ม)
     assert sp.decode(prompt + fed) == "กา กาม กาม กาม กาม"
+
+
+@pytest.mark.e2e
+def test_mumo_cells_run_through_the_workflow(tmp_path):
+    """MuMo and its no-verification ablation as grid methods on the tiny model: one head trained, mt and speed for both
+    cells, the tables rows labeled; ppl and mc are not planned for MuMo cells."""
+    import pandas as pd
+
+    from tests.conftest import snakemake, tiny_config
+
+    config = tiny_config(
+        tmp_path,
+        methods=[{"init": "none", "procedure": "none"}, {"procedure": "MuMo", "posthoc": ["none", "noverify"]}],
+        mumo={"max_steps": 2, "batch_size": 4, "warmup_steps": 0, "seq_len": 32, "k": 3},
+    )
+    run = snakemake(["--cores", "2", "--configfile", str(config)], tmp_path)
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert (tmp_path / "results/tiny/th/mumo/head/head.safetensors").is_file()
+    for slug in ("MuMo", "MuMo.noverify"):
+        assert not (tmp_path / f"results/tiny/th/{slug}/eval/ppl.json").exists()
+    frame = pd.read_csv(tmp_path / "results/tables/results.csv")
+    rows = frame[frame["method"].isin(["MuMo", "MuMo.noverify"])]
+    assert set(rows["label"]) == {"MuMo", "MuMo w/o verification"}
+    for slug in ("MuMo", "MuMo.noverify"):
+        cell = rows[rows["method"] == slug]
+        # speed records carry the task whose prompts were timed (mt); the speed-up is over Source on the same prompts
+        metrics = set(zip(cell["task"], cell["metric"], strict=True))
+        assert {("mt", "chrF"), ("mt", "chars_per_second"), ("mt", "speedup_chars@generate.greedy.b1")} <= metrics
