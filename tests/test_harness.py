@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from tests.conftest import REPO, l10n_pairs
-from workflow_scripts.harness import datasets, metrics, prompts
+from workflow_scripts import prompts
+from workflow_scripts.harness import datasets, metrics
 
 
 def test_rouge_l_thai_and_sinhala_hand_counts():

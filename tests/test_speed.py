@@ -128,7 +128,7 @@ def test_cli_on_an_expanded_model(tmp_path, smollm2_tokenizer_dir):
     from conftest import SMOL_MERGES, expand_tokenizer, hand_rows, tiny_model
     from transformers import AutoTokenizer
 
-    from workflow_scripts.harness.prompts import mt_query
+    from workflow_scripts.prompts import mt_query
 
     tok_dir = expand_tokenizer(smollm2_tokenizer_dir, tmp_path / "tok", SMOL_MERGES)
     target_tok, source_tok = (
@@ -243,7 +243,7 @@ def test_gpu_bench_tiny(tmp_path):
 def test_mt_items_use_the_harness_prompt_and_cut_references(tmp_path):
     pairs = tmp_path / "mt.tsv"
     pairs.write_text("Open the file\tเปิดแฟ้ม\nSave all\tบันทึกทั้งหมด\n", encoding="utf-8")
-    from workflow_scripts.harness.prompts import mt_query
+    from workflow_scripts.prompts import mt_query
 
     full = speed_cli.mt_items(pairs, "th", None)
     cut = speed_cli.mt_items(pairs, "th", 1, reference_chars=5)

@@ -20,7 +20,8 @@ from pathlib import Path
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc
 
-from workflow_scripts.harness import lighteval_metrics, prompts
+from workflow_scripts import prompts
+from workflow_scripts.harness import lighteval_metrics
 from workflow_scripts.harness.datasets import FLORES_CODES, HUB_IDS, Unavailable, task_source
 
 FEWSHOT = {"mt": 0, "sum": 0, "mc": 3, "gmmlu": 5}

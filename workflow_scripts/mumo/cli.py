@@ -59,10 +59,10 @@ def train(a: argparse.Namespace) -> None:
 
 def speed(a: argparse.Namespace) -> None:
     from workflow_scripts.evaluate import read_cell, read_pairs
-    from workflow_scripts.harness.prompts import mt_query
     from workflow_scripts.mumo.decode import DecodeSettings
     from workflow_scripts.mumo.head import load_mumo
     from workflow_scripts.mumo.speed import measure
+    from workflow_scripts.prompts import mt_query
 
     cell = read_cell(a.cell)
     mumo, tokenizer = load_mumo(a.model, a.dtype)

@@ -1,7 +1,7 @@
 """Inference efficiency you can trust (paper 002 §6.5, Table 4; issue 12): per task, repeated, in units that compare
 across vocabularies, against the token-count bound.
 
-For each task (mt; the prompts are the harness's, ``harness/prompts.yaml``, the templates LightEval evaluation uses),
+For each task (mt; the prompts are ``workflow_scripts/prompts.yaml``, the templates LightEval evaluation uses),
 the speed step times
 
 - **generation** at batch size 1 (the paper's) and at a larger batch, with greedy decoding and the paper's decoding
