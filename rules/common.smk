@@ -214,7 +214,7 @@ def model_folder(model, lang, m):
     folder (head, V_mono, source reference; shared by MuMo and its noverify ablation).
     """
     if m.is_mumo:
-        return mumo_dir(model, lang)
+        return mumo_dir(model, lang, mumo_init(m))
     if m.trains or m.posthoc != "none":
         return f"results/{model}/{lang}/{m.slug}/model"
     return init_dir(model, lang, m) if m.expands else source_model_dir(model)
@@ -285,9 +285,15 @@ def eval_files():
     ]
 
 
-def mumo_dir(model, lang):
-    """The MuMo folder of a model and language (head, V_mono, source model reference), shared by MuMo's cells."""
-    return f"results/{model}/{lang}/mumo/head"
+def mumo_init(m):
+    """A MuMo method's head initialization: its init (Random), or mumo.init for init none (Multi by default)."""
+    return m.init if m.init != "none" else config["mumo"]["init"]
+
+
+def mumo_dir(model, lang, init):
+    """The MuMo folder of a model, language and head initialization (head, V_mono, source model reference), shared
+    by the cells that decode it with and without verification."""
+    return f"results/{model}/{lang}/mumo/{init}-init/head"
 
 
 def mumo_target_tokenizer(wc):
@@ -319,8 +325,8 @@ def mumo_eval_args(wc):
 
 
 def mumo_speed_args(wc):
-    """The same decoding arguments for `python -m workflow_scripts.mumo speed`."""
-    return mumo_eval_args(wc).replace("--mumo-", "--")
+    """The same decoding arguments for the speed step of a MuMo cell (none for other cells)."""
+    return mumo_eval_args(wc) if METHOD_BY_SLUG[wc.method].is_mumo else ""
 
 
 def mumo_slugs():
@@ -457,6 +463,16 @@ def harness_data_arg(task):
         return f"--data {shlex.quote(folder)}" if folder else ""
 
     return get
+
+
+def speed_sum_data(wc):
+    """The sum dataset the speed step times next to mt (when sum is evaluated and the language has data)."""
+    return harness_data("sum")(wc) if "sum" in TASKS else []
+
+
+def speed_sum_arg(wc):
+    folder = speed_sum_data(wc)
+    return f"--sum-data {shlex.quote(folder)}" if folder else ""
 
 
 def harness_choice_args(task):

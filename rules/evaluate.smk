@@ -197,13 +197,15 @@ rule evaluate_ppl:
 
 
 rule measure_speed:
-    """Speed on the mt prompts (the harness's): generation (greedy / paper decoding, batch 1 and larger) and teacher
-    forcing of the references, repeated, in characters, source-tokenizer tokens and own tokens per second.
+    """Speed on the mt prompts, and sum's where sum is evaluated (the harness's prompts): generation (greedy / paper
+    decoding, batch 1 and larger) and teacher forcing of the references, repeated, in characters, source-tokenizer
+    tokens and own tokens per second.
     """
     input:
         model=evaluated_model,
         source=source_model_of,
         pairs=mt_file,
+        sum_data=speed_sum_data,
     output:
         result="results/{model}/{lang}/{method}/eval/speed.json",
     log:
@@ -235,10 +237,12 @@ rule measure_speed:
         paired="--paired" if config["evaluation"]["speed"]["paired"] else "",
         reference_chars=config["evaluation"]["speed"]["reference_chars"] or 0,
         seed=config["seed"],
+        mumo=mumo_speed_args,
+        sum_data=speed_sum_arg,
     shell:
         "python -m workflow_scripts.speed --model {input.model} --source-tokenizer {input.source}"
         " --pairs {input.pairs} --lang {wildcards.lang} --n {params.n} --max-new-tokens {params.max_new_tokens}"
         " --repeats {params.repeats} --warmup {params.warmup} --batch-size {params.batch_size}"
         " --decodings {params.decodings} {params.teacher_forced} {params.paired} --reference-chars {params.reference_chars}"
-        " --seed {params.seed} --cell {params.cell:q}"
+        " --seed {params.seed} {params.mumo} {params.sum_data} --cell {params.cell:q}"
         " --data-label {params.data_label:q} --out {output.result} --threads {threads} 2>> {log}"

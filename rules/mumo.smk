@@ -1,28 +1,30 @@
 # MuMo (workflow_scripts/mumo): a target-language head trained on D on the frozen source model; its cells are
 # evaluated on generation (mt, sum) through the same LightEval tasks as every method, and timed at batch size 1.
-# A MuMo cell's "model" is the MuMo folder; its mt, sum and speed jobs take precedence over the generic ones.
+# A MuMo cell's "model" is the MuMo folder; its mt and sum jobs take precedence over the generic ones; the generic
+# measure_speed times it (workflow_scripts.mumo.speed: MuMo's decoder in the speed step, paired with Source).
 
 
 ruleorder: evaluate_mt_mumo > evaluate_mt
 ruleorder: evaluate_sum_mumo > evaluate_sum
-ruleorder: measure_speed_mumo > measure_speed
 
 
 rule mumo_head:
-    """V_mono from the target tokenizer, the head initialized (Multi-init) and trained on D; the source model is
-    referenced, not copied."""
+    """V_mono from the target tokenizer, the head initialized (Multi- or Random-init) and trained on D; the source
+    model is referenced, not copied."""
     input:
         source="results/models/{model}/source",
         target_tokenizer=mumo_target_tokenizer,
         corpus=corpus_train_file,
     output:
-        model=directory("results/{model}/{lang}/mumo/head"),
-        stats="results/{model}/{lang}/mumo/train_stats.json",
-        loss="results/{model}/{lang}/mumo/loss.tsv",
+        model=directory("results/{model}/{lang}/mumo/{head_init}-init/head"),
+        stats="results/{model}/{lang}/mumo/{head_init}-init/train_stats.json",
+        loss="results/{model}/{lang}/mumo/{head_init}-init/loss.tsv",
     log:
-        "results/logs/mumo_head/{model}.{lang}.log",
+        "results/logs/mumo_head/{model}.{lang}.{head_init}.log",
     benchmark:
-        "results/benchmarks/mumo_head/{model}.{lang}.tsv"
+        "results/benchmarks/mumo_head/{model}.{lang}.{head_init}.tsv"
+    wildcard_constraints:
+        head_init="Multi|Random",
     conda:
         "../envs/workflow.yaml"
     threads: 2
@@ -33,7 +35,6 @@ rule mumo_head:
         gpu=gpus("mumo_head"),
     params:
         hparams=mumo_hparams_json,
-        init=config["mumo"]["init"],
         max_words=(
             f"--max-words {config['mumo']['max_words']}"
             if config["mumo"]["max_words"]
@@ -41,7 +42,7 @@ rule mumo_head:
         ),
     shell:
         "python -m workflow_scripts.mumo train --source-model {input.source} --target-tokenizer {input.target_tokenizer}"
-        " --lang {wildcards.lang} --corpus {input.corpus} --init {params.init} {params.max_words}"
+        " --lang {wildcards.lang} --corpus {input.corpus} --init {wildcards.head_init} {params.max_words}"
         " --hparams {params.hparams:q} --out {output.model} --stats {output.stats} --loss-curve {output.loss}"
         " --threads {threads} 2>> {log}"
 
@@ -123,39 +124,4 @@ rule evaluate_sum_mumo:
         " --model {input.model} {params.data} --n {params.n} --max-new-tokens {params.max_new_tokens}"
         " --batch-size {params.batch_size} --decoding {params.decoding} --runs {params.runs} --seed {params.seed}"
         " --cell {params.cell:q} --out {output.result} --predictions {output.predictions} {params.mumo}"
-        " --threads {threads} 2>> {log}"
-
-
-rule measure_speed_mumo:
-    """MuMo steps, source tokens and characters per second at batch size 1 on the speed prompts (median of repeats)."""
-    input:
-        model=evaluated_model,
-        pairs=mt_file,
-    output:
-        result="results/{model}/{lang}/{method}/eval/speed.json",
-    log:
-        "results/logs/measure_speed/{model}.{lang}.{method}.log",
-    benchmark:
-        "results/benchmarks/measure_speed/{model}.{lang}.{method}.tsv"
-    wildcard_constraints:
-        method=mumo_slugs(),
-    conda:
-        "../envs/workflow.yaml"
-    threads: 2
-    resources:
-        mem_mb=sized("measure_speed_mumo", "mem_mb"),
-        runtime=sized("measure_speed_mumo", "runtime"),
-        cpus_per_gpu=sized("measure_speed_mumo", "cpus_per_gpu"),
-        gpu=gpus("measure_speed_mumo"),
-    params:
-        cell=cell_json,
-        data_label=data_label_of,
-        n=config["evaluation"]["speed"]["n"],
-        max_new_tokens=config["evaluation"]["speed"]["max_new_tokens"],
-        repeats=config["evaluation"]["speed"]["repeats"],
-        mumo=mumo_speed_args,
-    shell:
-        "python -m workflow_scripts.mumo speed --model {input.model} --pairs {input.pairs} --lang {wildcards.lang}"
-        " --n {params.n} --max-new-tokens {params.max_new_tokens} --repeats {params.repeats}"
-        " {params.mumo} --cell {params.cell:q} --data-label {params.data_label:q} --out {output.result}"
         " --threads {threads} 2>> {log}"

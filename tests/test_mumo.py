@@ -233,15 +233,17 @@ def test_grid_method_slugs_tasks_and_config_errors():
     from tests.conftest import REPO
     from workflow_scripts.grid import ConfigError, check_config, expand_methods, schema_errors, tasks_of
 
-    methods = expand_methods([{"procedure": "MuMo", "posthoc": ["none", "noverify"]}], {"procedure": "2x2LS"})
-    assert [(m.slug, m.label, m.objective, m.seq_len) for m in methods] == [
-        ("MuMo", "MuMo", None, None),
-        ("MuMo.noverify", "MuMo w/o verification", None, None),
+    entries = [{"procedure": "MuMo", "posthoc": ["none", "noverify"]}, {"procedure": "MuMo", "init": "Random"}]
+    methods = expand_methods(entries, {"procedure": "2x2LS"})
+    assert [(m.slug, m.label, m.objective, m.seq_len, m.k, m.expands) for m in methods] == [
+        ("MuMo", "MuMo", None, None, None, False),
+        ("MuMo.noverify", "MuMo w/o verification", None, None, None, False),
+        ("MuMo.Random", "MuMo (Random-init)", None, None, None, False),
     ]
     assert tasks_of(methods[0], ["mt", "ppl", "speed", "mc", "sum"]) == ["mt", "speed", "sum"]
     base = yaml.safe_load((REPO / "configs" / "test.yaml").read_text())
     for entry, message in [
-        ({"init": "Mean", "procedure": "MuMo"}, "MuMo keeps the source vocabulary and model; use init none"),
+        ({"init": "Mean", "procedure": "MuMo"}, "MuMo keeps the source vocabulary and model; its init is its head's"),
         ({"init": "none", "posthoc": "noverify"}, "is MuMo's decoding ablation"),
     ]:
         config = copy.deepcopy(base)
@@ -270,26 +272,62 @@ def pairs_file(tmp_path_factory, thai_lines):
     return path
 
 
-def test_speed_records_in_the_agreed_format(mumo_dir, pairs_file, tmp_path):
+@pytest.mark.parametrize("verify", [True, False])
+def test_teacher_forced_steps_continue_the_forced_text(base, smol, verify):
+    """Each forced step does a decoding step's work, then continues with the reference's unit: after all of them
+    the hidden state is that of a plain forward pass over prompt + reference, one step per FMM unit."""
+    from workflow_scripts.mumo.decode import _choose
+    from workflow_scripts.mumo.speed import MuMoDecoder
+
+    mumo = _mumo(base, smol, THAI_WORDS)
+    with torch.no_grad():  # words among the top 10, so verification batches several candidates
+        mumo.head.out.weight.mul_(0).add_(torch.randn_like(mumo.head.out.weight) * 50)
+    decoder = MuMoDecoder(mumo, smol, DecodeSettings(k=10, verify=verify))
+    prompt = smol.encode("Translate: hello", add_special_tokens=False)
+    target = smol.encode(" สวัสดี ครับ ภาษาไทย!", add_special_tokens=False)
+    units = decoder.units(target)
+    words = [mumo.v_mono.words[u - mumo.n_multi] for u in units if u >= mumo.n_multi]
+    assert words == [w for w in ["สวัสดี", " ครับ", "ภาษา", "ไทย"] if w in mumo.v_mono.words]  # longest match
+    assert len(words) >= 3
+    assert decoder.own_tokens(target) == len(units) < len(target)
+    fed = [t for u in units for t in mumo.source_ids(u)]
+    assert smol.decode(fed) == smol.decode(target)
+    with torch.no_grad():
+        h, cache = mumo.hidden(torch.tensor([prompt]), use_cache=True)
+        h_last, generator = h[:, -1], torch.Generator().manual_seed(0)
+        for u in units:
+            choice, h_last, cache, _ = _choose(mumo, h_last, cache, decoder.settings, generator, forced=u)
+            assert choice == u
+        plain, _ = mumo.hidden(torch.tensor([prompt + fed]))
+    torch.testing.assert_close(h_last, plain[:, -1], atol=1e-4, rtol=1e-4)
+    forced = decoder.teacher_force(prompt, target)
+    assert forced.steps == len(units) and forced.seconds > 0 and 0 <= forced.matches <= len(units)
+
+
+def test_speed_step_times_a_mumo_folder_paired_with_source(mumo_dir, tiny_llama_dir, tmp_path):
+    """The speed step (python -m workflow_scripts.speed) on a MuMo folder: the same records as every method, own
+    tokens = MuMo steps, the bound = source tokens ÷ MuMo steps, Source teacher-forced next to it."""
     import json
 
-    from workflow_scripts.mumo.cli import main
+    from workflow_scripts.speed.__main__ import main
 
-    out = tmp_path / "speed.json"
-    args = ["speed", "--model", str(mumo_dir), "--pairs", str(pairs_file), "--lang", "th", "--n", "2"]
-    main([*args, "--max-new-tokens", "8", "--repeats", "2", "--cell", '{"method": "MuMo"}', "--out", str(out)])
+    out, pairs = tmp_path / "speed.json", tmp_path / "mt.tsv"
+    pairs.write_text("Hello, Thai language.\tสวัสดี ภาษาไทย\nThai\tไทย ครับ\n", encoding="utf-8")
+    args = ["--model", str(mumo_dir), "--source-tokenizer", str(tiny_llama_dir), "--pairs", str(pairs)]
+    args += ["--lang", "th", "--n", "2", "--max-new-tokens", "8", "--repeats", "2", "--batch-size", "1", "--paired"]
+    main([*args, "--mumo-k", "4", "--cell", '{"method": "MuMo"}', "--out", str(out)])
     result = json.loads(out.read_text())
     assert result["cell"] == {"method": "MuMo"}
-    metrics = {r["metric"]: r for r in result["records"]}
-    assert set(metrics) == {"tokens_per_second", "source_tokens_per_second", "chars_per_second"}
-    for r in result["records"]:
-        assert (r["task"], r["mode"], r["decoding"], r["batch_size"]) == ("mt", "generate", "greedy", 1)
-        assert len(r["repeats"]) == 2 and r["value"] == pytest.approx(
-            sorted(r["repeats"])[0] / 2 + sorted(r["repeats"])[1] / 2
-        )
-    d = result["details"]
-    # steps <= source tokens: a word is one step and several source tokens
-    assert 0 < d["steps_total"] <= d["source_tokens_total"] + 2 * 8
+    assert result["details"]["mumo"]["k"] == 4 and result["details"]["mumo"]["verify"] is True
+    rec = {(r["mode"], r["metric"]): r for r in result["records"]}
+    for mode in ("generate", "teacher_forced"):
+        assert len(rec[mode, "chars_per_second"]["repeats"]) == 2
+    tf = {m: rec["teacher_forced", m]["value"] for m in ("total_tokens", "total_source_tokens", "model_steps")}
+    assert tf["model_steps"] == tf["total_tokens"] < tf["total_source_tokens"]  # words: fewer steps than tokens
+    assert rec["teacher_forced", "token_ratio_bound"]["value"] == pytest.approx(
+        tf["total_source_tokens"] / tf["total_tokens"]
+    )
+    assert len(rec["teacher_forced", "paired_speedup"]["repeats"]) == 2
 
 
 @pytest.mark.slow
@@ -359,27 +397,34 @@ def test_sentencepiece_family_decodes_to_its_fed_back_ids(tmp_path, sp):
 
 @pytest.mark.e2e
 def test_mumo_cells_run_through_the_workflow(tmp_path):
-    """MuMo and its no-verification ablation as grid methods on the tiny model: one head trained, mt and speed for both
-    cells, the tables rows labeled; ppl and mc are not planned for MuMo cells."""
+    """MuMo, its no-verification ablation and Random-init as grid methods on the tiny model: one head per init, mt and
+    speed (teacher-forced, paired with Source) for every cell, the tables rows labeled; no ppl or mc for MuMo."""
     import pandas as pd
 
     from tests.conftest import snakemake, tiny_config
 
     config = tiny_config(
         tmp_path,
-        methods=[{"init": "none", "procedure": "none"}, {"procedure": "MuMo", "posthoc": ["none", "noverify"]}],
+        methods=[
+            {"init": "none", "procedure": "none"},
+            {"procedure": "MuMo", "posthoc": ["none", "noverify"]},
+            {"procedure": "MuMo", "init": "Random"},
+        ],
         mumo={"max_steps": 2, "batch_size": 4, "warmup_steps": 0, "seq_len": 32, "k": 3},
     )
     run = snakemake(["--cores", "2", "--configfile", str(config)], tmp_path)
     assert run.returncode == 0, run.stderr[-4000:]
-    assert (tmp_path / "results/tiny/th/mumo/head/head.safetensors").is_file()
-    for slug in ("MuMo", "MuMo.noverify"):
+    for init in ("Multi", "Random"):
+        assert (tmp_path / f"results/tiny/th/mumo/{init}-init/head/head.safetensors").is_file()
+    slugs = ("MuMo", "MuMo.noverify", "MuMo.Random")
+    for slug in slugs:
         assert not (tmp_path / f"results/tiny/th/{slug}/eval/ppl.json").exists()
     frame = pd.read_csv(tmp_path / "results/tables/results.csv")
-    rows = frame[frame["method"].isin(["MuMo", "MuMo.noverify"])]
-    assert set(rows["label"]) == {"MuMo", "MuMo w/o verification"}
-    for slug in ("MuMo", "MuMo.noverify"):
+    rows = frame[frame["method"].isin(slugs)]
+    assert set(rows["label"]) == {"MuMo", "MuMo w/o verification", "MuMo (Random-init)"}
+    for slug in slugs:
         cell = rows[rows["method"] == slug]
         # speed records carry the task whose prompts were timed (mt); the speed-up is over Source on the same prompts
         metrics = set(zip(cell["task"], cell["metric"], strict=True))
         assert {("mt", "chrF"), ("mt", "chars_per_second"), ("mt", "speedup_chars@generate.greedy.b1")} <= metrics
+        assert ("mt", "paired_speedup@teacher_forced.greedy.b1") in metrics

@@ -141,6 +141,29 @@ def test_posthoc_and_replacement_rows_come_from_the_slug():
     assert t11.cell("gemma2", "Mean", "te", "mt").text == ".04"  # the replacement cell, not expansion's Align/Mean
 
 
+def test_mumo_rows_sit_next_to_expansion_with_their_teacher_forced_speed_up():
+    mumo = {"init": None, "procedure": "MuMo", "objective": None, "seq_len": None, "k": None, "aux_vocab_size": None}
+    tf = "@teacher_forced.greedy.b1"
+    f = frame(
+        rec("Mean", "si", "mt", "chrF", 30.0, **REC),
+        rec("Mean", "si", "mt", f"paired_speedup{tf}", 3.0, **REC),
+        {**rec("Source", "si", "mt", "chrF", 0), **mumo, "label": "MuMo", "method": "MuMo", "value": 21.0},
+        {**rec("Source", "si", "mt", "chrF", 0), **mumo, "label": "MuMo", "method": "MuMo",
+         "metric": f"paired_speedup{tf}", "value": 1.5},
+        {**rec("Source", "si", "mt", "chrF", 0), **mumo, "label": "MuMo w/o verification",
+         "method": "MuMo.noverify", "posthoc": "noverify", "value": 19.0},
+    )  # fmt: skip
+    filled = fill(TABLES_BY_NAME["table_mumo"], f)
+    assert filled.cell("llama2", "Mean", "si", "mt").text == ".30"
+    assert filled.cell("llama2", "MuMo", "si", "mt").text == ".21"
+    assert filled.cell("llama2", "MuMo", "si", "speed-up").text == "1.50x"
+    assert filled.cell("llama2", "w/o verification", "si", "mt").text == ".19"
+    notes = "\n".join(filled.notes)
+    assert "MuMo (llama2): uses" not in notes  # MuMo's own settings, not a stand-in
+    assert "results/llama2/{lang}/MuMo.noverify/eval/sum.json" in notes  # a missing MuMo cell names its file
+    assert "results/llama2/{lang}/MuMo.Random/eval/mt.json" in notes
+
+
 def test_stand_in_model():
     smol = frame(rec("Mean", "th", "mt", "chrF", 3.0, model="smollm2"))
     assert stand_ins(smol) == {"llama2": "smollm2"}

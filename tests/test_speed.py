@@ -249,3 +249,72 @@ def test_mt_items_use_the_harness_prompt_and_cut_references(tmp_path):
     cut = speed_cli.mt_items(pairs, "th", 1, reference_chars=5)
     assert [i.target for i in full] == ["เปิดแฟ้ม", "บันทึกทั้งหมด"]
     assert [(i.prompt, i.target) for i in cut] == [(mt_query("Open the file", "th"), "เปิดแ")]
+
+
+def test_sum_items_and_records_from_a_local_xlsum_folder(tmp_path, smollm2_tokenizer_dir):
+    """sum is timed on the harness's sum prompts (the article cut to the prompt budget of the evaluated tokenizer),
+    the summaries as references; its records carry task sum next to mt's."""
+    import json
+
+    from conftest import hand_rows, tiny_model
+    from transformers import AutoTokenizer
+
+    from workflow_scripts.harness.datasets import task_source, write_hub_layout
+    from workflow_scripts.prompts import MAX_PROMPT_TOKENS, sum_query
+
+    source = task_source("sum", "th")
+    long_article = "ภาษาไทย " * 5000  # over the 4,096-token prompt budget
+    rows = [{"text": "ข่าวสั้น วันนี้", "summary": "สรุปข่าว"}, {"text": long_article, "summary": "ยาว"}]
+    folder = write_hub_layout(tmp_path / "xlsum", {source.subset: {source.split: rows}})
+    tok = AutoTokenizer.from_pretrained(smollm2_tokenizer_dir)
+    items = speed_cli.sum_items(folder, "th", None, reference_chars=4, tokenizer=tok)
+    assert [i.target for i in items] == ["สรุป", "ยาว"]
+    assert items[0].prompt == sum_query("ข่าวสั้น วันนี้", "th")
+    assert MAX_PROMPT_TOKENS - 64 < len(tok(items[1].prompt)["input_ids"]) <= MAX_PROMPT_TOKENS
+    assert len(speed_cli.sum_items(folder, "th", 1)) == 1
+
+    write_hub_layout(tmp_path / "short", {source.subset: {source.split: rows[:1]}})
+    model_dir = tiny_model(smollm2_tokenizer_dir, tmp_path / "m", hand_rows(len(tok), 16, 3, 7) / 7, None)
+    pairs = tmp_path / "mt.tsv"
+    pairs.write_text("".join(f"{en}\t{th}\n" for en, th in PAIRS[:1]), encoding="utf-8")
+    speed_cli.main(["--model", str(model_dir), "--source-tokenizer", str(model_dir), "--pairs", str(pairs),
+                    "--lang", "th", "--max-new-tokens", "2", "--repeats", "1", "--batch-size", "1",
+                    "--sum-data", str(tmp_path / "short"), "--cell", "{}", "--out", str(tmp_path / "speed.json")])  # fmt: skip
+    result = json.loads((tmp_path / "speed.json").read_text(encoding="utf-8"))
+    assert result["details"]["n_items"] == {"mt": 1, "sum": 1}
+    tasks = {(r["task"], r["mode"]) for r in result["records"] if r["metric"] == "chars_per_second"}
+    assert tasks == {(t, m) for t in ("mt", "sum") for m in ("generate", "teacher_forced")}
+
+
+def test_paired_teacher_forcing_alternates_which_model_goes_first():
+    from workflow_scripts.speed.decoders import Forced
+
+    calls = []
+
+    class Fake:
+        def __init__(self, name, seconds):
+            self.name, self.seconds = name, seconds
+
+        def own_tokens(self, ids):
+            return len(ids)
+
+        def teacher_force(self, prompt, target):
+            calls.append((self.name, prompt[0]))
+            return Forced(steps=len(target), seconds=self.seconds, prefill_seconds=0.0, matches=0)
+
+    class Tok:
+        def decode(self, ids, skip_special_tokens=True):
+            return "x" * len(ids)
+
+        def __call__(self, text, add_special_tokens=False):
+            return {"input_ids": [0] * len(text)}
+
+    model, source = Fake("model", 1.0), Fake("source", 3.0)
+    timing = measure.time_teacher_forced(
+        model, Tok(), Tok(), [[0], [1]], [[5, 6], [7]], repeats=2, warmup=0, baseline=(source, [[0], [1]], [[5], [7]])
+    )
+    assert calls == [
+        ("model", 0), ("source", 0), ("source", 1), ("model", 1),  # repeat 0: item 1 Source first
+        ("source", 0), ("model", 0), ("model", 1), ("source", 1),  # repeat 1: item 0 Source first
+    ]  # fmt: skip
+    assert timing["paired"] == [3.0, 3.0]  # Source's seconds ÷ the model's, per repeat

@@ -19,6 +19,7 @@ METHOD_FIELDS = ("init", "vocab", "k", "procedure", "objective", "seq_len", "pos
 # procedure of the grid ({init: none, procedure: MuMo}); posthoc noverify is its decoding ablation (MuMo Table 6).
 MUMO = "MuMo"
 MUMO_POSTHOC = {"none", "noverify"}
+MUMO_INITS = ("none", "Random")  # a MuMo method's init: its head's (none: mumo.init), not a vocabulary's
 # What a MuMo cell can be evaluated on: generation and its speed (it has no perplexity over its own vocabulary and
 # does not score log-likelihood choices); the other tasks are left out of its cells and show "–".
 MUMO_TASKS = ("mt", "sum", "speed")
@@ -85,7 +86,8 @@ class Method:
 
     @property
     def expands(self) -> bool:
-        return self.init != "none"
+        """The vocabulary grows (MuMo's init names its head's initialization instead: it keeps V_s)."""
+        return self.init != "none" and not self.is_mumo
 
     @property
     def trains(self) -> bool:
@@ -100,7 +102,8 @@ class Method:
     def label(self) -> str:
         """The paper's row name: Source, CPT-only, or the initialization method."""
         if self.is_mumo:
-            return MUMO if self.posthoc == "none" else f"{MUMO} w/o verification"
+            head = f"{MUMO} ({self.init}-init)" if self.init != "none" else MUMO
+            return head if self.posthoc == "none" else f"{head} w/o verification"
         if not self.expands:
             return "CPT-only" if self.trains else "Source"
         return self.init
@@ -111,7 +114,7 @@ class Method:
         if not self.expands and not self.trains:
             return "Source"
         if self.is_mumo:
-            return MUMO if self.posthoc == "none" else f"{MUMO}.{self.posthoc}"
+            return ".".join(p for p in (MUMO, self.init, self.posthoc) if p != "none")
         parts = [self.label]
         if self.expands:
             parts.append(f"k{self.k}" if self.vocab == "expand" else "replace")
@@ -158,7 +161,7 @@ def expand_methods(entries: list[dict], defaults: dict | None = None) -> list[Me
         keys = list(METHOD_FIELDS)
         for combo in itertools.product(*(_as_list(merged[k]) for k in keys)):
             s = dict(zip(keys, combo, strict=True))
-            expands, trains = s["init"] != "none", s["procedure"] != "none"
+            expands, trains = s["init"] != "none" and s["procedure"] != MUMO, s["procedure"] != "none"
             trains_lapt = trains and s["procedure"] != MUMO  # MuMo has no LAPT objective or sequence length
             m = Method(
                 init=s["init"],
@@ -519,10 +522,10 @@ def _check_mumo(methods: list[Method]) -> list[str]:
     """MuMo keeps the source vocabulary (init none); noverify is a MuMo decoding setting only."""
     errors = []
     for m in methods:
-        if m.is_mumo and m.expands:
+        if m.is_mumo and m.init not in MUMO_INITS:
             errors.append(
-                f"methods: procedure MuMo with init {m.init!r}: MuMo keeps the source vocabulary and model; "
-                "use init none"
+                f"methods: procedure MuMo with init {m.init!r}: MuMo keeps the source vocabulary and model; its init "
+                "is its head's: none (mumo.init, Multi-init by default) or Random (Random-init, the ablation)"
             )
         if m.is_mumo and m.posthoc not in MUMO_POSTHOC:
             errors.append(

@@ -30,7 +30,6 @@ GPU_RULES = (
     "mumo_head",
     "evaluate_mt_mumo",
     "evaluate_sum_mumo",
-    "measure_speed_mumo",
 )
 
 
@@ -79,7 +78,7 @@ SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
     "mumo_head": _row((2000, 20), (8000, 60), (64000, 360), (64000, 360), (80000, 420)),
 }
 # MuMo cells' generation and speed jobs (rules/mumo.smk) cost what the generic ones cost.
-SIZE_RESOURCES |= {f"{rule}_mumo": SIZE_RESOURCES[rule] for rule in ("evaluate_mt", "evaluate_sum", "measure_speed")}
+SIZE_RESOURCES |= {f"{rule}_mumo": SIZE_RESOURCES[rule] for rule in ("evaluate_mt", "evaluate_sum")}
 # CPUs per GPU of GPU jobs (tokenization and data loading only; the demo size fits a 2-CPU CI node).
 CPUS_PER_GPU = {"demo": 2, "135M": 4, "7B": 8, "8B": 8, "9B": 8}
 

@@ -25,7 +25,6 @@ from workflow_scripts.harness import lighteval_metrics
 from workflow_scripts.harness.datasets import FLORES_CODES, HUB_IDS, Unavailable, task_source
 
 FEWSHOT = {"mt": 0, "sum": 0, "mc": 3, "gmmlu": 5}
-MAX_PROMPT_TOKENS = 4096  # Table 13: prompts truncated at 4,096 tokens
 
 
 def mt_doc(line: dict, task_name: str, lang: str) -> Doc:
@@ -42,21 +41,15 @@ def _tokenizer(path: str):
     return AutoTokenizer.from_pretrained(path)
 
 
-def truncate_article(text: str, tokenizer_dir: str | None, max_tokens: int) -> str:
-    """The article's first ``max_tokens`` tokens (of the evaluated model's tokenizer), so that the whole prompt with
-    its instruction and anchor stays within the paper's 4,096 tokens; unchanged without a tokenizer."""
-    if tokenizer_dir is None:
-        return text
-    tok = _tokenizer(tokenizer_dir)
-    ids = tok(text, add_special_tokens=False)["input_ids"]
-    return text if len(ids) <= max_tokens else tok.decode(ids[:max_tokens])
-
-
 def sum_doc(line: dict, task_name: str, lang: str, tokenizer_dir: str | None = None) -> Doc:
     """One sum item: the paper's one-line prompt on the (truncated) article; the summary is the reference."""
-    budget = MAX_PROMPT_TOKENS - 64  # room for the instruction and the anchor
-    text = truncate_article(line["text"], tokenizer_dir, budget)
-    return Doc(query=prompts.sum_query(text, lang), choices=[line["summary"]], gold_index=0, task_name=task_name)
+    tokenizer = _tokenizer(tokenizer_dir) if tokenizer_dir is not None else None
+    return Doc(
+        query=prompts.sum_prompt(line["text"], lang, tokenizer),
+        choices=[line["summary"]],
+        gold_index=0,
+        task_name=task_name,
+    )
 
 
 def belebele_doc(line: dict, task_name: str) -> Doc:

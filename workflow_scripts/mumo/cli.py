@@ -2,7 +2,8 @@
 
     python -m workflow_scripts.mumo train --source-model DIR --target-tokenizer aux/tokenizer.json --lang th \\
         --corpus train.txt --hparams JSON --out DIR --stats train_stats.json --loss-curve loss.tsv
-    python -m workflow_scripts.mumo speed --model MUMO_DIR --pairs mt.tsv --lang th --cell JSON --out speed.json
+
+MuMo cells are timed by the speed step (``python -m workflow_scripts.speed --model MUMO_DIR ...``; ``mumo.speed``).
 """
 
 from __future__ import annotations
@@ -57,25 +58,6 @@ def train(a: argparse.Namespace) -> None:
     log.info("MuMo head: %s", {k: v for k, v in stats.items() if k != "hparams"})
 
 
-def speed(a: argparse.Namespace) -> None:
-    from workflow_scripts.evaluate import read_cell, read_pairs
-    from workflow_scripts.mumo.decode import DecodeSettings
-    from workflow_scripts.mumo.head import load_mumo
-    from workflow_scripts.mumo.speed import measure
-    from workflow_scripts.prompts import mt_query
-
-    cell = read_cell(a.cell)
-    mumo, tokenizer = load_mumo(a.model, a.dtype)
-    prompts = [mt_query(en, a.lang) for en, _ in read_pairs(a.pairs, a.n)]  # the speed step's prompts
-    settings = DecodeSettings(k=a.k, verify=a.verify, sample=a.decoding == "paper", seed=a.seed)
-    records, details = measure(mumo, tokenizer, prompts, settings, max_new_tokens=a.max_new_tokens, repeats=a.repeats)
-    details = {"model_dir": str(a.model), "pairs_file": str(a.pairs), "language": a.lang, **details}
-    if a.data_label:
-        details["data_label"] = a.data_label
-    write_json(a.out, {"cell": cell, "records": records, "details": details})
-    log.info("MuMo speed: %s", {r["metric"]: round(r["value"], 3) for r in records})
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
@@ -90,24 +72,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     t.add_argument("--out", required=True)
     t.add_argument("--stats", required=True)
     t.add_argument("--loss-curve", required=True)
-    s = sub.add_parser("speed", help="MuMo generation speed on the mt prompts, batch size 1")
-    s.add_argument("--model", required=True, help="MuMo folder")
-    s.add_argument("--pairs", required=True)
-    s.add_argument("--lang", required=True)
-    s.add_argument("--n", type=int, default=None)
-    s.add_argument("--max-new-tokens", type=int, default=128)
-    s.add_argument("--repeats", type=int, default=3)
-    s.add_argument("--k", type=int, default=10)
-    s.add_argument("--no-verify", dest="verify", action="store_false")
-    s.add_argument("--decoding", default="greedy", choices=["greedy", "paper"])
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--cell", default="{}")
-    s.add_argument("--data-label", default=None)
-    s.add_argument("--out", required=True, help="speed.json")
-    for sp in (t, s):
-        sp.add_argument("--dtype", default="auto")
-        sp.add_argument("--threads", type=int, default=None)
-        sp.add_argument("--log", default=None)
+    t.add_argument("--dtype", default="auto")
+    t.add_argument("--threads", type=int, default=None)
+    t.add_argument("--log", default=None)
     return p.parse_args(argv)
 
 
@@ -115,4 +82,4 @@ def main(argv: list[str] | None = None) -> None:
     a = parse_args(argv)
     setup_logging(a.log)
     set_threads(a.threads)
-    {"train": train, "speed": speed}[a.command](a)
+    {"train": train}[a.command](a)

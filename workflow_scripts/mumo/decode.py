@@ -100,15 +100,26 @@ def _restore(cache: Any, saved: list) -> None:
         layer.keys, layer.values = keys, values
 
 
-def _choose(mumo: MuMo, h_last, cache, s: DecodeSettings, generator) -> tuple[int, torch.Tensor, Any]:
-    """One MuMo step: the chosen MuMo id, the hidden state after feeding it back, and the extended cache."""
+def _choose(
+    mumo: MuMo, h_last, cache, s: DecodeSettings, generator, forced: int | None = None
+) -> tuple[int, torch.Tensor, Any, int]:
+    """One MuMo step: the chosen MuMo id, the hidden state after feeding it back, the extended cache, and the id the
+    decoder itself would have chosen.
+
+    ``forced`` (teacher forcing): the step does the work of a decoding step, then continues with ``forced`` instead of
+    its own choice. Under verification ``forced`` takes the last candidate's place when it is not among the top k, so
+    the scoring pass has the same shape and the chosen row's cache is reused exactly as when decoding emits it.
+    """
     base_logits, head_logits = mumo.logits(h_last)
     scores = torch.cat([base_logits, head_logits], -1)[0]
     if not s.verify:
-        choice = _draw(scores, s, generator) if s.sample else int(torch.argmax(scores).item())
+        own = _draw(scores, s, generator) if s.sample else int(torch.argmax(scores).item())
+        choice = own if forced is None else forced
         h, cache = mumo.hidden(torch.tensor([mumo.source_ids(choice)], device=mumo.device), None, cache, True)
-        return choice, h[:, -1], cache
+        return choice, h[:, -1], cache, own
     cands = torch.topk(scores, min(s.k, scores.numel())).indices.tolist()
+    if forced is not None and forced not in cands:
+        cands[-1] = forced
     first_logp = torch.log_softmax(base_logits[0], -1)
     sigma = torch.empty(len(cands), device=first_logp.device)
     multi = [i for i, c in enumerate(cands) if len(mumo.source_ids(c)) > 1]
@@ -120,6 +131,9 @@ def _choose(mumo: MuMo, h_last, cache, s: DecodeSettings, generator) -> tuple[in
         sigma_m, h_m, cache, saved = _score_words(mumo, cache, spellings, first_logp)
         sigma[multi] = sigma_m
     best = _draw(sigma, s, generator) if s.sample else int(torch.argmax(sigma).item())
+    own = cands[best]
+    if forced is not None:
+        best = cands.index(forced)
     choice = cands[best]
     if best in multi:
         row, length = multi.index(best), len(mumo.source_ids(choice))
@@ -128,11 +142,11 @@ def _choose(mumo: MuMo, h_last, cache, s: DecodeSettings, generator) -> tuple[in
             layer.batch_select_indices(torch.tensor([row], device=mumo.device))
             if surplus:
                 layer.crop(-surplus)
-        return choice, h_m[row : row + 1, length - 1], cache
+        return choice, h_m[row : row + 1, length - 1], cache, own
     if multi:
         _restore(cache, saved)
     h, cache = mumo.hidden(torch.tensor([[choice]], device=mumo.device), None, cache, True)
-    return choice, h[:, -1], cache
+    return choice, h[:, -1], cache, own
 
 
 @torch.no_grad()
@@ -155,7 +169,7 @@ def mumo_generate(
     h, cache = mumo.hidden(torch.tensor([prompt_ids], device=mumo.device), use_cache=True)
     h_last, out = h[:, -1], MuMoOutput()
     while len(out.source_ids) < max_new_tokens:
-        choice, h_last, cache = _choose(mumo, h_last, cache, settings, generator)
+        choice, h_last, cache, _ = _choose(mumo, h_last, cache, settings, generator)
         ids = mumo.source_ids(choice)
         out.steps.append(choice)
         if eos_ids & set(ids):

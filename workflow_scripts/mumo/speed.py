@@ -1,74 +1,89 @@
-"""MuMo generation speed on the mt prompts at batch size 1 (the agreed speed.json records; MuMo §4.1 "Tokens/sec").
+"""MuMo in the speed step (``workflow_scripts.speed``): a ``speed.decoders.Decoder``, so MuMo cells are timed by the
+same code, on the same prompts and references, in the same units and paired with Source like every other method.
 
-``tokens_per_second`` counts MuMo steps (one accepted candidate each), ``source_tokens_per_second`` the generated text
-re-tokenized by the source tokenizer, ``chars_per_second`` its characters. Each repeat times every prompt once (after
-one untimed warm-up call); the value is the median over repeats.
+- ``generate``: ``mumo_generate`` per prompt (batch size 1 whatever the batch: the decoder is sequential, as the
+  paper's), stopping at EOS or a newline as the mt task does.
+- ``teacher_force``: the reference, segmented by forward maximum matching into V_mono words and fallback source
+  tokens, fed one MuMo step per unit: each step computes the MuMo logits, takes the top k and (with verification)
+  scores the multi-token candidates in one batched pass, exactly as a decoding step does, and then continues with the
+  reference's unit instead of its own choice (``decode._choose(forced=...)``). So the time per character shows what
+  the head buys on identical text, whatever the weakly trained head would have written.
+- Own tokens are MuMo steps: ``own_tokens`` counts the units forward maximum matching cuts a text into, so
+  ``tokens_per_second`` is MuMo steps per second and ``token_ratio_bound`` is source tokens ÷ MuMo steps.
 """
 
 from __future__ import annotations
 
-import statistics
+import dataclasses
 import time
 
-from workflow_scripts.mumo.decode import DecodeSettings, mumo_generate
+import torch
+
+from workflow_scripts.mumo.decode import DecodeSettings, _choose, mumo_generate
 from workflow_scripts.mumo.head import MuMo
+from workflow_scripts.mumo.vocab import SourceSpeller, fmm_segment
+from workflow_scripts.speed.decoders import Forced
 
 
-def _sync(device) -> None:
-    import torch
+class MuMoDecoder:
+    """The speed step's decoder for a MuMo model (see the module docstring)."""
 
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    def __init__(self, mumo: MuMo, tokenizer, settings: DecodeSettings):
+        self.mumo, self.tokenizer, self.settings = mumo, tokenizer, settings
+        self.speller = SourceSpeller(tokenizer)
+        self.eos_ids = {tokenizer.eos_token_id} - {None}
 
+    def sync(self) -> None:
+        if self.mumo.device.type == "cuda":
+            torch.cuda.synchronize(self.mumo.device)
 
-def measure(
-    mumo: MuMo, tokenizer, prompts: list[str], settings: DecodeSettings, *, max_new_tokens: int, repeats: int = 3
-) -> tuple[list[dict], dict]:
-    """Speed records (median over ``repeats``) and details (counts, seconds per repeat)."""
-    stop = {"eos_ids": {tokenizer.eos_token_id} - {None}, "stop_strings": ("\n",), "tokenizer": tokenizer}
-    encoded = [tokenizer.encode(p) for p in prompts]
-    mumo_generate(mumo, encoded[0], settings, max_new_tokens=max_new_tokens, **stop)  # warm-up, not timed
-    rates: dict[str, list[float]] = {"tokens_per_second": [], "source_tokens_per_second": [], "chars_per_second": []}
-    seconds_per_repeat = []
-    for _ in range(repeats):
-        steps = tokens = chars = 0
-        seconds = 0.0
-        for ids in encoded:
-            _sync(mumo.device)
-            t0 = time.perf_counter()
-            out = mumo_generate(mumo, ids, settings, max_new_tokens=max_new_tokens, **stop)
-            _sync(mumo.device)
-            seconds += time.perf_counter() - t0
-            text = tokenizer.decode(out.source_ids, skip_special_tokens=True)
+    def units(self, ids: list[int]) -> list[int]:
+        """The MuMo ids that spell the text of ``ids`` (continuing a prompt): a V_mono word is one, the characters
+        no word covers are their source tokens."""
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        out: list[int] = []
+        for unit in fmm_segment(text, self.mumo.v_mono, self.speller, initial=False):
+            out += [self.mumo.n_multi + unit.word] if unit.word is not None else list(unit.source_ids)
+        return out
+
+    def own_tokens(self, ids: list[int]) -> int:
+        return len(self.units(ids))
+
+    def generate(
+        self, prompt_ids: list[list[int]], max_new_tokens: int, *, decoding: str, seed: int
+    ) -> tuple[list[list[int]], int]:
+        """Each prompt decoded on its own (greedy: deterministic verification; paper: the paper's sampling)."""
+        settings = dataclasses.replace(self.settings, sample=decoding == "paper", seed=seed)
+        outputs, steps = [], 0
+        for ids in prompt_ids:
+            out = mumo_generate(
+                self.mumo,
+                ids,
+                settings,
+                max_new_tokens=max_new_tokens,
+                eos_ids=self.eos_ids,
+                stop_strings=("\n",),
+                tokenizer=self.tokenizer,
+            )
+            outputs.append(out.source_ids)
             steps += len(out.steps)
-            tokens += len(tokenizer.encode(text, add_special_tokens=False))
-            chars += len(text)
-        seconds_per_repeat.append(round(seconds, 4))
-        rates["tokens_per_second"].append(steps / seconds)
-        rates["source_tokens_per_second"].append(tokens / seconds)
-        rates["chars_per_second"].append(chars / seconds)
-    decoding = "paper" if settings.sample else "greedy"
-    records = [
-        {
-            "task": "mt",
-            "metric": metric,
-            "value": statistics.median(values),
-            "repeats": values,
-            "mode": "generate",
-            "decoding": decoding,
-            "batch_size": 1,
-        }
-        for metric, values in rates.items()
-    ]
-    details = {
-        "n": len(prompts),
-        "max_new_tokens": max_new_tokens,
-        "steps_total": steps,
-        "source_tokens_total": tokens,
-        "source_tokens_per_step": tokens / max(steps, 1),
-        "seconds_per_repeat": seconds_per_repeat,
-        "verify": settings.verify,
-        "k": settings.k,
-        "device": str(mumo.device),
-    }
-    return records, details
+        return outputs, steps
+
+    @torch.no_grad()
+    def teacher_force(self, prompt_ids: list[int], target_ids: list[int]) -> Forced:
+        """One MuMo step per unit of the reference after a prefill of the prompt, the steps timed together."""
+        units = self.units(target_ids)
+        generator = torch.Generator().manual_seed(self.settings.seed)
+        self.sync()
+        t0 = time.perf_counter()
+        h, cache = self.mumo.hidden(torch.tensor([prompt_ids], device=self.mumo.device), use_cache=True)
+        h_last = h[:, -1]
+        self.sync()
+        t1 = time.perf_counter()
+        matches = 0
+        for unit in units:
+            _, h_last, cache, own = _choose(self.mumo, h_last, cache, self.settings, generator, forced=unit)
+            matches += own == unit
+        self.sync()
+        t2 = time.perf_counter()
+        return Forced(steps=len(units), seconds=t2 - t1, prefill_seconds=t1 - t0, matches=matches)

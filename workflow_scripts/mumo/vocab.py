@@ -162,9 +162,10 @@ class Unit:
     source_ids: tuple[int, ...]
 
 
-def fmm_segment(text: str, v_mono: VMono, speller: SourceSpeller) -> list[Unit]:
+def fmm_segment(text: str, v_mono: VMono, speller: SourceSpeller, initial: bool = True) -> list[Unit]:
     """Forward maximum matching: at each position the longest V_mono word wins; runs of characters no word starts
-    with become one fallback span of source tokens."""
+    with become one fallback span of source tokens. ``initial``: ``text`` starts a text (False: it continues one, as
+    generated text continues its prompt)."""
     index, longest = v_mono.index, v_mono.max_chars
     units: list[Unit] = []
     i, span_start = 0, 0
@@ -172,7 +173,7 @@ def fmm_segment(text: str, v_mono: VMono, speller: SourceSpeller) -> list[Unit]:
     def flush(end: int) -> None:
         if end > span_start:
             span = text[span_start:end]
-            units.append(Unit(span, None, tuple(speller.ids(span, initial=span_start == 0))))
+            units.append(Unit(span, None, tuple(speller.ids(span, initial=initial and span_start == 0))))
 
     while i < len(text):
         match = next(

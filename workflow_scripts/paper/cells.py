@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from workflow_scripts.grid import Method
+from workflow_scripts.grid import MUMO, Method
 from workflow_scripts.paper.specs import MODEL_NAMES, PAPER_MODELS, Row, TableSpec
 
 MISSING = "–"
@@ -87,8 +87,10 @@ def prepare(frame: pd.DataFrame) -> pd.DataFrame:
         expands = frame["init"].map(_norm).notna()
         kinds = [("replace" if "replace" in p else "expand") for p in parts]
         frame["vocab"] = [kind if e else None for kind, e in zip(kinds, expands, strict=True)]
-    if "posthoc" not in frame:
-        frame["posthoc"] = [next((x for x in p if x in POSTHOC), "none") for p in parts]
+    spelled = pd.Series([next((x for x in p if x in POSTHOC), "none") for p in parts], index=frame.index)
+    # Cells carry ``posthoc`` only where it is set (grid.Method.cell): a CSV with one ElChat or MuMo cell has the
+    # column, empty for every other cell; those are spelled by their slug too.
+    frame["posthoc"] = frame["posthoc"].where(frame["posthoc"].notna(), spelled) if "posthoc" in frame else spelled
     return frame
 
 
@@ -106,6 +108,9 @@ def stand_ins(frame: pd.DataFrame, requested: Mapping[str, str] | None = None) -
 def expected_method(settings: Mapping[str, Any]) -> Method:
     """The grid method a row asks for (the table's recipe with the row's selection on top)."""
     label = settings["label"]
+    if label.startswith(MUMO):  # MuMo, MuMo (Random-init), ... w/o verification (grid.Method.label)
+        init = "Random" if "(Random-init)" in label else "none"
+        return Method(init, "expand", None, MUMO, None, None, "noverify" if "w/o verification" in label else "none")
     trains = label != "Source"
     init = "none" if label in ("Source", "CPT-only") else label
     return Method(

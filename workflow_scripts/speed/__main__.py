@@ -23,11 +23,33 @@ def mt_items(pairs_file: str | Path, lang: str, n: int | None, reference_chars: 
     return [Item(mt_query(en, lang), target[:reference_chars]) for en, target in read_pairs(pairs_file, n)]
 
 
+def sum_items(
+    folder: str | Path, lang: str, n: int | None, reference_chars: int | None = None, tokenizer=None
+) -> list[Item]:
+    """The sum items: the harness's prompt on each article of the evaluation split (cut as the harness cuts it for
+    ``tokenizer``), the summary as the reference; read through a private ``datasets`` cache, as the harness reads."""
+    import tempfile
+
+    import datasets
+
+    from workflow_scripts.harness.datasets import task_source
+    from workflow_scripts.harness.run import private_datasets_cache
+    from workflow_scripts.prompts import sum_prompt
+
+    source = task_source("sum", lang)
+    with tempfile.TemporaryDirectory() as cache, private_datasets_cache(cache):
+        rows = datasets.load_dataset(str(folder), source.subset, split=source.split)
+        rows = [rows[i] for i in range(min(n or len(rows), len(rows)))]
+    return [Item(sum_prompt(r["text"], lang, tokenizer), r["summary"][:reference_chars]) for r in rows]
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=PACKAGE_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(p, batch_size=4)
     p.add_argument("--source-tokenizer", required=True, help="the SOURCE model's folder (its tokenizer re-counts text)")
     p.add_argument("--pairs", required=True, help="mt TSV English<TAB>target")
+    p.add_argument("--sum-data", default=None,
+                   help="the sum dataset folder the harness evaluates (hub layout): time the sum task too")  # fmt: skip
     p.add_argument("--lang", required=True)
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--repeats", type=int, default=3)
@@ -40,6 +62,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--reference-chars", type=int, default=0,
                    help="teacher forcing: only the first N characters of each reference (0: all)")  # fmt: skip
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--mumo-k", type=int, default=10, help="a MuMo --model: candidates per step (MuMo's k)")
+    p.add_argument("--mumo-no-verify", action="store_true", help="a MuMo --model: decode without verification")
     a = p.parse_args(argv)
     for name in ("repeats", "batch_size", "max_new_tokens"):
         if getattr(a, name) < 1:
@@ -57,8 +81,21 @@ def main(argv: list[str] | None = None) -> None:
     items = mt_items(a.pairs, a.lang, a.n, a.reference_chars or None)
     from transformers import AutoTokenizer
 
+    from workflow_scripts.mumo.head import is_mumo_dir
+
     source_tokenizer = AutoTokenizer.from_pretrained(a.source_tokenizer)
-    model, tokenizer = load_model(a.model, a.dtype)
+    mumo = None
+    if is_mumo_dir(a.model):  # MuMo: its decoder on the source model it refers to (workflow_scripts.mumo.speed)
+        from workflow_scripts.mumo.decode import DecodeSettings
+        from workflow_scripts.mumo.head import load_mumo
+        from workflow_scripts.mumo.speed import MuMoDecoder
+
+        mumo, tokenizer = load_mumo(a.model, a.dtype)
+        model = mumo.base
+        decoder = MuMoDecoder(mumo, tokenizer, DecodeSettings(k=a.mumo_k, verify=not a.mumo_no_verify, seed=a.seed))
+    else:
+        model, tokenizer = load_model(a.model, a.dtype)
+        decoder = HFDecoder(model, tokenizer)
     settings = Settings(
         max_new_tokens=a.max_new_tokens,
         repeats=a.repeats,
@@ -71,16 +108,24 @@ def main(argv: list[str] | None = None) -> None:
     source_decoder = None
     if a.paired and not settings.teacher_forced:
         raise SystemExit("--paired needs teacher forcing (drop --no-teacher-forced)")
-    if a.paired and Path(a.model).resolve() != Path(a.source_tokenizer).resolve():
+    if a.paired and mumo is not None:  # the frozen model under the head is Source's: time it, not a second copy
+        source_decoder = HFDecoder(mumo.base, tokenizer)
+    elif a.paired and Path(a.model).resolve() != Path(a.source_tokenizer).resolve():
         source_decoder = HFDecoder(*load_model(a.source_tokenizer, a.dtype))
-    decoder = HFDecoder(model, tokenizer)
     records = run_task(decoder, tokenizer, source_tokenizer, "mt", items, settings, source_decoder)
+    n_items = {"mt": len(items)}
+    if a.sum_data:
+        summaries = sum_items(a.sum_data, a.lang, a.n, a.reference_chars or None, tokenizer)
+        records += run_task(decoder, tokenizer, source_tokenizer, "sum", summaries, settings, source_decoder)
+        n_items["sum"] = len(summaries)
     details = {
         "model_dir": str(a.model),
         "source_tokenizer": str(a.source_tokenizer),
         "pairs_file": str(a.pairs),
         "language": a.lang,
         "n": len(items),
+        "n_items": n_items,
+        "sum_data": a.sum_data,
         "max_new_tokens": a.max_new_tokens,
         "repeats": a.repeats,
         "warmup": a.warmup,
@@ -88,6 +133,8 @@ def main(argv: list[str] | None = None) -> None:
         "seed": a.seed,
         "hardware": hardware(model),
     }
+    if mumo is not None:
+        details["mumo"] = {"k": a.mumo_k, "verify": not a.mumo_no_verify, "v_mono": len(mumo.v_mono)}
     if a.data_label:
         details["data_label"] = a.data_label
     write_json(a.out, {"cell": cell, "records": records, "details": details})

@@ -35,6 +35,10 @@ class Decoder(Protocol):
     def teacher_force(self, prompt_ids: list[int], target_ids: list[int]) -> Forced:
         """Feed ``target_ids`` one at a time after the prompt through the KV cache, timing those steps."""
 
+    def own_tokens(self, ids: list[int]) -> int:
+        """How many of the model's own tokens (decoding steps) ``ids`` (tokenizer ids) take: ``len(ids)`` for a plain
+        LM; MuMo counts a V_mono word as one."""
+
 
 class HFDecoder:
     """A transformers causal LM: ``model.generate`` for generation, the KV cache step by step for teacher forcing.
@@ -61,6 +65,9 @@ class HFDecoder:
 
     def _count(self, module, args) -> None:
         self.forward_calls += 1
+
+    def own_tokens(self, ids: list[int]) -> int:
+        return len(ids)
 
     def sync(self) -> None:
         import torch

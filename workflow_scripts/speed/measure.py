@@ -39,6 +39,11 @@ def encode_items(tokenizer, items: list[Item]) -> tuple[list[list[int]], list[li
     return prompts, targets
 
 
+def _counts(decoder: Decoder, tokenizer, source_tokenizer, ids: list[int]) -> TextCounts:
+    """Counts of the text of ``ids`` (the model tokenizer's): characters, the decoder's own tokens, source tokens."""
+    return count_text(tokenizer.decode(ids, skip_special_tokens=True), decoder.own_tokens(ids), source_tokenizer)
+
+
 def _timed(decoder: Decoder, fn, *args, **kwargs):
     decoder.sync()
     t0 = time.perf_counter()
@@ -74,10 +79,7 @@ def time_generation(
             seconds += s
             outputs += ids
             steps += n_steps
-        counts = sum(
-            (count_text(tokenizer.decode(o, skip_special_tokens=True), len(o), source_tokenizer) for o in outputs),
-            TextCounts(0, 0, 0),
-        )
+        counts = sum((_counts(decoder, tokenizer, source_tokenizer, o) for o in outputs), TextCounts(0, 0, 0))
         per_repeat.append((counts, seconds))
     return {"per_repeat": per_repeat, "outputs": outputs, "steps": steps}
 
@@ -95,23 +97,24 @@ def time_teacher_forced(
 ) -> dict:
     """Feed every reference through the KV cache ``repeats`` times; the timed steps are the target tokens' steps.
 
-    ``baseline`` (Source's decoder, prompt ids, target ids of the same items) is timed item by item right after the
+    ``baseline`` (Source's decoder, prompt ids, target ids of the same items) is timed item by item right next to the
     model, so both see the same machine load; ``paired`` holds Source's seconds ÷ the model's per repeat (on identical
-    text, the speed-up in characters and in source tokens)."""
-    counts = sum(
-        (count_text(tokenizer.decode(t, skip_special_tokens=True), len(t), source_tokenizer) for t in target_ids),
-        TextCounts(0, 0, 0),
-    )
+    text, the speed-up in characters and in source tokens). The order alternates (item i of repeat r: Source first
+    when i + r is odd), so that an effect of being timed first or second cannot bias every ratio the same way."""
+    counts = sum((_counts(decoder, tokenizer, source_tokenizer, t) for t in target_ids), TextCounts(0, 0, 0))
     for _ in range(warmup):
         decoder.teacher_force(prompt_ids[0], target_ids[0])
         if baseline:
             baseline[0].teacher_force(baseline[1][0], baseline[2][0])
     per_repeat, paired, steps, matches, prefill = [], [], 0, 0, 0.0
-    for _ in range(repeats):
+    for r in range(repeats):
         forced, base_seconds = [], 0.0
         for i, (p, t) in enumerate(zip(prompt_ids, target_ids, strict=True)):
+            source_first = baseline is not None and (i + r) % 2 == 1  # counterbalanced: see the docstring
+            if source_first:
+                base_seconds += baseline[0].teacher_force(baseline[1][i], baseline[2][i]).seconds
             forced.append(decoder.teacher_force(p, t))
-            if baseline:
+            if baseline and not source_first:
                 base_seconds += baseline[0].teacher_force(baseline[1][i], baseline[2][i]).seconds
         per_repeat.append((counts, sum(f.seconds for f in forced)))
         if baseline:
