@@ -304,6 +304,53 @@ def test_teacher_forced_steps_continue_the_forced_text(base, smol, verify):
     assert forced.steps == len(units) and forced.seconds > 0 and 0 <= forced.matches <= len(units)
 
 
+def _sliding_window_model(kind: str, vocab_size: int):
+    """A tiny random model whose cache holds sliding-window layers of window 4: Mistral (all layers) or Gemma-2
+    (alternating with full attention, and a final logit soft-capping)."""
+    from transformers import Gemma2Config, Gemma2ForCausalLM, MistralConfig, MistralForCausalLM
+
+    common = {"vocab_size": vocab_size, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2}
+    common |= {"num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16, "sliding_window": 4}
+    torch.manual_seed(0)
+    if kind == "mistral":
+        return MistralForCausalLM(MistralConfig(**common)).eval()
+    config = Gemma2Config(**common, final_logit_softcapping=3.0, attn_implementation="eager")
+    return Gemma2ForCausalLM(config).eval()
+
+
+@pytest.mark.parametrize("kind", ["mistral", "gemma2"])
+def test_sliding_window_caches_branch_and_continue_like_a_plain_forward(smol, kind):
+    """Verification branches a cache with sliding-window layers (Mistral, Gemma-2) and continues the chosen row:
+    forced through words and single tokens past the window, the state equals a plain forward pass; the source
+    logits are the model's own, soft-capping included."""
+    from workflow_scripts.mumo.decode import _choose
+
+    model = _sliding_window_model(kind, len(smol))
+    mumo = _mumo(model, smol, THAI_WORDS)
+    with torch.no_grad():
+        mumo.head.out.weight.mul_(0).add_(torch.randn_like(mumo.head.out.weight) * 50)
+    prompt = smol.encode("Translate: hello", add_special_tokens=False)
+    target = smol.encode(" สวัสดี ครับ ภาษาไทย!", add_special_tokens=False)
+    from workflow_scripts.mumo.speed import MuMoDecoder
+
+    units = MuMoDecoder(mumo, smol, DecodeSettings()).units(target)
+    fed = [t for u in units for t in mumo.source_ids(u)]
+    assert len(prompt) + len(fed) > 3 * 4  # well past the window
+    with torch.no_grad():
+        h, cache = mumo.hidden(torch.tensor([prompt]), use_cache=True)
+        assert any(getattr(layer, "is_sliding", False) for layer in cache.layers)
+        h_last, generator = h[:, -1], torch.Generator().manual_seed(0)
+        for u in units:
+            _, h_last, cache, _ = _choose(mumo, h_last, cache, DecodeSettings(k=10), generator, forced=u)
+        plain, _ = mumo.hidden(torch.tensor([prompt + fed]))
+        torch.testing.assert_close(h_last, plain[:, -1], atol=1e-4, rtol=1e-4)
+        own = model(torch.tensor([prompt + fed])).logits[:, -1].float()
+        torch.testing.assert_close(mumo.base_logits(h_last), own, atol=1e-4, rtol=1e-4)
+        assert all(layer.keys.shape[-2] <= 3 for layer in cache.layers if getattr(layer, "is_sliding", False))
+    out = mumo_generate(mumo, prompt, DecodeSettings(k=10), max_new_tokens=20)
+    assert len(out.source_ids) == 20
+
+
 def test_speed_step_times_a_mumo_folder_paired_with_source(mumo_dir, tiny_llama_dir, tmp_path):
     """The speed step (python -m workflow_scripts.speed) on a MuMo folder: the same records as every method, own
     tokens = MuMo steps, the bound = source tokens ÷ MuMo steps, Source teacher-forced next to it."""

@@ -67,27 +67,37 @@ def _draw(scores: torch.Tensor, s: DecodeSettings, generator: torch.Generator) -
 
 
 def _check_cache(cache: Any) -> list:
-    from transformers.cache_utils import DynamicLayer
+    """The cache's layers, when MuMo can branch them: full-attention ``DynamicLayer``s, and sliding-window layers
+    (Mistral, Gemma-2), which are switched to keep their past so that a candidate's surplus can be cropped away."""
+    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
     layers = getattr(cache, "layers", None)
-    if layers is None or any(type(layer) is not DynamicLayer for layer in layers):
-        kinds = sorted({type(layer).__name__ for layer in layers or []})
-        raise NotImplementedError(f"MuMo decoding needs a plain DynamicCache (got layers {kinds})")
+    kinds = {type(layer) for layer in layers or []}
+    if layers is None or not kinds <= {DynamicLayer, DynamicSlidingWindowLayer}:
+        names = sorted(k.__name__ for k in kinds)
+        raise NotImplementedError(f"MuMo decoding needs a DynamicCache of full or sliding-window layers (got {names})")
+    for layer in layers:
+        if type(layer) is DynamicSlidingWindowLayer and not layer.record_past:
+            layer.activate_past_recording()
     return layers
+
+
+def _state(layer) -> tuple:
+    return layer.keys, layer.values, getattr(layer, "cumulative_length", None)
 
 
 def _score_words(mumo: MuMo, cache: Any, spellings: list[list[int]], first_logp: torch.Tensor):
     """σ of multi-token candidates: one forward over all of them on the repeated cache. Returns σ, the hidden states
-    and the cache holding one row per candidate (caller selects and crops)."""
+    and the cache holding one row per candidate (caller selects and crops), and the cache's state before."""
     layers = _check_cache(cache)
-    saved = [(layer.keys, layer.values) for layer in layers]
+    saved = [_state(layer) for layer in layers]
     longest = max(len(s) for s in spellings)
     pad = spellings[0][0]  # right padding: causal attention keeps it out of every real position
     rows = torch.tensor([s + [pad] * (longest - len(s)) for s in spellings], device=mumo.device)
     for layer in layers:
         layer.batch_repeat_interleave(len(spellings))
     h, cache = mumo.hidden(rows, past_key_values=cache, use_cache=True)
-    logp = torch.log_softmax(mumo.base.get_output_embeddings()(h[:, :-1]).float(), -1)
+    logp = torch.log_softmax(mumo.base_logits(h[:, :-1]), -1)
     sigma = []
     for i, s in enumerate(spellings):
         rest = logp[i, torch.arange(len(s) - 1, device=logp.device), torch.tensor(s[1:], device=logp.device)]
@@ -96,8 +106,17 @@ def _score_words(mumo: MuMo, cache: Any, spellings: list[list[int]], first_logp:
 
 
 def _restore(cache: Any, saved: list) -> None:
-    for layer, (keys, values) in zip(cache.layers, saved, strict=True):
+    for layer, (keys, values, length) in zip(cache.layers, saved, strict=True):
         layer.keys, layer.values = keys, values
+        if length is not None:
+            layer.cumulative_length = length
+
+
+def _trim(cache: Any) -> None:
+    """Sliding-window layers back to their window (they keep their past while candidates are scored)."""
+    for layer in getattr(cache, "layers", []):
+        if getattr(layer, "is_sliding", False) and layer.is_initialized:
+            layer.crop(0)
 
 
 def _choose(
@@ -116,6 +135,7 @@ def _choose(
         own = _draw(scores, s, generator) if s.sample else int(torch.argmax(scores).item())
         choice = own if forced is None else forced
         h, cache = mumo.hidden(torch.tensor([mumo.source_ids(choice)], device=mumo.device), None, cache, True)
+        _trim(cache)
         return choice, h[:, -1], cache, own
     cands = torch.topk(scores, min(s.k, scores.numel())).indices.tolist()
     if forced is not None and forced not in cands:
@@ -142,10 +162,12 @@ def _choose(
             layer.batch_select_indices(torch.tensor([row], device=mumo.device))
             if surplus:
                 layer.crop(-surplus)
+        _trim(cache)
         return choice, h_m[row : row + 1, length - 1], cache, own
     if multi:
         _restore(cache, saved)
     h, cache = mumo.hidden(torch.tensor([[choice]], device=mumo.device), None, cache, True)
+    _trim(cache)
     return choice, h[:, -1], cache, own
 
 

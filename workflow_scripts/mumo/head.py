@@ -93,9 +93,16 @@ class MuMo(nn.Module):
         )
         return out.last_hidden_state, out.past_key_values
 
+    def base_logits(self, h: torch.Tensor) -> torch.Tensor:
+        """The frozen model's own next-token logits of hidden states ``h``: its LM head, then its final soft-capping
+        where the model has one (Gemma-2: ``cap * tanh(logits / cap)``), as its forward pass computes them."""
+        logits = self.base.get_output_embeddings()(h).float()
+        cap = getattr(self.base.config, "final_logit_softcapping", None)
+        return torch.tanh(logits / cap) * cap if cap else logits
+
     def logits(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Source LM-head logits and head logits of hidden states ``h`` (concatenated: the MuMo logits, eq. 3)."""
-        return self.base.get_output_embeddings()(h).float(), self.head(h.to(self.head.out.weight.dtype)).float()
+        """Source logits and head logits of hidden states ``h`` (concatenated: the MuMo logits, eq. 3)."""
+        return self.base_logits(h), self.head(h.to(self.head.out.weight.dtype)).float()
 
     def source_ids(self, mumo_id: int) -> list[int]:
         """A MuMo id as the source ids fed back (§3.3.1): itself for V_multi, the word's spelling for V_mono."""

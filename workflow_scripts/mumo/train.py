@@ -75,7 +75,7 @@ def mumo_loss(mumo: MuMo, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tens
         h, _ = mumo.hidden(ids)  # right padding: causal attention keeps pads out of every labelled position
         h = h[keep]
         target = labels[keep]
-        base_logits = mumo.base.get_output_embeddings()(h).float()
+        base_logits = mumo.base_logits(h)
         base_lse = torch.logsumexp(base_logits, -1)
         in_multi = target < mumo.n_multi
         base_target = base_logits.gather(1, target.clamp(max=mumo.n_multi - 1)[:, None])[:, 0]
