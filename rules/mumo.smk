@@ -1,7 +1,7 @@
 # MuMo (workflow_scripts/mumo): a target-language head trained on D on the frozen source model; its cells are
 # evaluated on generation (mt, sum) through the same LightEval tasks as every method, and timed at batch size 1.
 # A MuMo cell's "model" is the MuMo folder; its mt and sum jobs take precedence over the generic ones; the generic
-# measure_speed times it (workflow_scripts.mumo.speed: MuMo's decoder in the speed step, paired with Source).
+# measure_speed times it (workflow_scripts.speed.mumo: MuMo's decoder in the speed step, paired with Source).
 
 
 ruleorder: evaluate_mt_mumo > evaluate_mt

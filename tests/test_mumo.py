@@ -277,7 +277,7 @@ def test_teacher_forced_steps_continue_the_forced_text(base, smol, verify):
     """Each forced step does a decoding step's work, then continues with the reference's unit: after all of them
     the hidden state is that of a plain forward pass over prompt + reference, one step per FMM unit."""
     from workflow_scripts.mumo.decode import _choose
-    from workflow_scripts.mumo.speed import MuMoDecoder
+    from workflow_scripts.speed.mumo import MuMoDecoder
 
     mumo = _mumo(base, smol, THAI_WORDS)
     with torch.no_grad():  # words among the top 10, so verification batches several candidates
@@ -331,7 +331,7 @@ def test_sliding_window_caches_branch_and_continue_like_a_plain_forward(smol, ki
         mumo.head.out.weight.mul_(0).add_(torch.randn_like(mumo.head.out.weight) * 50)
     prompt = smol.encode("Translate: hello", add_special_tokens=False)
     target = smol.encode(" สวัสดี ครับ ภาษาไทย!", add_special_tokens=False)
-    from workflow_scripts.mumo.speed import MuMoDecoder
+    from workflow_scripts.speed.mumo import MuMoDecoder
 
     units = MuMoDecoder(mumo, smol, DecodeSettings()).units(target)
     fed = [t for u in units for t in mumo.source_ids(u)]

@@ -278,8 +278,8 @@ def test_sum_items_and_records_from_a_local_xlsum_folder(tmp_path, smollm2_token
     pairs = tmp_path / "mt.tsv"
     pairs.write_text("".join(f"{en}\t{th}\n" for en, th in PAIRS[:1]), encoding="utf-8")
     speed_cli.main(["--model", str(model_dir), "--source-tokenizer", str(model_dir), "--pairs", str(pairs),
-                    "--lang", "th", "--max-new-tokens", "2", "--repeats", "1", "--batch-size", "1",
-                    "--sum-data", str(tmp_path / "short"), "--cell", "{}", "--out", str(tmp_path / "speed.json")])  # fmt: skip
+                    "--lang", "th", "--max-new-tokens", "2", "--repeats", "1", "--batch-size", "1", "--cell", "{}",
+                    "--sum-data", str(tmp_path / "short"), "--out", str(tmp_path / "speed.json")])  # fmt: skip
     result = json.loads((tmp_path / "speed.json").read_text(encoding="utf-8"))
     assert result["details"]["n_items"] == {"mt": 1, "sum": 1}
     tasks = {(r["task"], r["mode"]) for r in result["records"] if r["metric"] == "chars_per_second"}

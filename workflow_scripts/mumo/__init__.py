@@ -2,7 +2,7 @@
 LM head on the frozen source model, trained on D, decoded with top-k verification. No public code exists; this is the
 reference implementation of the project. Modules: ``vocab`` (V_mono, source spellings, forward maximum matching),
 ``head`` (the head, Multi-/Random-init, the saved folder), ``train`` (head-only training), ``decode`` (the decoder and
-its LightEval adapter), ``speed`` (its decoder in the speed step), ``cli``.
+its LightEval adapter), ``cli``; its decoder in the speed step is ``workflow_scripts.speed.mumo``.
 
 Choices the paper leaves open, and ours:
 - V_mono comes from the auxiliary tokenizer trained on D (the paper used off-the-shelf monolingual tokenizers): its
@@ -19,9 +19,9 @@ Choices the paper leaves open, and ours:
 - Decoding: candidates are the top-k of the MuMo logits (k = 10); sampling draws from softmax(σ / T) over them (top-p
   cut), the no-verification ablation decodes the MuMo distribution directly; ``max_new_tokens`` counts source tokens
   (a word overrunning the budget is cut), so every method gets the same budget of text.
-- Speed: the speed step times MuMo like every method (``speed``: its ``speed.decoders.Decoder``); own tokens are MuMo
-  steps (one accepted candidate each), so ``tokens_per_second`` is steps per second; teacher forcing feeds the
-  reference one forward-maximum-matching unit per step, the forced unit taking the last of the k candidates' places
-  when it is not among them.
+- Speed: the speed step times MuMo like every method (``workflow_scripts.speed.mumo``, a ``Decoder``); own tokens
+  are MuMo steps (one accepted candidate each), so ``tokens_per_second`` is steps per second; teacher forcing feeds
+  the reference one forward-maximum-matching unit per step, the forced unit taking the last of the k candidates'
+  places when it is not among them.
 - Random-init is a grid row of its own (``{procedure: MuMo, init: Random}``); ``init: none`` takes ``mumo.init``.
 """

@@ -3,7 +3,7 @@
     python -m workflow_scripts.mumo train --source-model DIR --target-tokenizer aux/tokenizer.json --lang th \\
         --corpus train.txt --hparams JSON --out DIR --stats train_stats.json --loss-curve loss.tsv
 
-MuMo cells are timed by the speed step (``python -m workflow_scripts.speed --model MUMO_DIR ...``; ``mumo.speed``).
+MuMo cells are timed by the speed step (``python -m workflow_scripts.speed --model MUMO_DIR ...``; ``speed.mumo``).
 """
 
 from __future__ import annotations

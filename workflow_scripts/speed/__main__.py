@@ -85,10 +85,10 @@ def main(argv: list[str] | None = None) -> None:
 
     source_tokenizer = AutoTokenizer.from_pretrained(a.source_tokenizer)
     mumo = None
-    if is_mumo_dir(a.model):  # MuMo: its decoder on the source model it refers to (workflow_scripts.mumo.speed)
+    if is_mumo_dir(a.model):  # MuMo: its decoder on the source model it refers to (workflow_scripts.speed.mumo)
         from workflow_scripts.mumo.decode import DecodeSettings
         from workflow_scripts.mumo.head import load_mumo
-        from workflow_scripts.mumo.speed import MuMoDecoder
+        from workflow_scripts.speed.mumo import MuMoDecoder
 
         mumo, tokenizer = load_mumo(a.model, a.dtype)
         model = mumo.base

@@ -1,4 +1,4 @@
-"""MuMo in the speed step (``workflow_scripts.speed``): a ``speed.decoders.Decoder``, so MuMo cells are timed by the
+"""MuMo in the speed step: a ``decoders.Decoder``, so MuMo cells are timed by the
 same code, on the same prompts and references, in the same units and paired with Source like every other method.
 
 - ``generate``: ``mumo_generate`` per prompt (batch size 1 whatever the batch: the decoder is sequential, as the
