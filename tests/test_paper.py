@@ -270,3 +270,14 @@ def test_cli_on_a_csv_without_rows(tmp_path):
     main(["--results", str(csv), "--out", str(tmp_path / "paper"), "--stand-in", "none"])
     assert sorted(p.name for p in (tmp_path / "paper").iterdir()) == sorted(output_names())
     assert "| Mean | – | – |" in (tmp_path / "paper" / "table2.md").read_text(encoding="utf-8")
+
+
+def test_every_table_and_figure_has_a_report_caption():
+    """snakemake --report fails on an output marked for the report whose caption file is missing."""
+    from pathlib import Path
+
+    from workflow_scripts.paper.specs import FIGURES, TABLES
+
+    report = Path(__file__).resolve().parents[1] / "report"
+    missing = [n for n in [t.name for t in TABLES] + list(FIGURES) if not (report / f"{n}.rst").is_file()]
+    assert not missing
