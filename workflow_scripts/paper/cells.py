@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from workflow_scripts.grid import MUMO, Method
+from workflow_scripts.grid import MUMO, MUMO_INITS, MUMO_POSTHOC, Method
 from workflow_scripts.paper.specs import MODEL_NAMES, PAPER_MODELS, Row, TableSpec
 
 MISSING = "–"
@@ -108,9 +108,9 @@ def stand_ins(frame: pd.DataFrame, requested: Mapping[str, str] | None = None) -
 def expected_method(settings: Mapping[str, Any]) -> Method:
     """The grid method a row asks for (the table's recipe with the row's selection on top)."""
     label = settings["label"]
-    if label.startswith(MUMO):  # MuMo, MuMo (Random-init), ... w/o verification (grid.Method.label)
-        init = "Random" if "(Random-init)" in label else "none"
-        return Method(init, "expand", None, MUMO, None, None, "noverify" if "w/o verification" in label else "none")
+    if label.startswith(MUMO):  # the MuMo method whose label (grid.Method.label) this is
+        mumo = [Method(i, "expand", None, MUMO, None, None, p) for i in MUMO_INITS for p in sorted(MUMO_POSTHOC)]
+        return next(m for m in mumo if m.label == label)
     trains = label != "Source"
     init = "none" if label in ("Source", "CPT-only") else label
     return Method(

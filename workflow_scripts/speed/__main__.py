@@ -83,8 +83,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from workflow_scripts.mumo.head import is_mumo_dir
 
-    source_tokenizer = AutoTokenizer.from_pretrained(a.source_tokenizer)
-    mumo = None
+    mumo = source = None
     if is_mumo_dir(a.model):  # MuMo: its decoder on the source model it refers to (workflow_scripts.speed.mumo)
         from workflow_scripts.mumo.decode import DecodeSettings
         from workflow_scripts.mumo.head import load_mumo
@@ -111,7 +110,10 @@ def main(argv: list[str] | None = None) -> None:
     if a.paired and mumo is not None:  # the frozen model under the head is Source's: time it, not a second copy
         source_decoder = HFDecoder(mumo.base, tokenizer)
     elif a.paired and Path(a.model).resolve() != Path(a.source_tokenizer).resolve():
-        source_decoder = HFDecoder(*load_model(a.source_tokenizer, a.dtype))
+        source = load_model(a.source_tokenizer, a.dtype)
+        source_decoder = HFDecoder(*source)
+    # the source tokenizer re-counts text; loaded once (with Source's model when it is timed beside this one)
+    source_tokenizer = source[1] if source else AutoTokenizer.from_pretrained(a.source_tokenizer)
     records = run_task(decoder, tokenizer, source_tokenizer, "mt", items, settings, source_decoder)
     n_items = {"mt": len(items)}
     if a.sum_data:
