@@ -121,7 +121,7 @@ use rule evaluate_mc as evaluate_gmmlu with:
     params:
         args=harness_choice_args("gmmlu"),
         cell=cell_json,
-        data_label="Global-MMLU",
+        data_label="Global-MMLU (57 subject tasks; acc = mean over subjects)",
 
 
 use rule evaluate_mc as evaluate_mc_en with:
@@ -163,7 +163,7 @@ use rule evaluate_mc as evaluate_gmmlu_en with:
     params:
         args=harness_choice_args("gmmlu_en"),
         cell=cell_json,
-        data_label="English MMLU (Global-MMLU en; retention, Table 9)",
+        data_label="English MMLU (lighteval/mmlu, 57 subject tasks; retention, Table 9)",
 
 
 rule evaluate_ppl:

@@ -48,8 +48,9 @@ def test_paper_prompts():
     assert prompts.mt_query("Hello.", "th") == "แปลภาษาอังกฤษเป็นไทย:\nHello. ="
     assert prompts.sum_query("A\nB", "en") == "Summarize the following text in English: A B Summary:"
     assert set(prompts.prompt_table()["mt"]) == {"ar", "my", "de", "el", "hi", "ja", "si", "sw", "te", "th"}
-    query = prompts.mcf_query("Q?", ["a", "b", "c", "d"], passage="P")
-    assert query == "P\nQuestion: Q?\nA. a\nB. b\nC. c\nD. d\nAnswer:"
+    assert prompts.gmmlu_instruction("college_mathematics", "de") == (
+        "Es folgen Multiple-Choice-Fragen (mit Antworten) zu college mathematics."
+    )
 
 
 def test_mc_proxy_items_are_seeded_and_hold_the_translation():
@@ -96,7 +97,7 @@ def gmmlu_fixture(folder):
             "option_c": "0",
             "option_d": "9",
             "answer": "B",
-            "subject": "math",
+            "subject": "college_mathematics",
         }
         for i in range(8)
     ]
@@ -134,7 +135,8 @@ def test_lighteval_choice_loglikelihood_equals_transformers(tiny, tmp_path):
         direct = sum(logp[i - 1, whole[i]].item() for i in range(len(ctx), len(whole)))
         assert reported == pytest.approx(direct, abs=1e-4)
     # LightEval's accuracy is our recomputation from its details
-    recomputed = [metrics.choice_accuracy(d.model_response.logprobs, d.doc.gold_index) for d in result.details]
+    # LightEval's prompt function gives the gold as a one-element list
+    recomputed = [metrics.choice_accuracy(d.model_response.logprobs, d.doc.gold_index[0]) for d in result.details]
     assert result.scores["acc"] == pytest.approx(sum(recomputed) / len(recomputed))
 
 
@@ -155,7 +157,7 @@ def test_chat_template_wraps_the_prompt_as_one_user_turn(tiny, tmp_path):
     detail = result.details[0]
     messages = [{"role": "user", "content": detail.doc.query}]
     context = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    assert context.startswith("<|im_start|>system") and context.endswith("Answer:<|im_end|>\n<|im_start|>assistant\n")
+    assert context.startswith("<|im_start|>system") and context.endswith("คำตอบ:<|im_end|>\n<|im_start|>assistant\n")
     # LightEval moves the context's trailing whitespace (the template's "\n" after "assistant") into the continuation
     response = detail.model_response
     ctx, cont = response.input_tokens.tolist(), response.output_tokens[0].tolist()

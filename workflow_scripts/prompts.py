@@ -1,9 +1,8 @@
-"""The paper's prompts (``prompts.yaml``, from its Table 12 as used in its LightEval tasks) and the multiple-choice
-template, as plain string functions (paper 002 §6.4).
+"""The paper's prompts (``prompts.yaml``, from its Table 12 as used in its LightEval tasks), as plain string functions
+(paper 002 §6.4).
 
-mc and gmmlu use LightEval's multiple-choice "MCF" formulation (lettered options, the answer scored as the letter);
-we write the template ourselves with English keywords for every language, since LightEval's own template lacks the
-translation literals of Sinhala and Burmese (PITFALLS).
+mc and gmmlu have no template here: their prompts are LightEval's own multilingual multiple-choice prompt function
+(``harness/tasks.py``); ``prompts.yaml`` holds only Global-MMLU's instruction naming the subject.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from pathlib import Path
 
 import yaml
 
-LETTERS = "ABCD"
 MAX_PROMPT_TOKENS = 4096  # Table 13: prompts truncated at 4,096 tokens
 
 
@@ -67,15 +65,6 @@ def sum_prompt(article: str, lang: str, tokenizer=None) -> str:
         budget -= excess
 
 
-def mcf_query(question: str, options: list[str], passage: str | None = None) -> str:
-    """Lettered multiple-choice prompt ending in "Answer:"; the choices scored are " A" ... " D"."""
-    lines = [passage.strip()] if passage else []
-    lines.append(f"Question: {question.strip()}")
-    lines += [f"{LETTERS[i]}. {option.strip()}" for i, option in enumerate(options)]
-    lines.append("Answer:")
-    return "\n".join(lines)
-
-
-def mcf_choices(n: int) -> list[str]:
-    """The scored continuations: a space and the letter (the space belongs to the answer token)."""
-    return [f" {LETTERS[i]}" for i in range(n)]
+def gmmlu_instruction(subject: str, lang: str) -> str:
+    """Global-MMLU's instruction naming the MMLU subject (``_`` shown as a space) in ``lang``."""
+    return _lookup("gmmlu", lang).format(subject=subject.replace("_", " "))

@@ -78,11 +78,12 @@ def _load(a: argparse.Namespace):
 def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, list[str]]:
     """Run the task: records (one per metric and run), details, and prediction rows."""
     from workflow_scripts.harness.run import run_task
-    from workflow_scripts.harness.tasks import FEWSHOT, task_config
+    from workflow_scripts.harness.tasks import FEWSHOT, task_configs
 
     model, model_dir = _load(a)
-    config = task_config(a.task, a.lang, folder, generation_size=a.max_new_tokens, tokenizer_dir=model_dir)
-    config.num_fewshots = FEWSHOT[a.task] if a.fewshot is None else a.fewshot
+    configs = task_configs(a.task, a.lang, folder, generation_size=a.max_new_tokens, tokenizer_dir=model_dir)
+    for config in configs:
+        config.num_fewshots = FEWSHOT[a.task] if a.fewshot is None else a.fewshot
     runs = a.runs if a.task in GENERATIVE else 1
     records, seconds, rows = [], [], ["run\tid\treference\thypothesis"]
     for run in range(runs):
@@ -90,7 +91,7 @@ def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, lis
         result = run_task(
             model,
             model_dir,
-            config,
+            configs if a.task == "gmmlu" else config,  # gmmlu: its 57 subject tasks in one pipeline
             n=a.n,
             decoding=a.decoding,
             seed=seed,
@@ -119,6 +120,8 @@ def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, lis
         "chat_template": a.chat_template,
         "harness": "lighteval 0.13.0",
     }
+    if result.groups:  # gmmlu: acc* = LightEval's mean over subjects, acc*_items = mean over items; each subject's
+        details["subjects"] = {name.split(":", 1)[1]: scores for name, scores in result.groups.items()}
     return records, details, rows
 
 

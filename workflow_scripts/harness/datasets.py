@@ -53,6 +53,7 @@ HUB_IDS = {
     "mlsum": "reciTAL/mlsum",
     "greeksum": None,
     "global_mmlu": "CohereForAI/Global-MMLU",
+    "mmlu": "lighteval/mmlu",  # English retention (Table 9): LightEval's leaderboard MMLU, not Global-MMLU's en
 }
 
 
@@ -65,6 +66,8 @@ def task_source(task: str, lang: str) -> Source:
     if task == "mc":
         return Source("belebele", FLORES_CODES[lang], "test")
     if task == "gmmlu":
+        if lang == "en":  # the original MMLU; "all" holds every subject, the tasks filter by subject
+            return Source("mmlu", "all", "test", "dev")
         if lang not in GLOBAL_MMLU_LANGS:
             raise Unavailable(f"Global-MMLU has no {lang} subset (the paper reports no gmmlu for my and th)")
         return Source("global_mmlu", lang, "test", "dev")

@@ -13,7 +13,7 @@ import logging
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 log = logging.getLogger("vocabexp")
@@ -76,11 +76,14 @@ def set_decoding(model, decoding: str) -> None:
 
 @dataclass
 class TaskRun:
-    """One task's scores and per-item details from one pipeline run."""
+    """One task's scores and per-item details from one pipeline run. A task run as a group (gmmlu: one LightEval task
+    per subject) has its members' scores in ``groups`` and, in ``scores``, LightEval's average over them (its
+    ``{task}:_average``) and each metric's mean over all items (``{metric}_items``)."""
 
     scores: dict[str, float]
     details: list  # LightEval DetailsLogger.Detail: doc, model_response, metric
     seconds: float
+    groups: dict[str, dict[str, float]] = field(default_factory=dict)  # member task name -> its scores and n_items
 
 
 def run_task(
@@ -95,9 +98,11 @@ def run_task(
     max_length: int,
     chat_template: bool = False,
 ):
-    """Evaluate one task (a LightevalTaskConfig) on ``model`` (loaded from ``model_dir``) and return its ``TaskRun``.
+    """Evaluate one task (a LightevalTaskConfig, or a list of them run as one group in one pipeline) on ``model``
+    (loaded from ``model_dir``) and return its ``TaskRun``.
 
-    ``n`` items are drawn by LightEval's fixed shuffle (seed 42), so every method sees the same items.
+    ``n`` items (of each member task) are drawn by LightEval's fixed shuffle (seed 42), so every method sees the same
+    items.
     ``chat_template`` wraps every prompt in the tokenizer's chat template (ElChat cells, Table 10); LightEval then
     stops generation at EOS only, and the metrics still score the first line.
     """
@@ -116,13 +121,14 @@ def run_task(
 def _run_pipeline(
     model, model_dir: str, config, n, decoding: str, seed: int, batch_size: int, max_length: int, chat_template: bool
 ):
-    """LightEval's Pipeline on our one task, cache off, with the given model object (``run_task``)."""
+    """LightEval's Pipeline on our task(s), cache off, with the given model object (``run_task``)."""
     import torch
     from lighteval.logging.evaluation_tracker import EvaluationTracker
     from lighteval.models.model_input import GenerationParameters
     from lighteval.models.transformers.transformers_model import TransformersModelConfig
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
 
+    configs = config if isinstance(config, list | tuple) else [config]
     set_decoding(model, decoding)
     with tempfile.TemporaryDirectory(prefix="vocabexp-lighteval-") as tmp:
         model_config = TransformersModelConfig(
@@ -137,9 +143,9 @@ def _run_pipeline(
         tracker = EvaluationTracker(output_dir=tmp, save_details=False)
         params = PipelineParameters(launcher_type=ParallelismManager.NONE, max_samples=n)
         with private_datasets_cache(Path(tmp) / "datasets"):
-            with only_our_tasks([config]):
+            with only_our_tasks(configs):
                 pipeline = Pipeline(
-                    tasks=f"{config.name}|{config.num_fewshots}",
+                    tasks=",".join(f"{c.name}|{c.num_fewshots}" for c in configs),
                     pipeline_parameters=params,
                     evaluation_tracker=tracker,
                     model_config=model_config,
@@ -152,6 +158,25 @@ def _run_pipeline(
             seconds = time.perf_counter() - t0
         results = pipeline.get_results()["results"]
         details = pipeline.get_details()
+    if configs is config:
+        return _group_run(configs, results, details, seconds)
     key = next(k for k in results if k.startswith(f"{config.name}:"))
     scores = {m: float(v) for m, v in results[key].items() if not m.endswith("_stderr")}
     return TaskRun(scores=scores, details=next(iter(details.values())), seconds=seconds)
+
+
+def _group_run(configs, results: dict, details: dict, seconds: float) -> TaskRun:
+    """A group's TaskRun: its members' scores, LightEval's average over the members (a group of one: that member's),
+    and each metric's mean over all items."""
+    groups, items = {}, []
+    for c in configs:  # LightEval's results name a task "name:fewshot", its details "name|fewshot"
+        groups[c.name] = {m: float(v) for m, v in results[f"{c.name}:{c.num_fewshots}"].items() if "_stderr" not in m}
+        groups[c.name]["n_items"] = len(details[f"{c.name}|{c.num_fewshots}"])
+        items += details[f"{c.name}|{c.num_fewshots}"]
+    first = configs[0]
+    average = results.get(f"{first.name.split(':')[0]}:_average:{first.num_fewshots}")
+    average = results[f"{first.name}:{first.num_fewshots}"] if average is None else average
+    scores = {m: float(v) for m, v in average.items() if not m.endswith("_stderr")}
+    for metric in list(scores):
+        scores[f"{metric}_items"] = sum(float(d.metric[metric]) for d in items) / len(items)
+    return TaskRun(scores=scores, details=items, seconds=seconds, groups=groups)
