@@ -53,7 +53,7 @@ LANGUAGE_NAMES: dict[str, str] = {
 # Our own English template (the paper's Table 12 text was lost in conversion); no trailing space, see module docstring.
 # The evaluation tasks: one rule each in rules/evaluate.smk, writing results/{model}/{lang}/{method}/eval/{task}.json.
 # mt, sum, mc, gmmlu run through LightEval (workflow_scripts/harness); mc_en, gmmlu_en are the English retention checks
-# (Table 9) of the same definitions on English Belebele and MMLU (Global-MMLU's English subset).
+# (Table 9): English Belebele, and the original English MMLU (lighteval/mmlu, LightEval's MMLU prompt).
 TASKS = ("mt", "ppl", "speed", "sum", "mc", "gmmlu", "mc_en", "gmmlu_en")
 MT_TEMPLATE = "Translate the following sentence from English to {target}.\nEnglish: {source}\n{target}:"
 
