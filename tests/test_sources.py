@@ -1,0 +1,185 @@
+"""Evaluation sources in their real hub layouts (tests/source_fixtures.py) load through the download step, from a
+local folder and through the real huggingface_hub client against a local server in the hub's URL layout, and the
+mirror then reads offline with ``datasets.load_dataset(folder, subset, split=...)`` giving the tasks' fields."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import source_fixtures as sf
+from tests.hub_server import TOKEN, Hub, HubServer
+from workflow_scripts import hub_cache
+from workflow_scripts.harness import datasets as D
+
+
+def load(folder, subset, split, tmp_path):
+    import datasets as hfds
+
+    return hfds.load_dataset(str(folder), subset, split=split, cache_dir=str(tmp_path / "hf-datasets-cache"))
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    """A hub with the sources' layouts, served over HTTP for the test's duration; the client online, its cache in
+    tmp_path, no token."""
+    import huggingface_hub.constants as C
+
+    h = Hub()
+    h.add("dataset", "csebuetnlp/xlsum", sf.xlsum_repo(tmp_path / "repos/xlsum"))
+    h.add("dataset", "GEM/mlsum", sf.mlsum_main(tmp_path / "repos/mlsum-main"))
+    h.add("dataset", "GEM/mlsum", sf.mlsum_branch(tmp_path / "repos/mlsum-pq"), revision=D.PARQUET_BRANCH)
+    h.add("dataset", "reciTAL/mlsum", sf.mlsum_main(tmp_path / "repos/recital"))  # a script, no Parquet branch
+    h.add("dataset", "facebook/belebele", sf.belebele_repo(tmp_path / "repos/belebele"))
+    h.add("dataset", "CohereLabs/Global-MMLU", sf.gmmlu_repo(tmp_path / "repos/gmmlu"))
+    h.add("dataset", "openlanguagedata/flores_plus", sf.flores_repo(tmp_path / "repos/flores"), gated=True)
+    monkeypatch.setattr(C, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(C, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    with HubServer(h) as url:
+        monkeypatch.setenv("HF_ENDPOINT", url)
+        yield h
+
+
+LOCAL_CASES = [
+    ("xlsum", sf.xlsum_repo, "thai", ["test", "train", "validation"], {"id", "url", "title", "summary", "text"}),
+    ("mlsum", sf.mlsum_branch, "de", ["test", "train"], {"id", "summary", "text", "url", "title"}),
+    ("belebele", sf.belebele_repo, "tha_Thai", ["test"], set(D.BELEBELE_COLUMNS)),
+    ("global_mmlu", sf.gmmlu_repo, "si", ["test", "dev"], set(D.GLOBAL_MMLU_COLUMNS)),
+]
+
+
+@pytest.mark.parametrize("name,make,subset,splits,fields", LOCAL_CASES, ids=[c[0] for c in LOCAL_CASES])
+def test_local_folder_in_the_hub_layout_becomes_a_mirror_with_the_task_fields(
+    tmp_path, name, make, subset, splits, fields
+):
+    src = make(tmp_path / "src")
+    out = D.download(name, str(src), [subset], splits, tmp_path / "mirror")
+    for split in splits:
+        ds = load(out, subset, split, tmp_path)
+        assert fields <= set(ds.column_names), (split, ds.column_names)
+        assert len(ds) > 0
+    assert (out / "README.md").is_file() and (out / "source.json").is_file()
+
+
+def test_xlsum_keeps_the_scripts_fields_and_calls_val_validation(tmp_path):
+    out = D.download("xlsum", str(sf.xlsum_repo(tmp_path / "src")), ["sinhala"], ["validation"], tmp_path / "m")
+    ds = load(out, "sinhala", "validation", tmp_path)
+    assert ds.column_names == ["id", "url", "title", "summary", "text"]
+    assert ds[0]["id"] == "sinhala-val-0" and ds[1]["summary"] == sf.THAI[1]
+
+
+def test_mlsum_fields_are_renamed_and_the_branch_needs_no_readme(tmp_path):
+    src = sf.mlsum_branch(tmp_path / "src")
+    assert not (src / "README.md").exists()
+    ds = load(D.download("mlsum", str(src), ["de"], ["test"], tmp_path / "m"), "de", "test", tmp_path)
+    assert ds[2]["id"] == "mlsum_de-test-2" and ds[2]["summary"] == "Zusammenfassung 2."
+    assert "gem_id" not in ds.column_names and "target" not in ds.column_names
+
+
+def test_global_mmlu_keeps_rows_with_an_empty_option(tmp_path):
+    ds = load(D.download("global_mmlu", str(sf.gmmlu_repo(tmp_path / "s")), ["si"], ["test"], tmp_path / "m"), "si",
+              "test", tmp_path)  # fmt: skip
+    assert len(ds) == 3 and ds[1]["option_d"] == "" and ds[0]["option_d"] == "9"
+
+
+def test_greeksum_converter_command_builds_a_mirror(tmp_path):
+    src = sf.greeksum_release(tmp_path / "GreekSUM")
+    D.main(["greeksum", "--src", str(src), "--out", str(tmp_path / "greeksum")])
+    test = load(tmp_path / "greeksum", "el", "test", tmp_path)
+    assert len(test) == 3 and {"id", "summary", "text", "url", "title"} <= set(test.column_names)
+    assert test[0]["id"] == "politics_5" and test[0]["summary"] == sf.GREEK[0]
+    assert len(load(tmp_path / "greeksum", "el", "train", tmp_path)) == 3
+    assert len(load(tmp_path / "greeksum", "el", "validation", tmp_path)) == 1
+
+
+def test_greeksum_from_the_line_aligned_files(tmp_path):
+    folder = tmp_path / "GreekSUM" / "abstract" / "summarization_data_abstract"
+    folder.mkdir(parents=True)
+    for split in ("train", "test"):
+        (folder / f"{split}-article.txt").write_text("\n".join(sf.GREEK) + "\n", encoding="utf-8")
+        (folder / f"{split}-abstract.txt").write_text("\n".join(s[:10] for s in sf.GREEK) + "\n", encoding="utf-8")
+    out = D.convert_greeksum(tmp_path / "GreekSUM", tmp_path / "m")
+    ds = load(out, "el", "test", tmp_path)
+    assert ds[3]["text"] == sf.GREEK[3] and ds[3]["summary"] == sf.GREEK[3][:10] and ds[3]["id"] == "test-3"
+
+
+def test_greeksum_without_built_data_says_what_to_run(tmp_path):
+    (tmp_path / "GreekSUM").mkdir()
+    with pytest.raises(D.LayoutError, match="splits_abstract_as_summary") as e:
+        D.convert_greeksum(tmp_path / "GreekSUM", tmp_path / "m")
+    assert "generate_GreekSUM.sh" in e.value.fix
+
+
+def test_wrong_subset_split_and_column_name_what_exists(tmp_path):
+    with pytest.raises(D.LayoutError, match=r"no such subset \(has: ar, en, si\)"):
+        D.download("global_mmlu", str(sf.gmmlu_repo(tmp_path / "g")), ["xx"], ["test"], tmp_path / "m")
+    with pytest.raises(D.LayoutError, match=r"no split 'validation' \(has: dev, test\)"):
+        D.download("global_mmlu", str(tmp_path / "g"), ["si"], ["validation"], tmp_path / "m")
+    with pytest.raises(D.LayoutError, match=r"languages: sinhala, thai"):
+        D.download("xlsum", str(sf.xlsum_repo(tmp_path / "x")), ["hindi"], ["test"], tmp_path / "m")
+    broken = sf.belebele_repo(tmp_path / "b", codes=("tha_Thai",))
+    (broken / "data" / "tha_Thai.jsonl").write_text('{"question": "q"}\n')
+    with pytest.raises(D.LayoutError, match="no column flores_passage"):
+        D.download("belebele", str(broken), ["tha_Thai"], ["test"], tmp_path / "m")
+    assert not (tmp_path / "m").exists()  # nothing half-written
+
+
+# ---- through the real hub client -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name,hub_id,subset,splits,field",
+    [
+        ("xlsum", "csebuetnlp/xlsum", "thai", ["test", "train"], "summary"),
+        ("mlsum", "GEM/mlsum", "de", ["test", "train"], "summary"),  # main has only mlsum.py: read at the branch
+        ("belebele", "facebook/belebele", "sin_Sinh", ["test"], "flores_passage"),
+        ("global_mmlu", "CohereLabs/Global-MMLU", "en", ["test", "dev"], "option_a"),
+    ],
+)
+def test_hub_download_then_offline_load(hub, tmp_path, monkeypatch, name, hub_id, subset, splits, field):
+    import huggingface_hub.constants as C
+
+    out = D.download(name, hub_id, [subset], splits, tmp_path / name)
+    assert any("/resolve/" in r for r in hub.requests)
+    monkeypatch.setattr(C, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    for split in splits:
+        ds = load(out, subset, split, tmp_path)
+        assert field in ds.column_names and len(ds) > 0
+
+
+def test_loading_script_repository_without_branch_names_the_fix(hub, tmp_path):
+    with pytest.raises(D.LayoutError, match="loading-script dataset") as e:
+        D.download("mlsum", "reciTAL/mlsum@main", ["de"], ["test"], tmp_path / "m")
+    assert "reciTAL/mlsum@refs/convert/parquet" in e.value.fix
+
+
+def test_gated_flores_needs_the_licence_then_serves_corpus_offline(hub, tmp_path, monkeypatch):
+    import huggingface_hub.constants as C
+
+    from workflow_scripts import corpus
+
+    args = ["flores", "--root", "openlanguagedata/flores_plus", "--codes", "eng_Latn", "tha_Thai"]
+    with pytest.raises(hub_cache.AccessError, match="gated") as e:
+        hub_cache.main([*args, "--out", str(tmp_path / "th.json")])
+    assert "/datasets/openlanguagedata/flores_plus" in e.value.fix and "licence" in e.value.fix
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    hub_cache.main([*args, "--out", str(tmp_path / "th.json")])
+    # what flores_mt then does on a compute node, with the hub offline: the same files from the cache
+    monkeypatch.setattr(C, "HF_HUB_OFFLINE", True)
+    pairs = corpus.load_flores_pairs("openlanguagedata/flores_plus", "th", n=3, seed=0)
+    assert len(pairs) == 3 and all(en.startswith("eng_Latn") and th.startswith("tha_Thai") for en, th in pairs)
+
+
+def test_needed_sources_follow_tasks_and_languages():
+    config = {
+        "languages": {"th": {}, "de": {}, "el": {}},
+        "evaluation": {"tasks": ["mt", "sum", "mc", "gmmlu", "mc_en", "gmmlu_en"], "mc": {"source": "belebele"}},
+    }
+    need = D.needed_sources(config)
+    assert need["xlsum"] == {"subsets": {"thai"}, "splits": {"test", "train"}}
+    assert need["mlsum"]["subsets"] == {"de"} and need["greeksum"]["subsets"] == {"el"}
+    assert need["belebele"]["subsets"] == {"tha_Thai", "deu_Latn", "ell_Grek", "eng_Latn"}
+    assert need["global_mmlu"] == {"subsets": {"de", "el", "en"}, "splits": {"test", "dev"}}  # no Thai subset
+    config["evaluation"]["mc"]["source"] = "l10n_proxy"
+    assert "belebele" not in D.needed_sources(config)
