@@ -34,6 +34,7 @@ class Hub:
     repos: dict[tuple[str, str], Repo] = field(default_factory=dict)  # (type "model"/"dataset", id) -> Repo
     files: dict[str, Path] = field(default_factory=dict)  # /files/<name> -> file
     requests: list[str] = field(default_factory=list)
+    anonymous_check_401: bool = False  # auth-check refuses anonymous callers with a bare 401, as for a missing repo
 
     def add(self, repo_type: str, repo_id: str, folder: Path, revision: str = "main", gated: bool = False) -> None:
         repo = self.repos.setdefault((repo_type, repo_id), Repo({}, gated))
@@ -82,6 +83,8 @@ def _handler(hub: Hub):
                 if repo is None:
                     return self._error(404, "RepoNotFound", head)
                 if rest == ["auth-check"]:
+                    if hub.anonymous_check_401 and not self.headers.get("Authorization"):
+                        return self._send(401, b"{}", head=head)
                     if not self._authorized(repo):
                         return self._error(403, "GatedRepo", head)
                     return self._send(200, b"{}", {"Content-Type": "application/json"}, head)

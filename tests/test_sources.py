@@ -10,6 +10,7 @@ from tests import source_fixtures as sf
 from tests.hub_server import TOKEN, Hub, HubServer
 from workflow_scripts import hub_cache
 from workflow_scripts.harness import datasets as D
+from workflow_scripts.harness import sources as S
 
 
 def load(folder, subset, split, tmp_path):
@@ -27,7 +28,7 @@ def hub(tmp_path, monkeypatch):
     h = Hub()
     h.add("dataset", "csebuetnlp/xlsum", sf.xlsum_repo(tmp_path / "repos/xlsum"))
     h.add("dataset", "GEM/mlsum", sf.mlsum_main(tmp_path / "repos/mlsum-main"))
-    h.add("dataset", "GEM/mlsum", sf.mlsum_branch(tmp_path / "repos/mlsum-pq"), revision=D.PARQUET_BRANCH)
+    h.add("dataset", "GEM/mlsum", sf.mlsum_branch(tmp_path / "repos/mlsum-pq"), revision=S.PARQUET_BRANCH)
     h.add("dataset", "reciTAL/mlsum", sf.mlsum_main(tmp_path / "repos/recital"))  # a script, no Parquet branch
     h.add("dataset", "facebook/belebele", sf.belebele_repo(tmp_path / "repos/belebele"))
     h.add("dataset", "CohereLabs/Global-MMLU", sf.gmmlu_repo(tmp_path / "repos/gmmlu"))
@@ -43,8 +44,8 @@ def hub(tmp_path, monkeypatch):
 LOCAL_CASES = [
     ("xlsum", sf.xlsum_repo, "thai", ["test", "train", "validation"], {"id", "url", "title", "summary", "text"}),
     ("mlsum", sf.mlsum_branch, "de", ["test", "train"], {"id", "summary", "text", "url", "title"}),
-    ("belebele", sf.belebele_repo, "tha_Thai", ["test"], set(D.BELEBELE_COLUMNS)),
-    ("global_mmlu", sf.gmmlu_repo, "si", ["test", "dev"], set(D.GLOBAL_MMLU_COLUMNS)),
+    ("belebele", sf.belebele_repo, "tha_Thai", ["test"], set(S.BELEBELE_COLUMNS)),
+    ("global_mmlu", sf.gmmlu_repo, "si", ["test", "dev"], set(S.GLOBAL_MMLU_COLUMNS)),
 ]
 
 
@@ -169,6 +170,43 @@ def test_gated_flores_needs_the_licence_then_serves_corpus_offline(hub, tmp_path
     monkeypatch.setattr(C, "HF_HUB_OFFLINE", True)
     pairs = corpus.load_flores_pairs("openlanguagedata/flores_plus", "th", n=3, seed=0)
     assert len(pairs) == 3 and all(en.startswith("eng_Latn") and th.startswith("tha_Thai") for en, th in pairs)
+
+
+def test_model_download_fetches_what_from_pretrained_reads(hub, tmp_path, monkeypatch):
+    import json
+
+    repo = tmp_path / "repos" / "llama"
+    (repo / "original").mkdir(parents=True)
+    for name in ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"):
+        (repo / name).write_text("{}")
+    (repo / "model-00001-of-00001.safetensors").write_bytes(b"\0" * 100)
+    (repo / "pytorch_model.bin").write_bytes(b"\0" * 100)
+    (repo / "original" / "consolidated.00.pth").write_bytes(b"\0" * 100)
+    hub.add("model", "meta-llama/Meta-Llama-3-8B", repo, gated=True)
+    spec = json.dumps({"kind": "hub", "path": "meta-llama/Meta-Llama-3-8B"})
+    with pytest.raises(hub_cache.AccessError, match="gated"):
+        hub_cache.main(["model", "--spec", spec, "--out", str(tmp_path / "m.json")])
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    hub_cache.main(["model", "--spec", spec, "--out", str(tmp_path / "m.json")])
+    marker = json.loads((tmp_path / "m.json").read_text())
+    assert marker["files"] == [
+        "config.json",
+        "generation_config.json",
+        "model-00001-of-00001.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ]
+    assert not any("consolidated" in r or r.endswith(".bin") for r in hub.requests)
+
+
+def test_an_anonymous_401_from_auth_check_is_not_taken_for_a_missing_repository(hub, tmp_path):
+    hub.anonymous_check_401 = True
+    out = D.download("belebele", "facebook/belebele", ["tha_Thai"], ["test"], tmp_path / "m")
+    assert len(load(out, "tha_Thai", "test", tmp_path)) == 3
+    with pytest.raises(hub_cache.AccessError, match="is gated"):
+        hub_cache.HubRepo("openlanguagedata/flores_plus").check_access()
+    with pytest.raises(hub_cache.AccessError, match="no such dataset repository"):
+        hub_cache.HubRepo("facebook/belebele-gone").check_access()
 
 
 def test_needed_sources_follow_tasks_and_languages():

@@ -246,6 +246,7 @@ def dataset_rows(config: dict, online: bool, downloads: Path, max_read: int) -> 
     """Each (dataset, subset) the tasks read: subset, splits and columns on the first rows, and the bytes to fetch."""
     from workflow_scripts import hub_cache
     from workflow_scripts.harness import datasets as D
+    from workflow_scripts.harness import sources as S
 
     rows = []
     settings = config.get("evaluation", {}).get("datasets", {})
@@ -278,25 +279,29 @@ def dataset_rows(config: dict, online: bool, downloads: Path, max_read: int) -> 
             ]
             continue
         try:
-            repo, files = D.open_source(name, setting)
+            repo, files = S.open_source(name, setting)
         except (hub_cache.AccessError, D.LayoutError) as e:
             rows.append(Row(MISSING, f"dataset {name} ({setting})", str(e), e.fix))
             continue
         for s in subsets:
             item = f"dataset {name} {s} ({repo.where})"
             try:
-                sizes = {sp: D.split_bytes(name, repo, files, s, sp) for sp in splits}
+                sizes = {sp: S.split_bytes(name, repo, files, s, sp) for sp in splits}
                 known = [b for b in sizes.values() if b is not None]
                 size = sum(set(known)) if lay.kind == "xlsum_archives" else sum(known)
                 detail = ", ".join(f"{sp} {human(b)}" for sp, b in sizes.items())
-                if size <= max_read:
-                    for sp in splits:
-                        D.read_split(name, repo, files, s, sp, limit=FIRST_ROWS)
-                    detail += f"; columns {', '.join(lay.columns) or '(any)'} on the first {FIRST_ROWS} rows"
-                    rows.append(Row(READY, item, detail, bytes=size, disk="both"))
-                else:
-                    detail += f"; columns not read (more than --max-read-mb {max_read // 10**6}; the download checks)"
-                    rows.append(Row(READY, item, detail, bytes=size, disk="both"))
+                read = [sp for sp, b in sizes.items() if b is not None and b <= max_read]
+                for sp in read:
+                    S.read_split(name, repo, files, s, sp, limit=FIRST_ROWS)
+                if read:
+                    cols = ", ".join(lay.columns) or "(any)"
+                    detail += f"; columns {cols} on the first {FIRST_ROWS} rows of {', '.join(read)}"
+                skipped = [sp for sp in splits if sp not in read]
+                if skipped:
+                    detail += (
+                        f"; {', '.join(skipped)} not read (over --max-read-mb {max_read // 10**6}: the download checks)"
+                    )
+                rows.append(Row(READY, item, detail, bytes=size, disk="both"))
             except (hub_cache.AccessError, D.LayoutError) as e:
                 rows.append(Row(MISSING, item, str(e), e.fix))
     return rows
@@ -323,7 +328,7 @@ def disk_rows(rows: list[Row], results: Path, cache: Path) -> list[Row]:
     out = []
     for label, path, n, _ in groups:
         free = free_bytes(path)
-        detail = f"needs {human(n)}, free {human(free)}"
+        detail = f"downloads of known size {human(n)} (files already cached counted), free {human(free)}"
         if n > free:
             fix = "free space there, or point HF_HOME / the working directory at a larger disk"
             out.append(Row(MISSING, f"disk {label}", detail, fix))

@@ -69,14 +69,18 @@ class AccessError(Exception):
         self.fix = fix
 
 
+def _gated(repo_id: str, repo_type: str) -> AccessError:
+    return AccessError(
+        f"{repo_id} is gated and these credentials have no access",
+        f"accept its licence at {page(repo_id, repo_type)}, then log in here (`hf auth login` or HF_TOKEN)",
+    )
+
+
 def _translate(e: Exception, repo_id: str, repo_type: str) -> Exception:
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError
 
     if isinstance(e, GatedRepoError):
-        return AccessError(
-            f"{repo_id} is gated and these credentials have no access",
-            f"accept its licence at {page(repo_id, repo_type)}, then log in here (`hf auth login` or HF_TOKEN)",
-        )
+        return _gated(repo_id, repo_type)
     if isinstance(e, RevisionNotFoundError):
         return AccessError(f"{repo_id}: no such revision", "check the revision after '@'")
     if isinstance(e, RepositoryNotFoundError):
@@ -106,10 +110,23 @@ class HubRepo:
 
     def check_access(self) -> None:
         """Raise ``AccessError`` (gated without access, missing, private) before anything is listed or fetched."""
+        from huggingface_hub.errors import GatedRepoError, HfHubHTTPError
+
         try:
             self._api().auth_check(self.repo_id, repo_type=self.repo_type)
-        except Exception as e:
+        except GatedRepoError as e:
             raise _translate(e, self.repo_id, self.repo_type) from e
+        except HfHubHTTPError as e:
+            # the hub answers 401 for a missing repository and for some anonymous checks: ask for the repository
+            # itself before calling it missing (a gated one is listed, and says so)
+            api = self._api()
+            info = api.model_info if self.repo_type == "model" else api.dataset_info
+            try:
+                meta = info(self.repo_id)
+            except Exception as e2:
+                raise _translate(e2, self.repo_id, self.repo_type) from e
+            if meta.gated:
+                raise _gated(self.repo_id, self.repo_type) from e
 
     def files(self) -> dict[str, int | None]:
         """Every file of the revision with its size in bytes (from the hub's file metadata)."""
