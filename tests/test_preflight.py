@@ -179,3 +179,37 @@ def test_default_config_passes_offline(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     assert "| ready | model smollm2 |" in out and "| missing |" not in out
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_download_all_fetches_what_preflight_listed_and_the_run_reads_it_offline(hub, tmp_path, monkeypatch):
+    """The local rules behind `snakemake download_all` against the hub server; then preflight, offline, finds every
+    mirror ready and the model and FLORES+ files in the Hugging Face cache."""
+    import huggingface_hub.constants as C
+
+    from tests.conftest import snakemake, tiny_config
+
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    paper = small_paper_config(hub.url)
+    config = yaml.safe_load(tiny_config(workdir).read_text())
+    config["models"]["llama2"] = paper["models"]["llama2"]
+    config["languages"]["th"] = paper["languages"]["th"]
+    config["evaluation"]["tasks"] = ["mt", "sum", "mc", "gmmlu"]
+    config["evaluation"]["mc"]["source"] = "belebele"
+    config["evaluation"]["datasets"] = paper["evaluation"]["datasets"]
+    path = workdir / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    env = {"HF_ENDPOINT": hub.url, "HF_HUB_OFFLINE": "0", "HF_HUB_CACHE": C.HF_HUB_CACHE, "HF_TOKEN": TOKEN}
+    done = snakemake(["--configfile", str(path), "--cores", "1", "download_all"], workdir, env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for target in ("models/llama2.source.json", "cc100/th.txt.xz", "flores/th.json", "hf/xlsum", "hf/belebele"):
+        assert (workdir / "results" / "downloads" / target).exists(), target
+    assert not (workdir / "results/downloads/hf/global_mmlu").exists()  # Global-MMLU has no Thai: not fetched
+    monkeypatch.setattr(C, "HF_HUB_OFFLINE", True)
+    code, rows, text = run(workdir, config, "--results", str(workdir / "results"))
+    assert rows["dataset xlsum thai"].status == "ready" and "mirror" in rows["dataset xlsum thai"].detail
+    assert rows["model llama2 (meta-llama/Llama-2-7b-hf)"].status == "ready"
+    assert rows["FLORES+ devtest (openlanguagedata/flores_plus)"].status == "ready"
+    assert code == 0, text
