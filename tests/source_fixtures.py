@@ -204,3 +204,21 @@ def greeksum_release(root: Path) -> Path:
     for split, files in names.items():
         (root / "splits_abstract_as_summary" / f"{split}.txt").write_text("\n".join(files))
     return root
+
+
+def mmlu_repo(root: Path, subjects=("abstract_algebra", "anatomy")) -> Path:
+    """cais/mmlu: README configs per subject, `{subject}/{split}-00000-of-00001.parquet`, fields question, subject,
+    choices (a list), answer (an index) - a source the layouts table does not name, read generically."""
+    configs = []
+    for subject in subjects:
+        (root / subject).mkdir(parents=True)
+        for split, n in (("test", 4), ("dev", 5)):
+            rows = [
+                {"question": f"q{i}", "subject": subject, "choices": ["a", "b", "c", "d"], "answer": i % 4}
+                for i in range(n)
+            ]
+            pq.write_table(pa.Table.from_pylist(rows), root / subject / f"{split}-00000-of-00001.parquet")
+        configs += [f"- config_name: {subject}", "  data_files:"]
+        configs += [f"  - split: {sp}\n    path: {subject}/{sp}-*" for sp in ("test", "dev")]
+    (root / "README.md").write_text(_card(configs))
+    return root

@@ -149,6 +149,15 @@ def test_hub_download_then_offline_load(hub, tmp_path, monkeypatch, name, hub_id
         assert field in ds.column_names and len(ds) > 0
 
 
+def test_a_source_without_a_layout_entry_is_read_generically(hub, tmp_path):
+    """Any other HUB_IDS source (here an English MMLU in cais/mmlu's layout) goes through its README configs."""
+    hub.add("dataset", "cais/mmlu", sf.mmlu_repo(tmp_path / "repos/mmlu"))
+    out = D.download("mmlu", "cais/mmlu", ["anatomy"], ["test", "dev"], tmp_path / "m")
+    ds = load(out, "anatomy", "dev", tmp_path)
+    assert ds.column_names == ["question", "subject", "choices", "answer"] and ds[2]["choices"] == ["a", "b", "c", "d"]
+    assert len(load(out, "anatomy", "test", tmp_path)) == 4
+
+
 def test_loading_script_repository_without_branch_names_the_fix(hub, tmp_path):
     with pytest.raises(D.LayoutError, match="loading-script dataset") as e:
         D.download("mlsum", "reciTAL/mlsum@main", ["de"], ["test"], tmp_path / "m")

@@ -252,10 +252,11 @@ def dataset_rows(config: dict, online: bool, downloads: Path, max_read: int) -> 
     settings = config.get("evaluation", {}).get("datasets", {})
     for name, need in sorted(D.needed_sources(config).items()):
         subsets, splits = sorted(need["subsets"]), sorted(need["splits"])
-        setting = settings.get(name, D.HUB_IDS.get(name))
+        setting = settings.get(name)  # the schema's defaults are the hub ids: what the workflow itself reads
         lay = D.layout_of(name)
         if not setting:
-            fix = f"set evaluation.datasets.{name} to a local folder in the hub layout"
+            hub_id = D.HUB_IDS.get(name)
+            fix = f"set evaluation.datasets.{name} to {'a hub id (' + hub_id + ') or ' if hub_id else ''}a local folder"
             if name == "greeksum":
                 fix = (
                     "build it from the public release: python -m workflow_scripts.harness.datasets greeksum "
