@@ -77,6 +77,17 @@ def test_mlsum_fields_are_renamed_and_the_branch_needs_no_readme(tmp_path):
     assert "gem_id" not in ds.column_names and "target" not in ds.column_names
 
 
+def test_mlsum_summary_falls_back_to_the_first_reference(tmp_path):
+    import pyarrow.parquet as pq
+
+    src = sf.mlsum_branch(tmp_path / "src")
+    table = pq.read_table(src / "de/test/0000.parquet")
+    pq.write_table(table.set_column(table.column_names.index("target"), "target", [["", "", ""]]),
+                   src / "de/test/0000.parquet")  # fmt: skip
+    ds = load(D.download("mlsum", str(src), ["de"], ["test"], tmp_path / "m"), "de", "test", tmp_path)
+    assert ds["summary"] == ["Zusammenfassung 0.", "Zusammenfassung 1.", "Zusammenfassung 2."]
+
+
 def test_global_mmlu_keeps_rows_with_an_empty_option(tmp_path):
     ds = load(D.download("global_mmlu", str(sf.gmmlu_repo(tmp_path / "s")), ["si"], ["test"], tmp_path / "m"), "si",
               "test", tmp_path)  # fmt: skip

@@ -253,6 +253,13 @@ def read_split(name: str, repo, files: dict[str, int | None], subset: str, split
     table = table.rename_columns([renames.get(c, c) for c in table.column_names])
     if "id" in lay.columns and "id" not in table.column_names:
         table = table.append_column("id", pa.array([f"{subset}-{split}-{i}" for i in range(len(table))]))
+    if {"summary", "references"} <= set(table.column_names):
+        # GEM's convention: one target in train, a list of references in validation and test; where a row's target
+        # is empty its first reference is the summary (gem-benchmark.com data cards)
+        refs, sums = table.column("references").to_pylist(), table.column("summary").to_pylist()
+        if any(not s for s in sums):
+            filled = [s or (r[0] if r else s) for s, r in zip(sums, refs, strict=True)]
+            table = table.set_column(table.column_names.index("summary"), "summary", pa.array(filled))
     missing = [c for c in lay.columns if c not in table.column_names]
     if missing:
         raise LayoutError(
