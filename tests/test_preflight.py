@@ -155,6 +155,9 @@ def test_a_mirror_already_downloaded_is_read_offline(hub, tmp_path, monkeypatch)
     assert rows["dataset global_mmlu si"].status == "ready" and "mirror" in rows["dataset global_mmlu si"].detail
     assert rows["model llama2 (meta-llama/Llama-2-7b-hf)"].status == "not checked"
     assert code == 0, text
+    config["languages"]["el"] = copy.deepcopy(config["languages"]["si"])  # a language the mirror lacks
+    code, rows, _ = run(tmp_path, config, "--offline")
+    assert code == 1 and "download_all" in rows["dataset global_mmlu el"].fix
 
 
 def test_offline_marks_what_needs_the_network_not_checked(tmp_path, monkeypatch):

@@ -238,6 +238,8 @@ def _mirror_row(name: str, folder: Path, subset: str, splits: list[str], columns
             f"convert it into the hub layout: python -m workflow_scripts.harness.datasets download --name {name} "
             f"--hub-id {folder} --subsets {subset} --splits {' '.join(splits)} --out results/downloads/hf/{name}"
         )
+        if how == "mirror":  # made for other languages: its params changed, so the download step redoes it
+            fix = "rerun `snakemake download_all` with this config (the mirror was made for other subsets)"
         return Row(MISSING, item, f"{folder}: {type(e).__name__}: {str(e).splitlines()[0][:200]}", fix)
     return Row(READY, item, f"{how} {folder}: splits {', '.join(seen)}; columns on the first row")
 
