@@ -138,10 +138,68 @@ rule mc_proxy:
 
 localrules:
     download_dataset,
+    download_hub_model,
+    download_flores,
+    download_all,
+
+
+from workflow_scripts.harness.datasets import needed_sources  # noqa: E402
+from workflow_scripts.hub_cache import is_hub_id  # noqa: E402
+
+
+def download_subsets(wc):
+    """The subsets of a dataset that the configured tasks and languages read (English for the retention checks)."""
+    return " ".join(
+        sorted(needed_sources(config).get(wc.dataset, {}).get("subsets", []))
+    )
+
+
+def download_splits(wc):
+    """Its evaluation and few-shot splits."""
+    return " ".join(
+        sorted(needed_sources(config).get(wc.dataset, {}).get("splits", ["test"]))
+    )
+
+
+def model_role_spec(wc):
+    """The models entry (role source) or its chat sibling (role chat) as JSON."""
+    spec = config["models"][wc.model]
+    return json.dumps(spec["chat"] if wc.role == "chat" else spec, sort_keys=True)
+
+
+def flores_codes(wc):
+    from workflow_scripts.corpus import FLORES_ENGLISH, flores_code
+
+    return f"{FLORES_ENGLISH} {flores_code(wc.lang)}"
+
+
+def download_targets():
+    """Everything preflight lists that a compute job would otherwise fetch: hub models (into the Hugging Face cache),
+    CC-100 files, FLORES+ files (cache) and the evaluation datasets' mirrors."""
+    out = []
+    for m, spec in config["models"].items():
+        if spec["kind"] == "hub":
+            out.append(f"results/downloads/models/{m}.source.json")
+        chat = spec.get("chat")
+        if isinstance(chat, dict) and chat.get("kind") == "hub":
+            out.append(f"results/downloads/models/{m}.chat.json")
+    for lang in LANGUAGES:
+        corpus = config["languages"][lang]["corpus"]
+        if corpus["kind"] == "cc100" and not corpus.get("path"):
+            out.append(f"results/downloads/cc100/{lang}.txt.xz")
+        mt = config["languages"][lang].get("mt", {"kind": "l10n"})
+        if mt["kind"] == "flores" and is_hub_id(mt["root"]):
+            out.append(f"results/downloads/flores/{lang}.json")
+    for name in sorted(needed_sources(config)):
+        setting = config["evaluation"]["datasets"].get(name)
+        if setting and not Path(setting).is_dir():
+            out.append(f"results/downloads/hf/{name}")
+    return out
 
 
 rule download_dataset:
-    """Fetch an evaluation dataset's wanted subsets once from the hub (run where the network is: the login node)."""
+    """Fetch an evaluation dataset's wanted subsets and splits once from the hub and convert them into the hub layout
+    with the task's fields (run where the network is: the login node)."""
     output:
         directory("results/downloads/hf/{dataset}"),
     log:
@@ -150,7 +208,49 @@ rule download_dataset:
         "../envs/workflow.yaml"
     params:
         hub_id=dataset_hub_id,
-        subsets=dataset_subsets,
+        subsets=download_subsets,
+        splits=download_splits,
     shell:
         "python -m workflow_scripts.harness.datasets download --name {wildcards.dataset} --hub-id {params.hub_id:q}"
-        " --subsets {params.subsets} --out {output} 2>> {log}"
+        " --subsets {params.subsets} --splits {params.splits} --out {output:q} 2>> {log:q}"
+
+
+rule download_hub_model:
+    """Fetch a hub model's weights and tokenizer into the Hugging Face cache (login node), so that
+    prepare_source_model / prepare_chat_model run with the hub offline."""
+    output:
+        "results/downloads/models/{model}.{role}.json",
+    log:
+        "results/logs/download_hub_model/{model}.{role}.log",
+    wildcard_constraints:
+        role="source|chat",
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        spec=model_role_spec,
+    shell:
+        "python -m workflow_scripts.hub_cache model --spec {params.spec:q} --out {output:q} 2>> {log:q}"
+
+
+rule download_flores:
+    """Fetch a language's FLORES+ devtest file and English's into the Hugging Face cache (gated: accept the licence
+    first), so that flores_mt runs with the hub offline."""
+    output:
+        "results/downloads/flores/{lang}.json",
+    log:
+        "results/logs/download_flores/{lang}.log",
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        root=flores_root,
+        codes=flores_codes,
+    shell:
+        "python -m workflow_scripts.hub_cache flores --root {params.root:q} --codes {params.codes}"
+        " --split devtest --out {output:q} 2>> {log:q}"
+
+
+rule download_all:
+    """One step for every download the configuration needs (`python -m tools.preflight` lists them first); run it on
+    the login node, then run the workflow with HF_HUB_OFFLINE=1."""
+    input:
+        download_targets(),

@@ -2,9 +2,11 @@
 local folders in the same layout, and the embedded default's offline stand-ins (paper 002 §6.4).
 
 A dataset is named in ``evaluation.datasets`` by a hub id (fetched by the local rule ``download_dataset`` on a
-machine with network, then read offline) or by a local folder. A local folder mirrors the hub: a ``README.md`` whose
-YAML ``configs:`` block names each subset's split files, so that ``datasets.load_dataset(folder, subset)`` reads it
-exactly as it reads the hub id, and the same task definitions serve both.
+machine with network, converted by ``harness.sources`` where the hub's own layout differs, then read offline) or by a
+local folder; the hub layouts and their public descriptions: ``sources.LAYOUTS`` and docs/data.md. A local folder
+mirrors the hub: a ``README.md`` whose YAML ``configs:`` block names each subset's split files, so that
+``datasets.load_dataset(folder, subset)`` reads it exactly as it reads the hub id, and the same task definitions
+serve both.
 """
 
 from __future__ import annotations
@@ -16,6 +18,14 @@ from pathlib import Path
 
 from workflow_scripts.corpus import FLORES_CODES as CORPUS_FLORES_CODES
 from workflow_scripts.corpus import FLORES_ENGLISH
+from workflow_scripts.harness.sources import (  # noqa: F401  (re-exported: the download step's API)
+    LAYOUTS,
+    Layout,
+    LayoutError,
+    convert_greeksum,
+    download,
+    layout_of,
+)
 from workflow_scripts.io import atomic_path, read_corpus, read_pairs, write_text
 
 DOWNLOADS = Path("results/downloads/hf")
@@ -46,13 +56,14 @@ class Source:
     fewshot_split: str | None = None
 
 
-# evaluation.datasets defaults: hub ids; greeksum has no hub copy (a local folder, README "Evaluation data").
+# evaluation.datasets defaults: hub ids (layouts in LAYOUTS below, docs/data.md); greeksum has no hub copy (a local
+# folder built by `python -m workflow_scripts.harness.datasets greeksum`, docs/data.md).
 HUB_IDS = {
     "belebele": "facebook/belebele",
     "xlsum": "csebuetnlp/xlsum",
-    "mlsum": "reciTAL/mlsum",
+    "mlsum": "GEM/mlsum",
     "greeksum": None,
-    "global_mmlu": "CohereForAI/Global-MMLU",
+    "global_mmlu": "CohereLabs/Global-MMLU",
     "mmlu": "lighteval/mmlu",  # English retention (Table 9): LightEval's leaderboard MMLU, not Global-MMLU's en
 }
 
@@ -94,34 +105,38 @@ def resolve(name: str, setting: str | None, downloads: Path = DOWNLOADS) -> Path
         return Path(setting)
     if setting is None:
         raise FileNotFoundError(
-            f"evaluation.datasets.{name}: no hub copy exists; give a local folder in the hub layout (README, "
-            "'Evaluation data')"
+            f"evaluation.datasets.{name}: no hub copy exists; give a local folder in the hub layout (docs/data.md: "
+            "`python -m workflow_scripts.harness.datasets greeksum` builds GreekSUM's)"
         )
     mirror = mirror_dir(name, downloads)
     if not (mirror / "README.md").is_file():
         raise FileNotFoundError(
             f"dataset {name} ({setting}): no local mirror at {mirror}; the local rule download_dataset fetches it "
-            f"(`snakemake {mirror}` where the network is), or set evaluation.datasets.{name} to a local folder"
+            f"(`snakemake {mirror}` or `snakemake download_all` where the network is), or set "
+            f"evaluation.datasets.{name} to a local folder"
         )
     return mirror
 
 
-def allow_patterns(name: str, subsets: list[str]) -> list[str]:
-    """Files of a hub dataset to fetch: its README (the configs) and the files of the wanted subsets only."""
-    return ["README.md", *(f"*{s}*" for s in subsets)]
-
-
-def download(name: str, hub_id: str, subsets: list[str], out: Path) -> Path:
-    """Fetch the wanted subsets of ``hub_id`` once into ``out`` (hub layout), atomically: a killed fetch leaves none."""
-    from huggingface_hub import snapshot_download
-
-    revision = None
-    if "@" in hub_id:
-        hub_id, revision = hub_id.split("@", 1)
-    with atomic_path(out) as tmp:
-        snapshot_download(
-            hub_id, repo_type="dataset", revision=revision, local_dir=tmp, allow_patterns=allow_patterns(name, subsets)
-        )
+def needed_sources(config: dict) -> dict[str, dict[str, set[str]]]:
+    """The sources the configured tasks and languages read: name -> {"subsets", "splits"} (English for the
+    retention checks; the mc proxy and unavailable pairs need none)."""
+    out: dict[str, dict[str, set[str]]] = {}
+    ev = config.get("evaluation", {})
+    for task in ev.get("tasks", []):
+        base, en = (task.removesuffix("_en"), True) if task.endswith("_en") else (task, False)
+        if base not in ("sum", "mc", "gmmlu"):
+            continue
+        if base == "mc" and ev.get("mc", {}).get("source", "belebele") != "belebele":
+            continue
+        for lang in ["en"] if en else config.get("languages", {}):
+            try:
+                src = task_source(base, lang)
+            except (Unavailable, KeyError):
+                continue
+            need = out.setdefault(src.dataset, {"subsets": set(), "splits": set()})
+            need["subsets"].add(src.subset)
+            need["splits"].update({src.split, src.fewshot_split or src.split})
     return out
 
 
@@ -200,10 +215,14 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     dl = sub.add_parser("download", help="fetch a hub dataset's subsets once (run where the network is)")
-    dl.add_argument("--name", required=True)
-    dl.add_argument("--hub-id", required=True, help="owner/name[@revision]")
+    dl.add_argument("--name", required=True, help="the evaluation.datasets key (its layout: LAYOUTS)")
+    dl.add_argument("--hub-id", required=True, help="owner/name[@revision], or a local folder in the hub layout")
     dl.add_argument("--subsets", nargs="+", required=True)
+    dl.add_argument("--splits", nargs="+", default=["test"])
     dl.add_argument("--out", required=True)
+    gs = sub.add_parser("greeksum", help="GreekSUM's public release (after generate_GreekSUM.sh) -> a local mirror")
+    gs.add_argument("--src", required=True, help="checkout of github.com/iakovosevdaimon/GreekSUM with its data built")
+    gs.add_argument("--out", required=True)
     mc = sub.add_parser("mc-proxy", help="the embedded default's mc proxy from held-out l10n pairs")
     mc.add_argument("--pairs", required=True)
     mc.add_argument("--heldout", required=True)
@@ -215,7 +234,9 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     setup_logging(a.log)
     if a.cmd == "download":
-        download(a.name, a.hub_id, a.subsets, Path(a.out))
+        download(a.name, a.hub_id, a.subsets, a.splits, Path(a.out))
+    elif a.cmd == "greeksum":
+        convert_greeksum(Path(a.src), Path(a.out))
     else:
         write_mc_proxy(Path(a.pairs), Path(a.heldout), a.lang, Path(a.out), a.n, a.seed)
 

@@ -1,0 +1,411 @@
+"""Preflight: everything a configuration will download, checked on the login node before any job is submitted.
+
+    python -m tools.preflight --configfile configs/paper.yaml
+
+For every model (and its tokenizer), corpus URL, FLORES+ file and evaluation dataset the configuration needs: whether
+it is reachable with the user's credentials (a gated repository without access is named with the page where its
+licence is accepted), what it weighs, whether the disk under ``results/`` and the Hugging Face cache has room for it,
+and, for each dataset, whether the subset, split and columns the tasks read exist (on the first rows only). One
+table, ready / missing / not checked, each with its fix; the exit status is 1 when anything blocks the run.
+
+Offline (``HF_HUB_OFFLINE=1`` or ``--offline``) it checks what is local (packages, files, mirrors already downloaded,
+the Hugging Face cache) and marks everything else "not checked", saying what was not checked. The hub is read with
+``huggingface_hub`` (``HF_ENDPOINT`` and the user's token apply). The next step, ``snakemake download_all``, fetches
+what this lists (docs/data.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+READY, MISSING, NOT_CHECKED = "ready", "missing", "not checked"
+OFFLINE_NOTE = "offline (HF_HUB_OFFLINE=1 or --offline)"
+FIRST_ROWS = 5
+
+
+@dataclass
+class Row:
+    """One line of the table: what, its state, what was seen, and what to do."""
+
+    status: str
+    item: str
+    detail: str
+    fix: str = ""
+    bytes: int | None = None
+    disk: str = ""  # where its download lands: "cache" (Hugging Face cache), "results", "both", ""
+
+
+def human(n: int | None) -> str:
+    if n is None:
+        return "size unknown"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return str(n)
+
+
+def load_config(path: Path) -> dict:
+    """The configuration as the workflow sees it: the file, checked against the schema, with its defaults."""
+    import yaml
+    from snakemake.utils import validate
+
+    from workflow_scripts.grid import schema_errors
+
+    config = yaml.safe_load(Path(path).read_text()) or {}
+    schema = REPO / "schemas" / "config.schema.yaml"
+    problems = schema_errors(config, schema)
+    if problems:
+        raise SystemExit(f"{path}: invalid configuration:\n  - " + "\n  - ".join(problems))
+    validate(config, schema=str(schema), set_default=True)
+    return config
+
+
+def free_bytes(path: Path) -> int:
+    """Free space of the file system holding ``path`` (its nearest existing parent)."""
+    p = Path(path).resolve()
+    while not p.exists():
+        p = p.parent
+    return shutil.disk_usage(p).free
+
+
+def _device(path: Path) -> int:
+    p = Path(path).resolve()
+    while not p.exists():
+        p = p.parent
+    return p.stat().st_dev
+
+
+def hf_cache_dir() -> Path:
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
+# ---- models ----------------------------------------------------------------------------------------------------------
+
+
+def _cached(repo_id: str, filename: str, repo_type: str, revision: str | None) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    hit = try_to_load_from_cache(repo_id, filename, revision=revision, repo_type=repo_type)
+    return isinstance(hit, str)
+
+
+def model_rows(name: str, spec: dict, online: bool) -> list[Row]:
+    """The model of one ``models`` entry (or its chat sibling) and its tokenizer."""
+    from workflow_scripts import hub_cache
+    from workflow_scripts.source_model import package_file_problem
+
+    kind = spec.get("kind")
+    item = f"model {name}"
+    if kind == "hub":
+        repo_id, revision = spec["path"], spec.get("revision")
+        item += f" ({repo_id})"
+        if not online:
+            if _cached(repo_id, "config.json", "model", revision):
+                return [Row(READY, item, "in the Hugging Face cache; " + OFFLINE_NOTE + ": not compared with the hub")]
+            return [Row(NOT_CHECKED, item, OFFLINE_NOTE + ": access (gated licence), size, tokenizer files")]
+        repo = hub_cache.HubRepo(repo_id, "model", revision)
+        try:
+            repo.check_access()
+            files = repo.files()
+        except hub_cache.AccessError as e:
+            return [Row(MISSING, item, str(e), e.fix)]
+        wanted = hub_cache.model_files(files)
+        weights = [f for f in wanted if f.endswith(".safetensors")]
+        size = sum(files[f] or 0 for f in wanted)
+        rows = []
+        if weights:
+            rows.append(Row(READY, item, f"{len(weights)} safetensors files, {human(size)}", bytes=size, disk="cache"))
+        else:
+            rows.append(
+                Row(MISSING, item, "no .safetensors weights at the top level", "name a revision with safetensors")
+            )
+        tok = [f for f in hub_cache.TOKENIZER_FILES if f in files]
+        if tok:
+            rows.append(Row(READY, f"tokenizer {name} ({repo_id})", ", ".join(tok)))
+        else:
+            rows.append(Row(MISSING, f"tokenizer {name} ({repo_id})", "no tokenizer.json / tokenizer.model", ""))
+        return rows
+    if kind == "local":
+        ok = (Path(spec["path"]) / "config.json").is_file()
+        return [
+            Row(READY, item, f"local folder {spec['path']}")
+            if ok
+            else Row(MISSING, item, f"{spec['path']}/config.json does not exist", f"fix models.{name}.path")
+        ]
+    if kind in ("gguf_package", "random_llama"):
+        problem = package_file_problem(spec["package"], spec["file"])
+        if problem:
+            return [Row(MISSING, item, problem[1], f"models.{name}.{problem[0]}")]
+        return [Row(READY, item, f"{spec['file']} in installed package {spec['package']}")]
+    return [Row(MISSING, item, f"unknown kind {kind!r}", f"fix models.{name}.kind")]
+
+
+# ---- corpora and FLORES+ ---------------------------------------------------------------------------------------------
+
+
+def url_row(lang: str, url: str, online: bool, downloads: Path) -> Row:
+    item = f"corpus {lang} ({url})"
+    local = downloads / "cc100" / f"{lang}.txt.xz"
+    if local.is_file():
+        return Row(READY, item, f"downloaded: {local}")
+    if not online:
+        return Row(NOT_CHECKED, item, OFFLINE_NOTE + ": reachability and size")
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=30) as r:
+            size = r.headers.get("Content-Length")
+        size = int(size) if size else None
+        return Row(READY, item, human(size), bytes=size, disk="results")
+    except Exception as e:  # any network or HTTP error: the URL does not serve the file
+        return Row(MISSING, item, f"unreachable: {e}", f"fix languages.{lang}.corpus.url")
+
+
+def flores_rows(config: dict, online: bool) -> list[Row]:
+    """FLORES+ devtest files of the languages whose mt kind is flores: gated; ``{split}/{code}.parquet``."""
+    from workflow_scripts import hub_cache
+    from workflow_scripts.corpus import FLORES_ENGLISH, flores_code
+
+    by_root: dict[str, list[str]] = {}
+    for lang, lc in config.get("languages", {}).items():
+        mt = lc.get("mt", {"kind": "l10n"})
+        if mt.get("kind") == "flores":
+            by_root.setdefault(mt["root"], []).append(lang)
+    rows = []
+    for root, langs in by_root.items():
+        codes = [FLORES_ENGLISH] + [flores_code(lang) for lang in langs]
+        paths = hub_cache.flores_paths("devtest", codes)
+        item = f"FLORES+ devtest ({root})"
+        local = Path(root).is_dir()
+        if not local and not online:
+            cached = all(_cached(root, p, "dataset", None) for p in paths)
+            if cached:
+                rows.append(Row(READY, item, f"{len(paths)} files in the Hugging Face cache"))
+            else:
+                rows.append(Row(NOT_CHECKED, item, OFFLINE_NOTE + ": access (gated licence), files, columns"))
+            continue
+        repo = hub_cache.open_repo(root)
+        try:
+            repo.check_access()
+            files = repo.files()
+        except hub_cache.AccessError as e:
+            rows.append(Row(MISSING, item, str(e), e.fix))
+            continue
+        missing = [p for p in paths if p not in files]
+        if missing:
+            rows.append(Row(MISSING, item, f"no {', '.join(missing)}", "check languages.<lang>.mt.root / FLORES codes"))
+            continue
+        import pyarrow.parquet as pq
+
+        cols = pq.read_schema(repo.fetch(paths[1])).names
+        if not {"id", "text"} <= set(cols):
+            rows.append(Row(MISSING, item, f"{paths[1]} has columns {cols}, not id and text", ""))
+            continue
+        size = sum(files[p] or 0 for p in paths)
+        disk = "" if local else "cache"
+        rows.append(Row(READY, item, f"{len(paths)} files ({', '.join(codes)}), {human(size)}", bytes=size, disk=disk))
+    return rows
+
+
+# ---- evaluation datasets ---------------------------------------------------------------------------------------------
+
+
+def _mirror_row(name: str, folder: Path, subset: str, splits: list[str], columns: tuple[str, ...], how: str) -> Row:
+    """A local folder (configured, or the download step's mirror) read offline as the tasks read it."""
+    import datasets as hfds
+
+    item = f"dataset {name} {subset}"
+    seen = []
+    try:
+        for split in splits:
+            ds = hfds.load_dataset(str(folder), subset, split=split, streaming=True)
+            first = next(iter(ds), None)
+            have = list(first) if first is not None else list(ds.features or [])
+            missing = [c for c in columns if c not in have]
+            if missing:
+                return Row(MISSING, item, f"{folder} {split}: no column {', '.join(missing)} (has {have})", "")
+            seen.append(split)
+    except Exception as e:  # datasets raises many kinds for a wrong folder, subset or split
+        fix = (
+            f"convert it into the hub layout: python -m workflow_scripts.harness.datasets download --name {name} "
+            f"--hub-id {folder} --subsets {subset} --splits {' '.join(splits)} --out results/downloads/hf/{name}"
+        )
+        if how == "mirror":  # made for other languages: its params changed, so the download step redoes it
+            fix = "rerun `snakemake download_all` with this config (the mirror was made for other subsets)"
+        return Row(MISSING, item, f"{folder}: {type(e).__name__}: {str(e).splitlines()[0][:200]}", fix)
+    return Row(READY, item, f"{how} {folder}: splits {', '.join(seen)}; columns on the first row")
+
+
+def dataset_rows(config: dict, online: bool, downloads: Path, max_read: int) -> list[Row]:
+    """Each (dataset, subset) the tasks read: subset, splits and columns on the first rows, and the bytes to fetch."""
+    from workflow_scripts import hub_cache
+    from workflow_scripts.harness import datasets as D
+    from workflow_scripts.harness import sources as S
+
+    rows = []
+    settings = config.get("evaluation", {}).get("datasets", {})
+    for name, need in sorted(D.needed_sources(config).items()):
+        subsets, splits = sorted(need["subsets"]), sorted(need["splits"])
+        setting = settings.get(name)  # the schema's defaults are the hub ids: what the workflow itself reads
+        lay = D.layout_of(name)
+        if not setting:
+            hub_id = D.HUB_IDS.get(name)
+            fix = f"set evaluation.datasets.{name} to {'a hub id (' + hub_id + ') or ' if hub_id else ''}a local folder"
+            if name == "greeksum":
+                fix = (
+                    "build it from the public release: python -m workflow_scripts.harness.datasets greeksum "
+                    "--src <GreekSUM checkout> --out <folder>, then set evaluation.datasets.greeksum (docs/data.md)"
+                )
+            rows.append(Row(MISSING, f"dataset {name} {', '.join(subsets)}", "no hub copy and no folder set", fix))
+            continue
+        mirror = D.mirror_dir(name, downloads / "hf")
+        if Path(setting).is_dir() or (mirror / "README.md").is_file():
+            folder, how = (Path(setting), "local folder") if Path(setting).is_dir() else (mirror, "mirror")
+            rows += [_mirror_row(name, folder, s, splits, lay.columns, how) for s in subsets]
+            continue
+        if not online:
+            rows += [
+                Row(
+                    NOT_CHECKED,
+                    f"dataset {name} {s} ({setting})",
+                    OFFLINE_NOTE + f": access, size, subset, splits {', '.join(splits)}, columns",
+                )
+                for s in subsets
+            ]
+            continue
+        try:
+            repo, files = S.open_source(name, setting)
+        except (hub_cache.AccessError, D.LayoutError) as e:
+            rows.append(Row(MISSING, f"dataset {name} ({setting})", str(e), e.fix))
+            continue
+        for s in subsets:
+            item = f"dataset {name} {s} ({repo.where})"
+            try:
+                sizes = {sp: S.split_bytes(name, repo, files, s, sp) for sp in splits}
+                known = [b for b in sizes.values() if b is not None]
+                size = sum(set(known)) if lay.kind == "xlsum_archives" else sum(known)
+                detail = ", ".join(f"{sp} {human(b)}" for sp, b in sizes.items())
+                read = [sp for sp, b in sizes.items() if b is not None and b <= max_read]
+                for sp in read:
+                    S.read_split(name, repo, files, s, sp, limit=FIRST_ROWS)
+                if read:
+                    cols = ", ".join(lay.columns) or "(any)"
+                    detail += f"; columns {cols} on the first {FIRST_ROWS} rows of {', '.join(read)}"
+                skipped = [sp for sp in splits if sp not in read]
+                if skipped:
+                    detail += (
+                        f"; {', '.join(skipped)} not read (over --max-read-mb {max_read // 10**6}: the download checks)"
+                    )
+                rows.append(Row(READY, item, detail, bytes=size, disk="both"))
+            except (hub_cache.AccessError, D.LayoutError) as e:
+                rows.append(Row(MISSING, item, str(e), e.fix))
+    return rows
+
+
+# ---- disk ------------------------------------------------------------------------------------------------------------
+
+
+def disk_rows(rows: list[Row], results: Path, cache: Path) -> list[Row]:
+    """Room for the downloads: the Hugging Face cache receives hub files, results/ the mirrors and corpora (a
+    dataset lands in both: the fetched files, then the converted mirror)."""
+    need = {"cache": 0, "results": 0}
+    for r in rows:
+        if r.bytes and r.disk in ("cache", "both"):
+            need["cache"] += r.bytes
+        if r.bytes and r.disk in ("results", "both"):
+            need["results"] += r.bytes
+    unknown = sum(1 for r in rows if r.status == NOT_CHECKED or (r.disk and r.bytes is None))
+    places = {"cache": cache, "results": results}
+    if _device(cache) == _device(results):
+        groups = [("results/ and the Hugging Face cache", results, need["cache"] + need["results"], f"{cache}")]
+    else:
+        groups = [(f"{k} ({places[k]})", places[k], need[k], str(places[k])) for k in ("results", "cache")]
+    out = []
+    for label, path, n, _ in groups:
+        free = free_bytes(path)
+        detail = f"downloads of known size {human(n)} (files already cached counted), free {human(free)}"
+        if n > free:
+            fix = "free space there, or point HF_HOME / the working directory at a larger disk"
+            out.append(Row(MISSING, f"disk {label}", detail, fix))
+        elif unknown:
+            out.append(Row(NOT_CHECKED, f"disk {label}", detail + f"; {unknown} download sizes not known"))
+        else:
+            out.append(Row(READY, f"disk {label}", detail))
+    return out
+
+
+# ---- the table -------------------------------------------------------------------------------------------------------
+
+
+def preflight(config: dict, *, online: bool, results: Path, max_read: int) -> list[Row]:
+    """Every row for ``config`` (no side effects but the Hugging Face cache, which the download step reuses)."""
+    rows: list[Row] = []
+    for name, spec in config.get("models", {}).items():
+        rows += model_rows(name, spec, online)
+        if isinstance(spec.get("chat"), dict):
+            rows += model_rows(f"{name} chat", spec["chat"], online)
+    for lang, lc in config.get("languages", {}).items():
+        corpus = lc["corpus"]
+        if corpus["kind"] == "l10n":
+            deb = Path(corpus["deb"])
+            rows.append(
+                Row(READY, f"corpus {lang} (l10n)", str(deb))
+                if deb.is_file()
+                else Row(MISSING, f"corpus {lang} (l10n)", f"{deb} does not exist", f"languages.{lang}.corpus.deb")
+            )
+        elif corpus.get("path"):
+            ok = Path(corpus["path"]).is_file()
+            rows.append(
+                Row(READY if ok else MISSING, f"corpus {lang}", corpus["path"], "" if ok else "fix corpus.path")
+            )
+        else:
+            rows.append(url_row(lang, corpus["url"], online, results / "downloads"))
+    rows += flores_rows(config, online)
+    rows += dataset_rows(config, online, results / "downloads", max_read)
+    rows += disk_rows(rows, results, hf_cache_dir())
+    return rows
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["| status | item | detail | fix |", "|---|---|---|---|"]
+    lines += [f"| {r.status} | {r.item} | {r.detail} | {r.fix} |" for r in rows]
+    counts = {s: sum(r.status == s for r in rows) for s in (READY, MISSING, NOT_CHECKED)}
+    lines.append("")
+    lines.append(", ".join(f"{n} {s}" for s, n in counts.items()))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from workflow_scripts import hub_cache
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--configfile", type=Path, default=REPO / "config.yaml")
+    p.add_argument("--offline", action="store_true", help="check only what is local (also HF_HUB_OFFLINE=1)")
+    p.add_argument("--results", type=Path, default=Path("results"), help="the workflow's results folder")
+    p.add_argument("--max-read-mb", type=int, default=512, help="read first rows only from smaller downloads")
+    p.add_argument("--json", type=Path, help="also write the rows as JSON")
+    a = p.parse_args(argv)
+    config = load_config(a.configfile)
+    online = not (a.offline or hub_cache.offline())
+    rows = preflight(config, online=online, results=a.results, max_read=a.max_read_mb * 10**6)
+    print(f"preflight for {a.configfile} ({'online: ' + hub_cache.endpoint() if online else OFFLINE_NOTE})")
+    print(table(rows))
+    if a.json:
+        a.json.write_text(json.dumps([asdict(r) for r in rows], indent=1, ensure_ascii=False))
+    blocked = [r for r in rows if r.status == MISSING]
+    if blocked:
+        print(f"\n{len(blocked)} item(s) block the run: fix them, then rerun preflight.", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
