@@ -98,9 +98,11 @@ rule sample_cc100:
 
 
 rule flores_mt:
-    """The MT test set from FLORES-200 devtest (hub id or local mirror of openlanguagedata/flores_plus)."""
+    """The MT test set from FLORES-200 devtest (hub id or local mirror of openlanguagedata/flores_plus), selected as
+    evaluation.items says (paper: the reference's 500), and the chosen ids."""
     output:
         mt="results/data/{lang}/flores/mt.tsv",
+        ids="results/data/{lang}/flores/mt_items.json",
     log:
         "results/logs/flores_mt/{lang}.log",
     conda:
@@ -112,9 +114,10 @@ rule flores_mt:
         root=flores_root,
         n=config["data"]["n_mt"],
         seed=config["seed"],
+        selection=config["evaluation"]["items"],
     shell:
         "python -m workflow_scripts.corpus flores --root {params.root:q} --lang {wildcards.lang} --n {params.n}"
-        " --seed {params.seed} --out {output.mt} 2>> {log}"
+        " --seed {params.seed} --items {params.selection} --out {output.mt} --ids {output.ids} 2>> {log}"
 
 
 rule mc_proxy:
