@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workflow_scripts import corpus, items
+from workflow_scripts import corpus, items, selection
 from workflow_scripts.harness.datasets import task_source, write_hub_layout
 from workflow_scripts.io import read_pairs
 
@@ -21,19 +21,19 @@ def test_paper_positions_are_the_references_pandas_sample():
     # pandas.DataFrame.sample(n, random_state=42) is numpy's legacy RandomState(42).permutation(rows)[:n]
     expected = np.random.RandomState(42).permutation(N_DEVTEST)[:500].tolist()
     frame = pd.DataFrame({"en": [f"s{i}" for i in range(N_DEVTEST)]})
-    assert items.select_positions(N_DEVTEST, "paper", 500, seed=0) == expected
+    assert selection.select_positions(N_DEVTEST, "paper", 500, seed=0) == expected
     assert frame.sample(n=500, random_state=42).index.tolist() == expected
     # the workflow seed does not move the paper's rows; a smaller n is a prefix of them
-    assert items.select_positions(N_DEVTEST, "paper", 500, seed=7) == expected
-    assert items.select_positions(N_DEVTEST, "paper", 32, seed=0) == expected[:32]
-    assert items.select_positions(N_DEVTEST, "first", 3, seed=0) == [0, 1, 2]
-    shuffled = items.select_positions(N_DEVTEST, "shuffle", 5, seed=3)
+    assert selection.select_positions(N_DEVTEST, "paper", 500, seed=7) == expected
+    assert selection.select_positions(N_DEVTEST, "paper", 32, seed=0) == expected[:32]
+    assert selection.select_positions(N_DEVTEST, "first", 3, seed=0) == [0, 1, 2]
+    shuffled = selection.select_positions(N_DEVTEST, "shuffle", 5, seed=3)
     assert shuffled == sorted(random.Random(3).sample(range(N_DEVTEST), 5))
-    assert shuffled != items.select_positions(N_DEVTEST, "shuffle", 5, seed=4)
+    assert shuffled != selection.select_positions(N_DEVTEST, "shuffle", 5, seed=4)
     with pytest.raises(ValueError, match=r"evaluation\.items must be one of"):
-        items.select_positions(10, "random", 3, seed=0)
+        selection.select_positions(10, "random", 3, seed=0)
     with pytest.raises(ValueError, match="cannot select 11 items from 10 rows"):
-        items.select_positions(10, "first", 11, seed=0)
+        selection.select_positions(10, "first", 11, seed=0)
 
 
 def _flores_folder(root, langs=("tha_Thai", "sin_Sinh")):
@@ -194,3 +194,37 @@ def test_harness_reads_exactly_the_selected_rows(tmp_path, sum_folder, bos_token
         docs = LightevalTask(config).get_docs(4)
     summaries = sorted(d.choices[0] for d in docs)
     assert summaries == sorted(f"summary {i.split('-')[1]}" for i in json.loads(ids.read_text())["ids"])
+
+
+@pytest.mark.slow
+def test_rules_wire_the_selection(tmp_path, sum_folder, bos_tokenizer_dir):
+    """With items paper, flores_mt draws the paper's rows and the sum jobs read the selected folder, whole; a harness
+    n below the selected rows is refused before any job runs."""
+    import yaml
+
+    from tests.conftest import snakemake, tiny_config
+
+    root = _flores_folder(tmp_path / "flores", langs=("tha_Thai",))
+    config_path = tiny_config(tmp_path)
+    config = yaml.safe_load(config_path.read_text())
+    config["languages"]["th"]["mt"] = {"kind": "flores", "root": str(root)}
+    config["data"]["n_mt"] = 8
+    config["evaluation"].update(
+        tasks=["mt", "sum"],
+        items="paper",
+        items_tokenizer=str(bos_tokenizer_dir),
+        datasets={"xlsum": str(sum_folder)},
+        sum={"n": 3, "max_new_tokens": 4},
+    )
+    config_path.write_text(yaml.safe_dump(config))
+    run = snakemake(["-n", "-p", "--configfile", str(config_path)], tmp_path)
+    assert run.returncode == 0, run.stderr + run.stdout
+    plan = run.stdout
+    assert "--items paper" in plan and "--ids results/data/th/flores/mt_items.json" in plan
+    assert f"workflow_scripts.items sum --data {sum_folder}" in plan and f"--tokenizer {bos_tokenizer_dir}" in plan
+    assert "--data results/data/th/sum_items/paper --n 3" in plan
+
+    config["evaluation"]["mt"]["n"] = 4
+    config_path.write_text(yaml.safe_dump(config))
+    run = snakemake(["-n", "--configfile", str(config_path)], tmp_path)
+    assert run.returncode != 0 and "evaluation.mt.n (4) is below data.n_mt (8)" in run.stdout + run.stderr

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from workflow_scripts.io import MAX_LINE_CHARS, read_pairs_with_stats, setup_logging, write_json, write_text
+from workflow_scripts.selection import select_positions, selection_note
 
 # The paper's ten languages (ISO 639-1) and their FLORES-200 / FLORES+ codes ({iso_639_3}_{iso_15924}).
 FLORES_CODES: dict[str, str] = {
@@ -436,8 +437,6 @@ def select_flores(table, *, items: str = "shuffle", n: int | None = None, seed: 
     """The rows of a ``flores_table`` to evaluate (items.select_positions: ``paper`` = the reference's 500, in its
     sample order; ``first``; ``shuffle`` = ``n`` drawn with ``seed``, in release order), with a ``position`` column
     (0-based row of the release)."""
-    from workflow_scripts.items import select_positions
-
     if n is not None and n > len(table):
         raise ValueError(f"too few FLORES sentences: {len(table)} available, n={n} asked for")
     positions = select_positions(len(table), items, n, seed)
@@ -478,8 +477,6 @@ def load_flores_pairs(
 
 def flores_listing(table, rows, *, lang: str, root: str, split: str, items: str, seed: int) -> dict:
     """The ids file of the mt selection: which FLORES rows (id and 0-based position) were chosen, and how."""
-    from workflow_scripts.items import selection_note
-
     return {
         "task": "mt",
         "lang": lang,
