@@ -228,3 +228,82 @@ def test_rules_wire_the_selection(tmp_path, sum_folder, bos_tokenizer_dir):
     config_path.write_text(yaml.safe_dump(config))
     run = snakemake(["-n", "--configfile", str(config_path)], tmp_path)
     assert run.returncode != 0 and "evaluation.mt.n (4) is below data.n_mt (8)" in run.stdout + run.stderr
+
+
+def _hub_handler(folder, repo: str, sha: str = "a" * 40):
+    """A request handler for the few hub endpoints snapshot_download calls, serving one model repository's files."""
+    import hashlib
+    from http.server import BaseHTTPRequestHandler
+
+    files = {p.name: p.read_bytes() for p in folder.iterdir()}
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            self.server.requests.append(self.requestline)
+
+        def _send(self, code: int, data: bytes = b"", body: bool = True, headers: dict | None = None):
+            self.send_response(code)
+            for k, v in {"Content-Length": str(len(data)), **(headers or {})}.items():
+                self.send_header(k, v)
+            self.end_headers()
+            if body:
+                self.wfile.write(data)
+
+        def do_HEAD(self):
+            self.do_GET(body=False)
+
+        def do_GET(self, body: bool = True):
+            path = self.path.split("?")[0]
+            if path.startswith(f"/api/models/{repo}/tree/"):
+                tree = [{"type": "file", "path": n, "size": len(d), "oid": hashlib.sha1(d).hexdigest()}
+                        for n, d in files.items()]  # fmt: skip
+                return self._send(200, json.dumps(tree).encode(), body)
+            if path.startswith(f"/api/models/{repo}/revision/"):
+                info = {"id": repo, "sha": sha, "siblings": [{"rfilename": n} for n in files]}
+                return self._send(200, json.dumps(info).encode(), body)
+            name = path.removeprefix(f"/{repo}/resolve/").split("/", 1)[-1]
+            if path.startswith(f"/{repo}/resolve/") and name in files:
+                etag = '"' + hashlib.sha1(files[name]).hexdigest() + '"'
+                return self._send(200, files[name], body, {"ETag": etag, "X-Repo-Commit": sha})
+            return self._send(404, b"", body)
+
+    return Handler
+
+
+@pytest.mark.slow
+def test_length_tokenizer_download_fetches_tokenizer_files_only(tmp_path, bos_tokenizer_dir):
+    """The local rule's command against a local server in the hub's URL layout: tokenizer files, no weights."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from tests.conftest import REPO
+
+    repo_files = tmp_path / "repo"
+    shutil.copytree(bos_tokenizer_dir, repo_files)
+    (repo_files / "model.safetensors").write_bytes(b"weights")
+    (repo_files / "config.json").write_text("{}")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _hub_handler(repo_files, "meta-llama/Llama-2-7b-hf"))
+    server.requests = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = {**os.environ, "HF_HUB_OFFLINE": "0", "HF_HOME": str(tmp_path / "home"),
+           "HF_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}"}  # fmt: skip
+    out = tmp_path / "items_tokenizer"
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "workflow_scripts.items", "tokenizer", "--hub-id", "meta-llama/Llama-2-7b-hf",
+             "--out", str(out)],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    assert run.returncode == 0, run.stderr
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == sorted(
+        p.name for p in bos_tokenizer_dir.iterdir() if p.name in items.TOKENIZER_FILES
+    )
+    assert not any("model.safetensors" in r for r in server.requests)
+    texts = ["ข่าว ข่าว", "กา"]
+    assert items.token_lengths(out, texts) == items.token_lengths(bos_tokenizer_dir, texts)
