@@ -38,6 +38,9 @@ rule select_sum_items:
         selection="paper|first",
     conda:
         "../envs/workflow.yaml"
+    resources:
+        mem_mb=sized("select_sum_items", "mem_mb"),
+        runtime=sized("select_sum_items", "runtime"),
     params:
         n=config["evaluation"]["sum"]["n"],
         tokenizer=items_tokenizer_arg,
