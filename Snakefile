@@ -17,6 +17,7 @@ report: "report/workflow.rst"
 
 include: "rules/common.smk"
 include: "rules/data.smk"
+include: "rules/items.smk"
 include: "rules/model.smk"
 include: "rules/tokenizer.smk"
 include: "rules/initialize.smk"

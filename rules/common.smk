@@ -452,9 +452,49 @@ def harness_data(task):
         except Unavailable:
             return []
         # no hub copy and no folder (GreekSUM): the job records "–" with the reason
-        return dataset_dir(name) if config["evaluation"]["datasets"].get(name) else []
+        if not config["evaluation"]["datasets"].get(name):
+            return []
+        if task == "sum" and ITEMS != "shuffle":
+            return sum_items_dir(wc.lang)  # exactly the selected rows (rules/items.smk)
+        return dataset_dir(name)
 
     return get
+
+
+ITEMS = config["evaluation"]["items"]
+if (
+    ITEMS != "shuffle"
+    and "mt" in TASKS
+    and any(mt_kind(lang) == "flores" for lang in LANGUAGES)
+    and config["evaluation"]["mt"]["n"] < config["data"]["n_mt"]
+):
+    # the harness draws evaluation.mt.n of the selected rows by LightEval's shuffle: the selection would be lost
+    raise WorkflowError(
+        f"evaluation.items {ITEMS}: evaluation.mt.n ({config['evaluation']['mt']['n']}) is below data.n_mt "
+        f"({config['data']['n_mt']}), the rows selected; set them equal so that every selected row is evaluated"
+    )
+
+
+def sum_items_dir(lang):
+    return f"results/data/{lang}/sum_items/{ITEMS}"
+
+
+def sum_mirror(wc):
+    """The sum dataset's folder (hub mirror or configured folder) that the items step selects from."""
+    return dataset_dir(task_source("sum", wc.lang).dataset)
+
+
+def items_tokenizer(wc):
+    """items paper: the length tokenizer's folder (configured folder, or the download_items_tokenizer output)."""
+    if wc.selection != "paper":
+        return []
+    setting = config["evaluation"]["items_tokenizer"]
+    return setting if Path(setting).is_dir() else "results/downloads/items_tokenizer"
+
+
+def items_tokenizer_arg(wc):
+    folder = items_tokenizer(wc)
+    return f"--tokenizer {shlex.quote(folder)}" if folder else ""
 
 
 def harness_data_arg(task):

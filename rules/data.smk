@@ -98,9 +98,11 @@ rule sample_cc100:
 
 
 rule flores_mt:
-    """The MT test set from FLORES-200 devtest (hub id or local mirror of openlanguagedata/flores_plus)."""
+    """The MT test set from FLORES-200 devtest (hub id or local mirror of openlanguagedata/flores_plus), selected as
+    evaluation.items says (paper: the reference's 500), and the chosen ids."""
     output:
         mt="results/data/{lang}/flores/mt.tsv",
+        ids="results/data/{lang}/flores/mt_items.json",
     log:
         "results/logs/flores_mt/{lang}.log",
     conda:
@@ -112,9 +114,10 @@ rule flores_mt:
         root=flores_root,
         n=config["data"]["n_mt"],
         seed=config["seed"],
+        selection=config["evaluation"]["items"],
     shell:
         "python -m workflow_scripts.corpus flores --root {params.root:q} --lang {wildcards.lang} --n {params.n}"
-        " --seed {params.seed} --out {output.mt} 2>> {log}"
+        " --seed {params.seed} --items {params.selection} --out {output.mt} --ids {output.ids} 2>> {log}"
 
 
 rule mc_proxy:
@@ -143,7 +146,10 @@ localrules:
     download_all,
 
 
-from workflow_scripts.harness.datasets import needed_sources  # noqa: E402
+from workflow_scripts.harness.datasets import (
+    items_tokenizer_needed,
+    needed_sources,
+)  # noqa: E402
 from workflow_scripts.hub_cache import is_hub_id  # noqa: E402
 
 
@@ -194,6 +200,8 @@ def download_targets():
         setting = config["evaluation"]["datasets"].get(name)
         if setting and not Path(setting).is_dir():
             out.append(f"results/downloads/hf/{name}")
+    if items_tokenizer_needed(config):
+        out.append("results/downloads/items_tokenizer")
     return out
 
 

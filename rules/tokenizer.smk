@@ -47,10 +47,11 @@ rule expand_tokenizer:
         runtime=sized("expand_tokenizer", "runtime"),
     params:
         new_merges=config["tokenizer"]["new_merges"],
+        selection=config["tokenizer"]["selection"],
     shell:
         "python -m workflow_scripts.vocab expand --source-tokenizer {input.source} --aux {input.aux}"
         " --corpus {input.corpus} --heldout {input.heldout} --k {wildcards.k} --out {output.tokenizer}"
-        " --new-merges {params.new_merges} --report {output.report} 2>> {log}"
+        " --new-merges {params.new_merges} --selection {params.selection} --report {output.report} 2>> {log}"
 
 
 rule replace_tokenizer:

@@ -370,8 +370,34 @@ def preflight(config: dict, *, online: bool, results: Path, max_read: int) -> li
             rows.append(url_row(lang, corpus["url"], online, results / "downloads"))
     rows += flores_rows(config, online)
     rows += dataset_rows(config, online, results / "downloads", max_read)
+    rows += items_tokenizer_rows(config, online, results / "downloads")
     rows += disk_rows(rows, results, hf_cache_dir())
     return rows
+
+
+def items_tokenizer_rows(config: dict, online: bool, downloads: Path) -> list[Row]:
+    """The tokenizer that orders sum's articles by length (evaluation.items: paper; Llama-2's, gated)."""
+    from workflow_scripts import hub_cache
+    from workflow_scripts.harness.datasets import items_tokenizer_needed
+
+    repo_id = items_tokenizer_needed(config)
+    if repo_id is None:
+        return []
+    item = f"items tokenizer ({repo_id})"
+    if (downloads / "items_tokenizer").is_dir():  # written atomically by download_items_tokenizer
+        return [Row(READY, item, f"downloaded to {downloads / 'items_tokenizer'}")]
+    if not online:
+        return [Row(NOT_CHECKED, item, OFFLINE_NOTE + ": access (gated licence), tokenizer files")]
+    repo = hub_cache.HubRepo(repo_id, "model")
+    try:
+        repo.check_access()
+        files = repo.files()
+    except hub_cache.AccessError as e:
+        return [Row(MISSING, item, str(e), e.fix)]
+    tok = [f for f in hub_cache.TOKENIZER_FILES if f in files]
+    if not tok:
+        return [Row(MISSING, item, "no tokenizer.json / tokenizer.model", "fix evaluation.items_tokenizer")]
+    return [Row(READY, item, ", ".join(tok))]
 
 
 def table(rows: list[Row]) -> str:

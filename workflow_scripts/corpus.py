@@ -5,8 +5,8 @@ Three sources, one module:
   MT test set, a held-out target-text set and D, disjoint by target string.
 - ``sample``: D (30K lines) and the held-out set (up to 100K lines) sampled uniformly at random, in one streaming pass,
   from a CC-100 per-language file (``th.txt.xz``: one paragraph a line, documents separated by blank lines).
-- ``flores``: the MT test set, 500 random FLORES-200 devtest sentences, from the ``openlanguagedata/flores_plus``
-  parquet layout (a local folder or the hub).
+- ``flores``: the MT test set, 500 FLORES-200 devtest sentences (the paper's own with ``--items paper``, see
+  items.py), from the ``openlanguagedata/flores_plus`` parquet layout (a local folder or the hub).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from workflow_scripts.io import MAX_LINE_CHARS, read_pairs_with_stats, setup_logging, write_json, write_text
+from workflow_scripts.selection import select_positions, selection_note
 
 # The paper's ten languages (ISO 639-1) and their FLORES-200 / FLORES+ codes ({iso_639_3}_{iso_15924}).
 FLORES_CODES: dict[str, str] = {
@@ -397,9 +398,17 @@ def _clean_ws(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def align_flores(en, tgt, *, n: int | None = None, seed: int = 0) -> list[tuple[str, str]]:
-    """Join two FLORES data frames (``id`` and ``text`` columns) on ``id``; a seeded random ``n`` rows, in id order."""
-    cols = []
+def flores_table(en, tgt):
+    """Two FLORES data frames (``id`` and ``text`` columns) joined on ``id``: columns id, source, reference, one row
+    per sentence in the release's order, and whether each file already listed its rows in id order.
+
+    FLORES-200's devtest is a set of line-aligned files; its hub copies number the lines (facebook/flores: id = line
+    + 1) and FLORES+ keeps those rows and their order, so ascending id is the release's order and row i is the same
+    sentence in every language (the alignment the reference sampled from). Whitespace runs collapse to one space.
+    """
+    import pandas as pd
+
+    cols, in_order = [], []
     for name, df in (("English", en), ("target", tgt)):
         text_col = "text" if "text" in df.columns else "sentence"  # flores_plus says text, facebook/flores sentence
         if "id" not in df.columns or text_col not in df.columns:
@@ -407,27 +416,80 @@ def align_flores(en, tgt, *, n: int | None = None, seed: int = 0) -> list[tuple[
         if df["id"].duplicated().any():
             raise ValueError(f"FLORES {name} table has duplicate ids")
         cols.append(dict(zip(df["id"].tolist(), df[text_col].tolist(), strict=True)))
+        in_order.append(bool(df["id"].is_monotonic_increasing))
     en_by_id, tgt_by_id = cols
     if set(en_by_id) != set(tgt_by_id):
         only_en, only_tgt = len(set(en_by_id) - set(tgt_by_id)), len(set(tgt_by_id) - set(en_by_id))
         raise ValueError(f"FLORES tables are not aligned: {only_en} ids only in English, {only_tgt} only in the target")
     ids = sorted(en_by_id)
-    if n is not None:
-        if n > len(ids):
-            raise ValueError(f"too few FLORES sentences: {len(ids)} available, n={n} asked for")
-        ids = sorted(random.Random(seed).sample(ids, n))
-    return [(_clean_ws(en_by_id[i]), _clean_ws(tgt_by_id[i])) for i in ids]
+    table = pd.DataFrame(
+        {
+            "id": ids,
+            "source": [_clean_ws(en_by_id[i]) for i in ids],
+            "reference": [_clean_ws(tgt_by_id[i]) for i in ids],
+        }
+    )
+    table.attrs["files_in_id_order"] = {"English": in_order[0], "target": in_order[1]}
+    return table
 
 
-def load_flores_pairs(
-    root_or_hub_id: str | Path, lang_code: str, split: str = "devtest", n: int | None = None, seed: int = 0
-) -> list[tuple[str, str]]:
-    """English→target FLORES-200 pairs for the MT task (paper 002 §6.4: 500 random devtest sentences), from a local
-    ``openlanguagedata/flores_plus`` folder (``{split}/{iso_639_3}_{iso_15924}.parquet``) or that hub dataset."""
+def select_flores(table, *, items: str = "shuffle", n: int | None = None, seed: int = 0):
+    """The rows of a ``flores_table`` to evaluate (items.select_positions: ``paper`` = the reference's 500, in its
+    sample order; ``first``; ``shuffle`` = ``n`` drawn with ``seed``, in release order), with a ``position`` column
+    (0-based row of the release)."""
+    if n is not None and n > len(table):
+        raise ValueError(f"too few FLORES sentences: {len(table)} available, n={n} asked for")
+    positions = select_positions(len(table), items, n, seed)
+    out = table.iloc[positions].copy()
+    out.insert(0, "position", positions)
+    return out.reset_index(drop=True)
+
+
+def align_flores(en, tgt, *, n: int | None = None, seed: int = 0, items: str = "shuffle") -> list[tuple[str, str]]:
+    """English→target pairs of two FLORES data frames joined on ``id``, selected as ``select_flores`` says (all rows
+    in release order when ``n`` is None and ``items`` is not ``paper``)."""
+    rows = select_flores(flores_table(en, tgt), items=items, n=n, seed=seed)
+    return list(zip(rows["source"], rows["reference"], strict=True))
+
+
+def load_flores_table(root_or_hub_id: str | Path, lang_code: str, split: str = "devtest"):
+    """``flores_table`` of English and ``lang_code`` from a local ``openlanguagedata/flores_plus`` folder
+    (``{split}/{iso_639_3}_{iso_15924}.parquet``) or that hub dataset."""
     code = flores_code(lang_code)
     root = _flores_root(root_or_hub_id, split, [FLORES_ENGLISH, code])
     en_files, tgt_files = _flores_files(root, split, FLORES_ENGLISH), _flores_files(root, split, code)
-    return align_flores(_read_parquet(en_files), _read_parquet(tgt_files), n=n, seed=seed)
+    return flores_table(_read_parquet(en_files), _read_parquet(tgt_files))
+
+
+def load_flores_pairs(
+    root_or_hub_id: str | Path,
+    lang_code: str,
+    split: str = "devtest",
+    n: int | None = None,
+    seed: int = 0,
+    items: str = "shuffle",
+) -> list[tuple[str, str]]:
+    """English→target FLORES-200 pairs for the MT task (paper 002 §6.4: 500 random devtest sentences; ``items``
+    paper: the reference's 500), from a local flores_plus folder or that hub dataset (``load_flores_table``)."""
+    rows = select_flores(load_flores_table(root_or_hub_id, lang_code, split), items=items, n=n, seed=seed)
+    return list(zip(rows["source"], rows["reference"], strict=True))
+
+
+def flores_listing(table, rows, *, lang: str, root: str, split: str, items: str, seed: int) -> dict:
+    """The ids file of the mt selection: which FLORES rows (id and 0-based position) were chosen, and how."""
+    return {
+        "task": "mt",
+        "lang": lang,
+        "items": items,
+        "data": str(root),
+        "split": split,
+        "rows_in_pool": len(table),
+        "files_in_id_order": table.attrs.get("files_in_id_order"),
+        "n": len(rows),
+        "selection": selection_note(items, len(rows), len(table), seed),
+        "ids": rows["id"].tolist(),
+        "positions": [int(p) for p in rows["position"].tolist()],
+    }
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -471,9 +533,11 @@ def parser() -> argparse.ArgumentParser:
     fl.add_argument("--root", required=True, help=f"local folder or hub id ({FLORES_HUB_ID})")
     fl.add_argument("--lang", required=True, help=f"one of {sorted(FLORES_CODES)} or a FLORES code")
     fl.add_argument("--split", default="devtest")
-    fl.add_argument("--n", type=int, default=500, help="random sentences; 0 = all")
-    fl.add_argument("--seed", type=int, required=True)
+    fl.add_argument("--n", type=int, default=500, help="sentences to select; 0 = all")
+    fl.add_argument("--seed", type=int, required=True, help="the shuffle selection's seed (paper: always 42)")
+    fl.add_argument("--items", choices=["paper", "first", "shuffle"], default="shuffle", help="items.py")
     fl.add_argument("--out", required=True, help="TSV: English<TAB>target")
+    fl.add_argument("--ids", help="JSON listing the chosen FLORES ids and positions")
     fl.add_argument("--log")
 
     return p
@@ -517,9 +581,13 @@ def main(argv: list[str] | None = None) -> None:
         _write_lines(a.out_heldout, heldout)
         write_json(a.report, report)
     else:
-        pairs = load_flores_pairs(a.root, a.lang, a.split, n=a.n or None, seed=a.seed)
-        _write_pairs(a.out, pairs)
-        report = {"command": "flores", "root": str(a.root), "lang": a.lang, "split": a.split, "pairs": len(pairs)}
+        table = load_flores_table(a.root, a.lang, a.split)
+        rows = select_flores(table, items=a.items, n=a.n or None, seed=a.seed)
+        _write_pairs(a.out, list(zip(rows["source"], rows["reference"], strict=True)))
+        report = flores_listing(table, rows, lang=a.lang, root=a.root, split=a.split, items=a.items, seed=a.seed)
+        if a.ids:
+            write_json(a.ids, report)
+        report = {k: v for k, v in report.items() if k not in ("ids", "positions")}
     log.info("%s", report)
 
 

@@ -137,7 +137,18 @@ def needed_sources(config: dict) -> dict[str, dict[str, set[str]]]:
             need = out.setdefault(src.dataset, {"subsets": set(), "splits": set()})
             need["subsets"].add(src.subset)
             need["splits"].update({src.split, src.fewshot_split or src.split})
+            if base == "sum" and ev.get("items") == "paper":
+                need["splits"].add("validation")  # the paper's sum items come from test + validation
     return out
+
+
+def items_tokenizer_needed(config: dict) -> str | None:
+    """The hub id of ``evaluation.items_tokenizer`` when the paper's sum items need it (else None)."""
+    ev = config.get("evaluation", {})
+    setting = ev.get("items_tokenizer")
+    if ev.get("items") != "paper" or not setting or Path(setting).is_dir():
+        return None
+    return setting if any(t in ("sum", "sum_en") for t in ev.get("tasks", [])) else None
 
 
 def write_hub_layout(folder: Path, subsets: dict[str, dict[str, list[dict]]], pretty_name: str = "") -> Path:

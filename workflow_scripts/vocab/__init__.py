@@ -23,7 +23,8 @@ Other models (WordPiece, Unigram, WordLevel) are rejected with a message naming 
 Modules, in the order of the step:
 - ``source``: read the source tokenizer, decide the route;
 - ``aux``: train T_aux;
-- ``select``: rank the candidates and plan exactly k reachable new tokens (the algorithm is in its docstring);
+- ``select``: rank the candidates and plan exactly k reachable new tokens (the algorithm is in its docstring), or
+  take the paper's plain top-k (``plan_topk``);
 - ``target``: write T_t (new merges first or last) and report what it changes;
 - ``crossing``: occurrences of new tokens in D that cross a source-token boundary (byte spans);
 - ``replace``: the replacement tokenizer of vocabulary replacement (Table 11), trained on D by the same route;
@@ -52,6 +53,7 @@ from workflow_scripts.vocab.select import (
     ExpansionPlan,
     aux_merge_parts,
     plan_expansion,
+    plan_topk,
     rank_candidates,
     select_new_tokens,
 )
@@ -89,6 +91,7 @@ __all__ = [
     "piece_bytes",
     "piece_text",
     "plan_expansion",
+    "plan_topk",
     "pre_tokens",
     "rank_candidates",
     "select_new_tokens",

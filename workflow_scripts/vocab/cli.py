@@ -41,6 +41,12 @@ def parser() -> argparse.ArgumentParser:
         default="last",
         help="new merges after the source merges (last, the default) or before them (first: the paper's priority)",
     )
+    e.add_argument(
+        "--selection",
+        choices=("reachable", "topk"),
+        default="reachable",
+        help="V_new: the top-k made reachable with building blocks (reachable, the default) or the plain top-k (topk)",
+    )
     e.add_argument("--out", required=True, help="target tokenizer folder")
     e.add_argument("--report", required=True)
     e.add_argument("--log")
@@ -92,14 +98,25 @@ def main(argv: list[str] | None = None) -> None:
             aux.save(str(tmp))
         return
     heldout = read_corpus(args.heldout, what="held-out text")
-    result = expand(args.source_tokenizer, args.aux, lines, args.k, args.out, heldout, new_merges=args.new_merges)
+    result = expand(
+        args.source_tokenizer,
+        args.aux,
+        lines,
+        args.k,
+        args.out,
+        heldout,
+        new_merges=args.new_merges,
+        selection=args.selection,
+    )
     write_json(args.report, {**result.report, "corpus": corpus_stats})
     log.info(
-        "T_t: %d new tokens, merges %s (%d of the top k passed over, %d replaced, %.1f%% of their uses in D cross a "
-        "source-token boundary) in %.1f s; held-out tokens/sentence %.1f -> %.1f",
+        "T_t: %d new tokens (%s: %d of the top k in, %d unreachable), merges %s (%d replaced, %.1f%% of their uses "
+        "in D cross a source-token boundary) in %.1f s; held-out tokens/sentence %.1f -> %.1f",
         args.k,
+        args.selection,
+        result.plan.top_k_in,
+        len(result.plan.unreachable),
         args.new_merges,
-        len(result.plan.passed_over),
         len(result.replaced),
         100 * result.report["boundary_crossings_in_D"]["crossing_share"],
         result.seconds,

@@ -38,7 +38,14 @@ from tokenizers import Tokenizer
 
 from workflow_scripts.pieces import piece_text
 from workflow_scripts.vocab.crossing import boundary_crossings
-from workflow_scripts.vocab.select import ExpansionPlan, aux_merge_parts, plan_expansion, rank_candidates
+from workflow_scripts.vocab.select import (
+    SELECTIONS,
+    ExpansionPlan,
+    aux_merge_parts,
+    plan_expansion,
+    plan_topk,
+    rank_candidates,
+)
 from workflow_scripts.vocab.source import as_tokenizer, load_source
 from workflow_scripts.vocab.target import (
     NEW_MERGES,
@@ -64,6 +71,7 @@ class Expansion:
     new_merges: str = "last"
     replaced: list[dict] = field(default_factory=list)  # planned tokens replaced under "first", and why
     refill_rounds: int = 0
+    selection: str = "reachable"
 
 
 def expand(
@@ -76,15 +84,20 @@ def expand(
     *,
     ranked: Sequence[tuple[str, int]] | None = None,
     new_merges: str = "last",
+    selection: str = "reachable",
 ) -> Expansion:
     """Rank V_aux minus V_s on D, choose exactly k reachable new tokens, build T_t and, given held-out text, report.
 
     ``new_merges`` puts the new merges before ("first", with the refill loop of the module docstring) or after
     ("last") the source merges. ``out_dir`` None keeps T_t in memory (same tokenizer.json, no folder written: for
     experiments over many k). ``ranked`` reuses a ranking already computed for the same aux tokenizer and corpus.
+    ``selection`` ``topk`` takes the plain top-k instead (``select.plan_topk``): no building blocks, no replacement
+    under "first"; members that T_t never produces for their own string are reported as unreachable.
     """
     if new_merges not in NEW_MERGES:
         raise ValueError(f"new_merges must be one of {NEW_MERGES}, got {new_merges!r}")
+    if selection not in SELECTIONS:
+        raise ValueError(f"tokenizer.selection must be one of {SELECTIONS}, got {selection!r}")
     t0 = time.perf_counter()
     source_json, family = load_source(source_tokenizer_dir)
     source = Tokenizer.from_str(json.dumps(source_json))
@@ -95,17 +108,16 @@ def expand(
             f"the aux tokenizer yields only {len(ranked)} tokens absent from V_s, fewer than k={k}: "
             "lower k or train the aux tokenizer with a larger vocabulary"
         )
-    parts = aux_merge_parts(aux)
-    plan = plan_expansion(source, ranked, k, parts)
     replaced: list[dict] = []
     rounds = 0
-    if new_merges == "first":
-        plan, replaced, rounds = _refill(source, source_json, family, ranked, k, parts, plan, corpus)
-    if out_dir is None:
-        expanded = build_expanded_json(source_json, [t for t, _ in plan.selected], plan.merges, new_merges)
-        target = Tokenizer.from_str(json.dumps(expanded))
+    if selection == "topk":
+        plan = plan_topk(source, ranked, k)
     else:
-        target = expand_tokenizer(source_tokenizer_dir, plan.selected, out_dir, plan.merges, new_merges)
+        parts = aux_merge_parts(aux)
+        plan = plan_expansion(source, ranked, k, parts)
+        if new_merges == "first":
+            plan, replaced, rounds = _refill(source, source_json, family, ranked, k, parts, plan, corpus)
+    target = _build(source_tokenizer_dir, source_json, plan, out_dir, new_merges, selection)
     result = Expansion(
         plan=plan,
         target=target,
@@ -114,12 +126,14 @@ def expand(
         new_merges=new_merges,
         replaced=replaced,
         refill_rounds=rounds,
+        selection=selection,
     )
     if heldout is not None:
         result.report = expansion_report(source, target, plan.selected, heldout)
         result.report.update(_plan_report(plan, family, aux.get_vocab_size(), len(ranked), result.seconds))
         start = next_free_id(source_json)
         result.report["new_merges"] = new_merges
+        result.report["selection"] = selection
         result.report["refill_rounds"] = rounds
         result.report["replaced"] = replaced
         # On D, the corpus the new tokens (and Align) are computed from.
@@ -127,6 +141,36 @@ def expand(
         result.report["boundary_crossings_in_D"] = crossing
         result.report["seconds"] = time.perf_counter() - t0
     return result
+
+
+def _build(
+    source_tokenizer_dir: str | Path,
+    source_json: dict,
+    plan: ExpansionPlan,
+    out_dir: str | Path | None,
+    new_merges: str,
+    selection: str,
+) -> Tokenizer:
+    """T_t of the plan (a folder when ``out_dir`` is given); for ``topk`` the plan's ``unreachable`` is set to the
+    members the built T_t never produces for their own string (under "first" a new merge inside a member can fire
+    before the member's own, so more can end so than the plan says; they are reported, not refused)."""
+    tokens = [t for t, _ in plan.selected]
+    if out_dir is None:
+        target = Tokenizer.from_str(json.dumps(build_expanded_json(source_json, tokens, plan.merges, new_merges)))
+    else:
+        target = expand_tokenizer(
+            source_tokenizer_dir,
+            plan.selected,
+            out_dir,
+            plan.merges,
+            new_merges,
+            unreachable=[t for t, _ in plan.unreachable],
+            check_reachable=selection != "topk",
+        )
+    if selection == "topk":
+        dead = _wanting(target, tokens, next_free_id(source_json), ())
+        plan.unreachable = [(t, f) for t, f in plan.selected if t in dead]
+    return target
 
 
 def _wanting(target: Tokenizer, tokens: list[str], start: int, corpus: Sequence[str]) -> dict[str, str]:
@@ -205,8 +249,11 @@ def _plan_report(plan: ExpansionPlan, family: str, aux_vocab_size: int, candidat
     return {
         "aux_vocab_size": aux_vocab_size,
         "candidates": candidates,
+        # how far V_new is from the paper's plain choice (§3: the k most frequent candidates)
+        "top_k_in_v_new": plan.top_k_in,
         "passed_over": entries(plan.passed_over),
         "outside_top_k": entries(plan.outside_top_k),
+        "unreachable": entries(plan.unreachable),
         "merges": [list(m) for m in plan.merges],
         "seconds": seconds,
     }

@@ -14,6 +14,13 @@ blocks would exceed the budget is skipped for cheaper ones; passes repeat until 
 V_new inside V_aux minus V_s with exact reachability, and keeps more of the plain top-k (and gives shorter target text)
 than merely skipping candidates until T_t splits them in two, which drops frequent words whose blocks are rare as final
 aux tokens. The top-k candidates left out and the members ranked below k are reported.
+
+``selection`` names the choice (config ``tokenizer.selection``): ``reachable`` (the default) is the plan above;
+``topk`` is the paper's plain choice (§3: the k most frequent aux tokens not in V_s), ``plan_topk``: exactly the
+first k candidates, each given the merge that produces it wherever T_t (with the other top-k tokens) splits it in two.
+A top-k token whose building blocks are not in V_s ∪ V_new (T_t splits it into three or more pieces, or into byte
+pieces) gets no merge: it is a vocabulary entry with an embedding row that T_t never produces (reported as
+unreachable), as in the paper's SentencePiece route, where a piece without its intermediate pieces is never formed.
 """
 
 from __future__ import annotations
@@ -64,6 +71,12 @@ class ExpansionPlan:
     merges: list[tuple[str, str]]
     passed_over: list[tuple[str, int]] = field(default_factory=list)
     outside_top_k: list[tuple[str, int]] = field(default_factory=list)
+    unreachable: list[tuple[str, int]] = field(default_factory=list)  # topk: members no merge produces
+
+    @property
+    def top_k_in(self) -> int:
+        """How many of the plain top-k candidates are in V_new."""
+        return len(self.selected) - len(self.outside_top_k)
 
 
 def _apply_merge(pieces: list[str], left: str, right: str) -> list[str]:
@@ -258,6 +271,45 @@ def plan_expansion(
         merges=state.merges,
         passed_over=[(t, int(f)) for t, f in ranked[:k] if t not in state.added_set],
         outside_top_k=[(t, f) for t, f in selected if rank[t] >= k],
+    )
+
+
+SELECTIONS = ("reachable", "topk")
+
+
+def plan_topk(source: Tokenizer | str | Path, ranked: Sequence[tuple[str, int]], k: int) -> ExpansionPlan:
+    """The paper's plain V_new: exactly the first k candidates, in rank order (module docstring, ``topk``).
+
+    Merges are appended in passes over the k tokens in rank order: a token gets the merge (l, r) once T_t splits it
+    into the two pieces l, r (a later pass may find it so after another top-k token was added); a single character
+    V_s lacks (byte fallback) is a vocabulary entry without a merge. Tokens still split otherwise after a pass that
+    adds nothing are kept without a merge and listed in ``unreachable``.
+    """
+    source = as_tokenizer(source)
+    if k < 1:
+        raise ValueError(f"k (the number of new tokens) must be positive, got {k}")
+    if len(ranked) < k:
+        raise ValueError(f"only {len(ranked)} candidate tokens, fewer than k={k}")
+    top = [(t, int(f)) for t, f in ranked[:k]]
+    tokens = [t for t, _ in top]
+    if len(set(tokens)) != k:
+        raise ValueError("candidate tokens must be unique")
+    source_vocab = source.get_vocab(with_added_tokens=True)
+    in_vs = [t for t in tokens if t in source_vocab]
+    if in_vs:
+        raise ValueError(f"{len(in_vs)} candidate tokens are already in the source vocabulary, e.g. {in_vs[:5]}")
+    state = _GrowingVocabulary(source, tokens, {})
+    progress = True
+    while progress:
+        progress = False
+        for token in tokens:
+            if not state.known(token) and (state._new_char(token) or state._in_two(token)):
+                state.add(token)
+                progress = True
+    return ExpansionPlan(
+        selected=top,
+        merges=state.merges,
+        unreachable=[(t, f) for t, f in top if t not in state.added_set],
     )
 
 

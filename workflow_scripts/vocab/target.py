@@ -121,6 +121,8 @@ def expand_tokenizer(
     out_dir: str | Path,
     merges: Sequence[tuple[str, str]] | None = None,
     new_merges: str = "last",
+    unreachable: Sequence[str] = (),
+    check_reachable: bool = True,
 ) -> Tokenizer:
     """Write T_t, a real BPE over V_s ∪ V_new (paper 002 §3, §6.6), as a tokenizer folder; return its backend.
 
@@ -128,7 +130,9 @@ def expand_tokenizer(
     per new token, in the order to append them) come from ``plan_expansion``; the order matters when building blocks
     were added, so pass them. Without them the merges are re-derived by passes over the list (enough for a hand-written
     list whose tokens all become two-piece splits). ``new_merges`` places them before ("first") or after ("last") the
-    source merges (``build_expanded_json``). Every new token is checked to be produced for its own string.
+    source merges (``build_expanded_json``). Every new token is checked to be produced for its own string, except
+    those listed in ``unreachable`` (the plain top-k's tokens without a merge: ``select.plan_topk``), and except
+    when ``check_reachable`` is False (the plain top-k under new merges first, reported instead of refused).
     """
     source_dir = Path(source_tokenizer_dir)
     tj, _ = load_source(source_dir)
@@ -146,14 +150,15 @@ def expand_tokenizer(
             ) from e
     merges = [(str(left), str(right)) for left, right in merges]
     # Single characters (SentencePiece byte-fallback route) are vocabulary entries without a merge.
-    if sorted(left + right for left, right in merges) != sorted(t for t in tokens if len(t) > 1):
+    skip = set(unreachable)
+    if sorted(left + right for left, right in merges) != sorted(t for t in tokens if len(t) > 1 and t not in skip):
         raise ValueError("merges must produce exactly the new tokens, one merge each (none for single characters)")
     text = json.dumps(build_expanded_json(tj, tokens, merges, new_merges), ensure_ascii=False)
     target = Tokenizer.from_str(text)
     start = next_free_id(tj)
     for offset, token in enumerate(tokens):
         got = [(t.value, t.id) for t in target.model.tokenize(token)]
-        if got != [(token, start + offset)]:
+        if check_reachable and got != [(token, start + offset)] and token not in skip:
             raise ValueError(
                 f"new token {token!r} (id {start + offset}) is not produced for its own string but split as {got}: "
                 "the merges or their order do not make it reachable"
