@@ -154,3 +154,37 @@ rule download_dataset:
     shell:
         "python -m workflow_scripts.harness.datasets download --name {wildcards.dataset} --hub-id {params.hub_id:q}"
         " --subsets {params.subsets} --out {output} 2>> {log}"
+
+
+localrules:
+    download_mt5_spiece,
+    download_bleurt,
+
+
+rule download_mt5_spiece:
+    """Fetch mT5's SentencePiece model once (every mT5 size shares it): the ROUGE-L segmentation of sum (§6.6)."""
+    output:
+        "results/downloads/mt5/{repo}/spiece.model",
+    log:
+        "results/logs/download_mt5_spiece/{repo}.log",
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        hub_id=hub_id_of_repo,
+    shell:
+        "python -m workflow_scripts.sum_assets file --hub-id {params.hub_id:q} --file spiece.model"
+        " --out {output:q} 2>> {log:q}"
+
+
+rule download_bleurt:
+    """Fetch a BLEURT checkpoint in the PyTorch port's layout once (config.json, spm.model, weights; Table 8)."""
+    output:
+        directory("results/downloads/bleurt/{repo}"),
+    log:
+        "results/logs/download_bleurt/{repo}.log",
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        hub_id=hub_id_of_repo,
+    shell:
+        "python -m workflow_scripts.sum_assets folder --hub-id {params.hub_id:q} --out {output:q} 2>> {log:q}"
