@@ -9,8 +9,8 @@ weights load as they are:
 
 - a BERT encoder (word, position and token-type embeddings, LayerNorm; post-LayerNorm self-attention blocks), with a
   linear ``embedding_projection`` from ``embedding_size`` to ``hidden_size`` where the two differ (BLEURT-20 is
-  RemBERT-based: 256-wide embeddings, 1152-wide layers, 32 layers); a tanh pooler on the first token and a linear
-  regression head (``classifier``) whose one output is the score.
+  RemBERT-based, with embeddings narrower than its layers; config.json says how wide); a tanh pooler on the first
+  token and a linear regression head (``classifier``) whose one output is the score.
 - the encoding of Google's ``bleurt/encoding.py``: SentencePiece pieces of reference and candidate, the pair truncated
   longest-first to ``max_seq_length - 3`` pieces, ``[CLS] reference [SEP] candidate [SEP]`` with segment ids 0 / 1.
 - GELU as TensorFlow BLEURT computes it (BERT's ``modeling.py``: the tanh approximation). The port's config.json

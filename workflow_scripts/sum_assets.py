@@ -82,6 +82,10 @@ def download_bleurt(hub_id: str, out: str | Path) -> Path:
     with atomic_path(out) as tmp:
         snapshot_download(repo, revision=revision, local_dir=tmp, allow_patterns=list(BLEURT_FILES))
         lacking = bleurt_folder_problems(tmp)
+        if not lacking:
+            from workflow_scripts.bleurt import BleurtTokenizer
+
+            BleurtTokenizer(tmp / SPM_FILE)  # has [CLS] and [SEP], or fails here rather than in every scoring job
         if lacking:
             raise FileNotFoundError(
                 f"hub {hub_id}: no {', '.join(lacking)} (not a BLEURT checkpoint in the port's layout)"

@@ -66,7 +66,7 @@ MARKDOWN_COLUMNS = [
 ]
 # Shown only where some result has them (the first ROUGE-L column stands for sum in every table).
 OPTIONAL_COLUMNS = {("sum", "rougeL_script"), ("sum", "bleurt")}
-# Results written before ROUGE-L was named by its segmentation are the script-aware one.
+# A plain rougeL record was computed on the script-aware segmentation.
 LEGACY_METRICS = {("sum", "rougeL"): "rougeL_script"}
 MISSING = "–"
 # Why a column can be empty (printed under the tables when a task has no result at all).
