@@ -311,3 +311,35 @@ def test_harness_sum_on_mt5_pieces_then_bleurt_then_table8(tiny_llama_dir, tiny_
     assert {c.metric for c in filled.spec.columns} == {"rougeL_mt5", "bleurt"}
     for header in ("ROUGE-L", "BLEURT"):
         assert filled.cell("llama2", "Source", "si", header).n == 2
+
+
+@pytest.mark.slow
+def test_planning_schedules_bleurt_only_where_configured(tmp_path):
+    """snakemake -n: the default plans no sum metric jobs; with sum, mt5 pieces and a BLEURT hub id it plans one
+    download each and one score per sum cell; a bad setting stops planning naming its key."""
+    import yaml
+
+    from tests.conftest import snakemake, tiny_config
+
+    def plan(workdir, **sum_settings):
+        workdir.mkdir()
+        path = tiny_config(workdir)
+        config = yaml.safe_load(path.read_text())
+        if sum_settings:
+            config["evaluation"]["tasks"] = [*config["evaluation"]["tasks"], "sum"]
+            config["evaluation"]["sum"] = {**config["evaluation"].get("sum", {}), **sum_settings}
+        path.write_text(yaml.safe_dump(config))
+        return snakemake(["-n", "--cores", "1", "--configfile", str(path)], workdir)
+
+    default = plan(tmp_path / "default")
+    assert default.returncode == 0, default.stderr[-2000:]
+    assert "score_bleurt" not in default.stdout and "download_mt5_spiece" not in default.stdout
+    proc = plan(tmp_path / "paper", rouge_tokenizer="mt5", bleurt="lucadiliello/BLEURT-20-D12")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    counts = {line.split()[0]: int(line.split()[1]) for line in proc.stdout.splitlines()
+              if len(line.split()) == 2 and line.split()[1].isdigit()}  # fmt: skip
+    assert counts["download_bleurt"] == 1 and counts["download_mt5_spiece"] == 1
+    assert counts["score_bleurt"] == counts["evaluate_sum"] + counts.get("evaluate_sum_mumo", 0) > 0
+    assert "--rouge-tokenizer mt5 --mt5-spiece results/downloads/mt5/google--mt5-small/spiece.model" in proc.stdout
+    bad = plan(tmp_path / "bad", bleurt="no-such-folder")
+    assert bad.returncode != 0 and "evaluation.sum.bleurt: 'no-such-folder'" in bad.stdout + bad.stderr
