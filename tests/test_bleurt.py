@@ -102,9 +102,10 @@ def test_one_score_per_pair_whatever_the_batching(tiny_folder):
 
 
 @pytest.mark.slow  # transformers' BERT imports in about 10 s
-def test_same_numbers_as_transformers_bert_and_the_ports_weight_names(spm_file):
-    """Without an embedding projection BLEURT is BERT with a regression head: the port's weight names under
-    ``bleurt.`` map onto transformers' BertForSequenceClassification, and the tanh GELU is its gelu_new."""
+def test_same_numbers_as_transformers_bert_and_rembert_and_the_ports_weight_names(spm_file):
+    """Without an embedding projection BLEURT is BERT with a regression head, with one (BLEURT-20) RemBERT's: the
+    port's weight names under ``bleurt.`` map onto transformers' BertForSequenceClassification and
+    RemBertForSequenceClassification, and the tanh GELU is their gelu_new."""
     import sentencepiece as spm
     from transformers import BertConfig, BertForSequenceClassification
 
@@ -123,6 +124,22 @@ def test_same_numbers_as_transformers_bert_and_the_ports_weight_names(spm_file):
     batch = tok.batch(["แมวกินปลา", "මම පාසල් යනවා"], ["แมวกินข้าว", "මම"])
     with torch.no_grad():
         assert torch.allclose(ours(**batch), bert(**batch).logits[:, 0], atol=1e-5)
+    # with an embedding projection: RemBERT (its embedding_hidden_mapping_in is the port's embedding_projection)
+    from transformers import RemBertConfig, RemBertForSequenceClassification
+
+    projected = tiny(vocab, embedding_size=16)
+    rembert = RemBertForSequenceClassification(RemBertConfig(
+        vocab_size=vocab, hidden_size=c.hidden_size, num_hidden_layers=c.num_hidden_layers,
+        num_attention_heads=c.num_attention_heads, intermediate_size=c.intermediate_size, hidden_act="gelu_new",
+        max_position_embeddings=c.max_position_embeddings, input_embedding_size=16, output_embedding_size=16,
+        num_labels=1, layer_norm_eps=c.layer_norm_eps, pad_token_id=0, bos_token_id=2, eos_token_id=3,
+    )).eval()  # fmt: skip
+    mapping = ("encoder.embedding_projection", "encoder.embedding_hidden_mapping_in")
+    renamed = {k.replace("bleurt.", "rembert.", 1).replace(*mapping): v for k, v in projected.state_dict().items()}
+    missing, unexpected = rembert.load_state_dict(renamed, strict=False)
+    assert not unexpected and all("position_ids" in k or "token_type_ids" in k for k in missing)
+    with torch.no_grad():
+        assert torch.allclose(projected(**batch), rembert(**batch).logits[:, 0], atol=1e-5)
     # the port's config.json names the exact GELU: a different (close) number, as the port computes it
     exact = bleurt.BleurtRegressor(c, gelu="exact").eval()
     exact.load_state_dict(ours.state_dict())
