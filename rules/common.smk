@@ -282,6 +282,10 @@ def eval_files():
         f"results/{model}/{lang}/{m.slug}/eval/{task}.json"
         for model, lang, m in CELLS
         for task in tasks_of(m, TASKS)
+    ] + [
+        f"results/{model}/{lang}/{m.slug}/eval/sum_bleurt.json"
+        for model, lang, m in CELLS
+        if config["evaluation"]["sum"]["bleurt"] and "sum" in tasks_of(m, TASKS)
     ]
 
 
@@ -559,3 +563,53 @@ def dataset_subsets(wc):
             if source.dataset == wc.dataset:
                 subsets.add(source.subset)
     return " ".join(sorted(subsets))
+
+
+# sum's metrics (workflow_scripts/harness/metrics.py, workflow_scripts/bleurt.py): mT5's spiece.model (ROUGE-L's
+# segmentation) and the BLEURT checkpoint are a hub id fetched once by a local rule (rules/data.smk) or a local path.
+from workflow_scripts.sum_assets import hub_asset_problems, repo_slug  # noqa: E402
+
+_sum_problems = hub_asset_problems(config["evaluation"]["sum"])
+if _sum_problems:
+    raise WorkflowError("invalid configuration:\n  - " + "\n  - ".join(_sum_problems))
+
+
+def mt5_spiece_file(wc=None):
+    """mT5's spiece.model where ROUGE-L is on mT5 pieces: a local file, or the download rule's output."""
+    settings = config["evaluation"]["sum"]
+    if settings["rouge_tokenizer"] != "mt5":
+        return []
+    value = settings["mt5_spiece"]
+    if Path(value).is_file():
+        return value
+    return f"results/downloads/mt5/{repo_slug(value)}/spiece.model"
+
+
+def rouge_args(wc):
+    spiece = mt5_spiece_file(wc)
+    if spiece:
+        return f"--rouge-tokenizer mt5 --mt5-spiece {shlex.quote(spiece)}"
+    return "--rouge-tokenizer script"
+
+
+def bleurt_dir(wc=None):
+    """The BLEURT checkpoint folder: a local folder, or the download rule's output."""
+    value = config["evaluation"]["sum"]["bleurt"]
+    if not value:
+        return []
+    return (
+        value
+        if Path(value).is_dir()
+        else f"results/downloads/bleurt/{repo_slug(value)}"
+    )
+
+
+def hub_id_of_repo(wc):
+    """The configured hub id whose download folder is {repo}."""
+    settings = config["evaluation"]["sum"]
+    for value in (settings["mt5_spiece"], settings["bleurt"]):
+        if value and repo_slug(value) == wc.repo:
+            return value
+    raise WorkflowError(
+        f"no evaluation.sum.mt5_spiece or evaluation.sum.bleurt hub id downloads to {wc.repo}"
+    )

@@ -202,6 +202,14 @@ def download_targets():
             out.append(f"results/downloads/hf/{name}")
     if items_tokenizer_needed(config):
         out.append("results/downloads/items_tokenizer")
+    if (
+        "sum" in TASKS
+    ):  # sum's ROUGE-L segmentation and BLEURT checkpoint, where they are hub ids
+        out += [
+            p
+            for p in (mt5_spiece_file(), bleurt_dir())
+            if p and p.startswith("results/downloads/")
+        ]
     return out
 
 
@@ -262,3 +270,37 @@ rule download_all:
     the login node, then run the workflow with HF_HUB_OFFLINE=1."""
     input:
         download_targets(),
+
+
+localrules:
+    download_mt5_spiece,
+    download_bleurt,
+
+
+rule download_mt5_spiece:
+    """Fetch mT5's SentencePiece model once (every mT5 size shares it): the ROUGE-L segmentation of sum (§6.6)."""
+    output:
+        "results/downloads/mt5/{repo}/spiece.model",
+    log:
+        "results/logs/download_mt5_spiece/{repo}.log",
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        hub_id=hub_id_of_repo,
+    shell:
+        "python -m workflow_scripts.sum_assets file --hub-id {params.hub_id:q} --file spiece.model"
+        " --out {output:q} 2>> {log:q}"
+
+
+rule download_bleurt:
+    """Fetch a BLEURT checkpoint in the PyTorch port's layout once (config.json, spm.model, weights; Table 8)."""
+    output:
+        directory("results/downloads/bleurt/{repo}"),
+    log:
+        "results/logs/download_bleurt/{repo}.log",
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        hub_id=hub_id_of_repo,
+    shell:
+        "python -m workflow_scripts.sum_assets folder --hub-id {params.hub_id:q} --out {output:q} 2>> {log:q}"

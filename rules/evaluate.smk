@@ -39,10 +39,13 @@ rule evaluate_mt:
 
 
 rule evaluate_sum:
-    """Summarization with the paper's prompt (XL-Sum / MLSUM / GreekSUM) through LightEval; ROUGE-L F1, script-aware."""
+    """Summarization with the paper's prompt (XL-Sum / MLSUM / GreekSUM) through LightEval; ROUGE-L F1 on mT5 pieces
+    (rougeL_mt5) or script-aware (rougeL_script), as evaluation.sum.rouge_tokenizer says.
+    """
     input:
         model=evaluated_model,
         data=harness_data("sum"),
+        spiece=mt5_spiece_file,
     output:
         result="results/{model}/{lang}/{method}/eval/sum.json",
         predictions="results/{model}/{lang}/{method}/eval/sum_predictions.tsv",
@@ -67,11 +70,44 @@ rule evaluate_sum:
         decoding=config["evaluation"]["sum"]["decoding"],
         runs=config["evaluation"]["sum"]["runs"],
         seed=config["seed"],
+        rouge=rouge_args,
     shell:
         "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task sum --lang {wildcards.lang}"
         " --model {input.model} {params.data} --n {params.n} --max-new-tokens {params.max_new_tokens}"
         " --batch-size {params.batch_size} --decoding {params.decoding} --runs {params.runs} --seed {params.seed}"
-        " --cell {params.cell:q} --out {output.result} --predictions {output.predictions} --threads {threads} 2>> {log}"
+        " {params.rouge} --cell {params.cell:q} --out {output.result} --predictions {output.predictions}"
+        " --threads {threads} 2>> {log}"
+
+
+rule score_bleurt:
+    """BLEURT-20 (Table 8) of every sum prediction of every run, through the PyTorch port's weights
+    (workflow_scripts/bleurt.py); one record per run, the mean over items, averaged over runs in the tables.
+    """
+    input:
+        predictions="results/{model}/{lang}/{method}/eval/sum_predictions.tsv",
+        sum_result="results/{model}/{lang}/{method}/eval/sum.json",
+        bleurt=bleurt_dir,
+    output:
+        result="results/{model}/{lang}/{method}/eval/sum_bleurt.json",
+        per_item="results/{model}/{lang}/{method}/eval/sum_bleurt_items.tsv",
+    log:
+        "results/logs/score_bleurt/{model}.{lang}.{method}.log",
+    benchmark:
+        "results/benchmarks/score_bleurt/{model}.{lang}.{method}.tsv"
+    conda:
+        "../envs/workflow.yaml"
+    threads: 2
+    resources:
+        mem_mb=sized("score_bleurt", "mem_mb"),
+        runtime=sized("score_bleurt", "runtime"),
+        cpus_per_gpu=sized("score_bleurt", "cpus_per_gpu"),
+        gpu=gpus("score_bleurt"),
+    params:
+        batch_size=config["evaluation"]["sum"]["bleurt_batch_size"],
+    shell:
+        "python -m workflow_scripts.bleurt --model {input.bleurt:q} --predictions {input.predictions:q}"
+        " --sum-result {input.sum_result:q} --batch-size {params.batch_size} --out {output.result:q}"
+        " --items {output.per_item:q} --threads {threads} 2>> {log:q}"
 
 
 rule evaluate_mc:

@@ -92,6 +92,7 @@ rule evaluate_sum_mumo:
     input:
         model=evaluated_model,
         data=harness_data("sum"),
+        spiece=mt5_spiece_file,
     output:
         result="results/{model}/{lang}/{method}/eval/sum.json",
         predictions="results/{model}/{lang}/{method}/eval/sum_predictions.tsv",
@@ -119,9 +120,10 @@ rule evaluate_sum_mumo:
         runs=config["evaluation"]["sum"]["runs"],
         seed=config["seed"],
         mumo=mumo_eval_args,
+        rouge=rouge_args,
     shell:
         "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task sum --lang {wildcards.lang}"
         " --model {input.model} {params.data} --n {params.n} --max-new-tokens {params.max_new_tokens}"
         " --batch-size {params.batch_size} --decoding {params.decoding} --runs {params.runs} --seed {params.seed}"
-        " --cell {params.cell:q} --out {output.result} --predictions {output.predictions} {params.mumo}"
+        " {params.rouge} --cell {params.cell:q} --out {output.result} --predictions {output.predictions} {params.mumo}"
         " --threads {threads} 2>> {log}"

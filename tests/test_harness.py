@@ -263,7 +263,7 @@ def test_cli_offline_on_hub_layout_fixtures(tiny_llama_dir, tmp_path):
         assert result["details"]["n_items"] == 3
         runs = {r["run"] for r in result["records"]}
         assert runs == ({0, 1} if task == "mt" else {0})
-        metric = {"mt": "chrF", "sum": "rougeL", "mc": "acc", "gmmlu": "acc"}[task]
+        metric = {"mt": "chrF", "sum": "rougeL_script", "mc": "acc", "gmmlu": "acc"}[task]
         assert metric in {r["metric"] for r in result["records"]}
 
 

@@ -27,6 +27,14 @@ def model_repo(root: Path) -> Path:
     return root
 
 
+def files_repo(root: Path, files: dict[str, int]) -> Path:
+    """A repository holding the named files (zero bytes of the given sizes)."""
+    root.mkdir(parents=True)
+    for name, size in files.items():
+        (root / name).write_bytes(b"\0" * size)
+    return root
+
+
 @pytest.fixture
 def hub(tmp_path, monkeypatch):
     import huggingface_hub.constants as C
@@ -37,6 +45,9 @@ def hub(tmp_path, monkeypatch):
     h.add("dataset", "facebook/belebele", sf.belebele_repo(tmp_path / "repos/belebele"))
     h.add("dataset", "CohereLabs/Global-MMLU", sf.gmmlu_repo(tmp_path / "repos/gmmlu"))
     h.add("dataset", "lighteval/mmlu", sf.mmlu_repo(tmp_path / "repos/mmlu", subjects=("all",)))  # English retention
+    h.add("model", "google/mt5-small", files_repo(tmp_path / "repos/mt5", {"spiece.model": 300}))  # ROUGE-L pieces
+    bleurt = {"config.json": 20, "spm.model": 100, "model.safetensors": 5000}
+    h.add("model", "lucadiliello/BLEURT-20", files_repo(tmp_path / "repos/bleurt", bleurt))
     h.add("dataset", "openlanguagedata/flores_plus", sf.flores_repo(tmp_path / "repos/flores"), gated=True)
     cc100 = tmp_path / "repos" / "th.txt.xz"
     cc100.write_bytes(b"\0" * 1234)
@@ -90,7 +101,20 @@ def test_everything_reachable_with_a_token_is_ready(hub, tmp_path, monkeypatch):
     assert xlsum.status == "ready" and "columns id, summary, text, url, title on the first 5 rows" in xlsum.detail
     assert rows["dataset global_mmlu si (CohereLabs/Global-MMLU)"].status == "ready"
     assert rows["dataset belebele eng_Latn (facebook/belebele)"].status == "ready"
+    assert rows["mT5 spiece.model (google/mt5-small)"].bytes == 300
+    assert rows["BLEURT checkpoint (lucadiliello/BLEURT-20)"].bytes == 5120
+    assert rows["items tokenizer (meta-llama/Llama-2-7b-hf)"].status == "ready"
     assert all(r.status == "ready" for r in rows.values()), text
+
+
+def test_a_bleurt_setting_that_is_no_checkpoint_is_missing(hub, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    config = small_paper_config(hub.url)
+    config["evaluation"]["sum"]["bleurt"] = "google/mt5-small"  # a repository, but no BLEURT config.json
+    code, rows, _ = run(tmp_path, config)
+    assert code == 1
+    row = rows["BLEURT checkpoint (google/mt5-small)"]
+    assert row.status == "missing" and "no config.json" in row.detail and row.fix == "fix evaluation.sum.bleurt"
 
 
 def test_gated_model_without_token_names_the_licence_page(hub, tmp_path):

@@ -79,7 +79,7 @@ def test_markdown(results):
     lines = md.splitlines()
     header = next(line for line in lines if line.startswith("| Language"))
     assert (
-        header == "| Language | Method | Settings | mt chrF | sum ROUGE-L | mc acc | gmmlu acc | ppl BPC | ppl "
+        header == "| Language | Method | Settings | mt chrF | sum ROUGE-L (mT5) | mc acc | gmmlu acc | ppl BPC | ppl "
         "| tokens/s | speed-up | speed-up (chars) |"
     )
     source_row = next(line for line in lines if line.startswith("| th | Source"))

@@ -371,6 +371,7 @@ def preflight(config: dict, *, online: bool, results: Path, max_read: int) -> li
     rows += flores_rows(config, online)
     rows += dataset_rows(config, online, results / "downloads", max_read)
     rows += items_tokenizer_rows(config, online, results / "downloads")
+    rows += sum_asset_rows(config, online, results / "downloads")
     rows += disk_rows(rows, results, hf_cache_dir())
     return rows
 
@@ -398,6 +399,53 @@ def items_tokenizer_rows(config: dict, online: bool, downloads: Path) -> list[Ro
     if not tok:
         return [Row(MISSING, item, "no tokenizer.json / tokenizer.model", "fix evaluation.items_tokenizer")]
     return [Row(READY, item, ", ".join(tok))]
+
+
+def sum_asset_rows(config: dict, online: bool, downloads: Path) -> list[Row]:
+    """sum's metric assets where they are hub ids: mT5's spiece.model (ROUGE-L on mT5 pieces) and BLEURT."""
+    from workflow_scripts import hub_cache
+    from workflow_scripts.sum_assets import BLEURT_FILES, repo_slug
+
+    ev = config.get("evaluation", {})
+    settings = ev.get("sum", {})
+    if "sum" not in ev.get("tasks", []):
+        return []
+    wanted = []
+    if settings.get("rouge_tokenizer") == "mt5" and settings.get("mt5_spiece"):
+        value = settings["mt5_spiece"]
+        local = downloads / "mt5" / repo_slug(value) / "spiece.model"
+        wanted.append(("mT5 spiece.model", "evaluation.sum.mt5_spiece", value, local, ["spiece.model"]))
+    if settings.get("bleurt"):
+        value = settings["bleurt"]
+        local = downloads / "bleurt" / repo_slug(value)
+        wanted.append(("BLEURT checkpoint", "evaluation.sum.bleurt", value, local, ["config.json"]))
+    rows = []
+    for what, key, value, local, needed in wanted:
+        item = f"{what} ({value})"
+        if Path(value).exists():
+            rows.append(Row(READY, item, f"local {value}"))
+        elif local.exists():
+            rows.append(Row(READY, item, f"downloaded to {local}"))
+        elif not online:
+            rows.append(Row(NOT_CHECKED, item, OFFLINE_NOTE + ": access, files"))
+        else:
+            repo_id, _, revision = value.partition("@")
+            try:
+                repo = hub_cache.HubRepo(repo_id, "model", revision or None)
+                repo.check_access()
+                files = repo.files()
+            except hub_cache.AccessError as e:
+                rows.append(Row(MISSING, item, str(e), e.fix))
+                continue
+            lacking = [f for f in needed if f not in files]
+            taken = needed if what.startswith("mT5") else [f for f in BLEURT_FILES if f in files]
+            size = sum(files.get(f) or 0 for f in taken)
+            rows.append(
+                Row(MISSING, item, f"no {', '.join(lacking)}", f"fix {key}")
+                if lacking
+                else Row(READY, item, ", ".join(needed) + f", {human(size)}", bytes=size, disk="results")
+            )
+    return rows
 
 
 def table(rows: list[Row]) -> str:

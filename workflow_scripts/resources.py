@@ -30,6 +30,7 @@ GPU_RULES = (
     "mumo_head",
     "evaluate_mt_mumo",
     "evaluate_sum_mumo",
+    "score_bleurt",
 )
 
 
@@ -77,6 +78,9 @@ SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
     # MuMo head: forward passes of the frozen model only (1,500 steps x 128 sentences x <= 512 tokens, about 100M
     # tokens at the paper's budget: a few GPU-hours for 7B); mt / sum / speed jobs of MuMo cells use the rows above
     "mumo_head": _row((2000, 20), (8000, 60), (64000, 360), (64000, 360), (80000, 420)),
+    # BLEURT-20 (579M parameters, fp32) on 500 items x 5 runs of <= 512 pieces: minutes on one GPU, whatever the
+    # evaluated model's size
+    "score_bleurt": _row((4000, 20), (16000, 30), (16000, 30), (16000, 30), (16000, 30)),
 }
 # MuMo cells' generation and speed jobs (rules/mumo.smk) cost what the generic ones cost.
 SIZE_RESOURCES |= {f"{rule}_mumo": SIZE_RESOURCES[rule] for rule in ("evaluate_mt", "evaluate_sum")}

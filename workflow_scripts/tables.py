@@ -51,7 +51,10 @@ DERIVED = [
 # Markdown columns: (header, task, metric, format)
 MARKDOWN_COLUMNS = [
     ("mt chrF", "mt", "chrF", "{:.1f}"),
-    ("sum ROUGE-L", "sum", "rougeL", "{:.1f}"),
+    # one column per ROUGE-L segmentation (harness/metrics.py): their numbers never share a column
+    ("sum ROUGE-L (mT5)", "sum", "rougeL_mt5", "{:.1f}"),
+    ("sum ROUGE-L (script)", "sum", "rougeL_script", "{:.1f}"),
+    ("sum BLEURT", "sum", "bleurt", "{:.3f}"),
     ("mc acc", "mc", "acc", "{:.3f}"),
     ("gmmlu acc", "gmmlu", "acc", "{:.3f}"),
     ("ppl BPC", "ppl", "bits_per_char", "{:.3f}"),
@@ -61,6 +64,10 @@ MARKDOWN_COLUMNS = [
     # tokens of different vocabularies carry different amounts of text: characters per second is what a user waits for
     ("speed-up (chars)", "mt", "speedup_chars", "{:.2f}x"),
 ]
+# Shown only where some result has them (the first ROUGE-L column stands for sum in every table).
+OPTIONAL_COLUMNS = {("sum", "rougeL_script"), ("sum", "bleurt")}
+# A plain rougeL record was computed on the script-aware segmentation.
+LEGACY_METRICS = {("sum", "rougeL"): "rougeL_script"}
 MISSING = "–"
 # Why a column can be empty (printed under the tables when a task has no result at all).
 NOT_RUN_NOTES = {
@@ -95,6 +102,7 @@ def load_results(paths: list[str | Path], *, strict: bool = True) -> tuple[pd.Da
         if reason and f"{details.get('task')}: – ({reason})" not in notes:
             notes.append(f"{details.get('task')}: – ({reason})")
         for rec in speed_table.flatten(obj["records"]):
+            rec["metric"] = LEGACY_METRICS.get((rec.get("task"), rec.get("metric")), rec.get("metric"))
             row = {c: obj["cell"].get(c) for c in CELL_COLUMNS}
             # generation tasks run several times: each record carries its run and seed
             row.update(rec, seed=rec.get("seed", details.get("seed")), run=rec.get("run"))
@@ -192,7 +200,9 @@ def markdown(frame: pd.DataFrame, data_labels: list[str] | None = None) -> str:
         key = _cell_key(row)
         cells.setdefault(key, dict(zip(CELL_COLUMNS, key, strict=True)))
         values.setdefault(key, {}).setdefault((row["task"], row["metric"]), []).append(row["value"])
-    header = ["Language", "Method", "Settings", *(c[0] for c in MARKDOWN_COLUMNS)]
+    present = {(t, m) for t, m in zip(frame["task"], frame["metric"], strict=True)}
+    columns = [c for c in MARKDOWN_COLUMNS if (c[1], c[2]) not in OPTIONAL_COLUMNS or (c[1], c[2]) in present]
+    header = ["Language", "Method", "Settings", *(c[0] for c in columns)]
     order = {key: i for i, key in enumerate(cells)}
     for model in dict.fromkeys(c["model"] for c in cells.values()):
         keys = [k for k, c in cells.items() if c["model"] == model]
@@ -205,7 +215,7 @@ def markdown(frame: pd.DataFrame, data_labels: list[str] | None = None) -> str:
             label = str(c["method"] if _missing(c["label"]) else c["label"])
             label += " + ElChat" if str(c["method"]).endswith(".elchat") else ""  # the paper's row name (Table 10)
             row = [str(c["language"]), label, settings_text(c)]
-            for _, task, metric, fmt in MARKDOWN_COLUMNS:
+            for _, task, metric, fmt in columns:
                 v = values[key].get((task, metric))
                 row.append(_mean_sd(v, fmt) if v else MISSING)
             lines.append("| " + " | ".join(row) + " |")

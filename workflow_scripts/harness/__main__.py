@@ -53,6 +53,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--mumo-no-verify", dest="mumo_verify", action="store_false", help="MuMo: skip verification")
     p.add_argument("--mumo-k", type=int, default=10, help="MuMo: candidates per decoding step")
+    p.add_argument("--rouge-tokenizer", default="script", choices=["mt5", "script"], help="sum: ROUGE-L segmentation")
+    p.add_argument("--mt5-spiece", help="sum with --rouge-tokenizer mt5: mT5's spiece.model")
     return p.parse_args(argv)
 
 
@@ -80,6 +82,10 @@ def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, lis
     from workflow_scripts.harness.run import run_task
     from workflow_scripts.harness.tasks import FEWSHOT, task_configs
 
+    if a.task == "sum":  # before the model loads: a missing spiece.model fails at once
+        from workflow_scripts.harness.lighteval_metrics import set_rouge_tokenizer
+
+        set_rouge_tokenizer(a.rouge_tokenizer, a.mt5_spiece)
     model, model_dir = _load(a)
     configs = task_configs(a.task, a.lang, folder, generation_size=a.max_new_tokens, tokenizer_dir=model_dir)
     for config in configs:

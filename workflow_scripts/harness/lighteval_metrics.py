@@ -43,10 +43,24 @@ class CorpusChrF(CorpusLevelComputation):
 
 
 class RougeL(SampleLevelComputation):
-    """ROUGE-L F1 (0-100) on the script-aware segmentation."""
+    """ROUGE-L F1 (0-100) on one segmentation (``metrics.rouge_tokenizer``: mT5 pieces or script-aware)."""
+
+    def __init__(self, kind: str = "script", model_file: str | None = None):
+        self.tokenizer = metrics.rouge_tokenizer(kind, model_file)
 
     def compute(self, doc, model_response, **kwargs) -> float:
-        return metrics.rouge_l(_prediction(model_response), doc.get_golds()[0])
+        return metrics.rouge_l(_prediction(model_response), doc.get_golds()[0], self.tokenizer)
+
+
+# The segmentation of the process's sum tasks (set by the harness's command line before the tasks are built).
+_ROUGE = {"kind": "script", "model_file": None}
+
+
+def set_rouge_tokenizer(kind: str, model_file: str | None = None) -> None:
+    """Choose the ROUGE-L segmentation (``mt5`` with mT5's spiece.model, or ``script``) of later ``rouge_metrics``;
+    checked here, so a missing model file fails before any model is loaded."""
+    metrics.rouge_tokenizer(kind, model_file)
+    _ROUGE.update(kind=kind, model_file=model_file)
 
 
 class ChoiceAccuracy(SampleLevelComputation):
@@ -85,12 +99,15 @@ def chrf_metrics() -> list:
     ]
 
 
-def rouge_metrics() -> list:
-    """ROUGE-L F1, averaged over items."""
+def rouge_metrics(kind: str | None = None, model_file: str | None = None) -> list:
+    """ROUGE-L F1, averaged over items, named by its segmentation (``rougeL_mt5`` or ``rougeL_script``); without
+    arguments the one ``set_rouge_tokenizer`` chose."""
+    if kind is None:
+        kind, model_file = _ROUGE["kind"], _ROUGE["model_file"]
     return [
         SampleLevelMetric(
-            metric_name="rougeL",
-            sample_level_fn=RougeL(),
+            metric_name=metrics.ROUGE_METRICS[kind],
+            sample_level_fn=RougeL(kind, model_file),
             category=SamplingMethod.GENERATIVE,
             corpus_level_fn=np.mean,
             higher_is_better=True,

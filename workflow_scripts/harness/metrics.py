@@ -1,11 +1,13 @@
 """The scores of the paper's evaluation (paper 002 §6.5), as plain functions of strings and numbers.
 
 - chrF (mt): sacrebleu's sentence chrF per item, averaged (the paper's number), and corpus chrF as an extra.
-- ROUGE-L F1 (sum): ``rouge-score``'s LCS F-measure on a script-aware segmentation (``segment``). The library's own
-  tokenizer lowercases and deletes everything outside [a-z0-9], so Thai or Sinhala text becomes empty and scores 0.
-  The paper split text into mT5 SentencePiece pieces; that model is not available offline, so we segment into words
-  where a script separates words with spaces and into grapheme clusters where it does not (Thai, Lao, Burmese, Khmer,
-  Chinese, Japanese kana). Absolute ROUGE-L therefore differs from the paper's; comparisons between methods hold.
+- ROUGE-L F1 (sum): ``rouge-score``'s LCS F-measure on a segmentation given as a tokenizer object, because the
+  library's own tokenizer lowercases and deletes everything outside [a-z0-9] (Thai or Sinhala text becomes empty and
+  scores 0). Two segmentations, each under its own metric name so that no table mixes them (``ROUGE_METRICS``):
+  ``rougeL_mt5``, the paper's (§6.6: "we split sentences with an mT5 tokenizer as preprocessing ... and subsequently
+  call rouge_scorer"): the pieces of mT5's SentencePiece model (``spiece.model``, one for every mT5 size), and
+  ``rougeL_script``, where that model cannot be had: words where a script separates words with spaces, grapheme
+  clusters where it does not (Thai, Lao, Burmese, Khmer, Chinese, Japanese kana). Script numbers are not the paper's.
 - Log-likelihood accuracy (mc, gmmlu): the choice with the highest log-likelihood is the answer, raw (token-normalized
   = mean over the choice's tokens) and character-normalized (sum / characters of the choice). Ties go to the first
   tied choice (``numpy.argmax``, as LightEval does): a tie counts as correct only when the gold choice comes first.
@@ -16,6 +18,7 @@ The LightEval wrappers of these functions are in ``lighteval_metrics`` (LightEva
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import regex
 
@@ -39,11 +42,49 @@ class ScriptTokenizer:
         return segment(text)
 
 
-def rouge_l(prediction: str, reference: str) -> float:
-    """ROUGE-L F1 (0-100) of one summary against its reference, on ``segment`` tokens."""
+class PieceTokenizer:
+    """A ``rouge_score`` tokenizer object returning the pieces of a SentencePiece model (mT5's ``spiece.model``).
+
+    Pieces are kept as the model prints them (with "▁" marking a word start), as the paper's preprocessing handed
+    them to rouge_scorer; the model is loaded on first use, so the object pickles (LightEval's metrics)."""
+
+    def __init__(self, model_file: str | Path):
+        self.model_file = str(model_file)
+        if not Path(self.model_file).is_file():
+            raise FileNotFoundError(f"SentencePiece model {self.model_file} not found (evaluation.sum.mt5_spiece)")
+        self._sp = None
+
+    def __getstate__(self) -> dict:
+        return {"model_file": self.model_file, "_sp": None}
+
+    def tokenize(self, text: str) -> list[str]:
+        if self._sp is None:
+            import sentencepiece
+
+            self._sp = sentencepiece.SentencePieceProcessor(model_file=self.model_file)
+        return self._sp.encode(text, out_type=str)
+
+
+# metric name of each segmentation (config key evaluation.sum.rouge_tokenizer)
+ROUGE_METRICS = {"mt5": "rougeL_mt5", "script": "rougeL_script"}
+
+
+def rouge_tokenizer(kind: str = "script", model_file: str | Path | None = None) -> ScriptTokenizer | PieceTokenizer:
+    """The tokenizer object of a segmentation: ``script``, or ``mt5`` with mT5's ``spiece.model`` file."""
+    if kind == "script":
+        return ScriptTokenizer()
+    if kind == "mt5":
+        if not model_file:
+            raise ValueError("ROUGE-L on mT5 pieces needs mT5's spiece.model (evaluation.sum.mt5_spiece)")
+        return PieceTokenizer(model_file)
+    raise ValueError(f"unknown ROUGE-L segmentation {kind!r} (evaluation.sum.rouge_tokenizer: mt5 or script)")
+
+
+def rouge_l(prediction: str, reference: str, tokenizer: ScriptTokenizer | PieceTokenizer | None = None) -> float:
+    """ROUGE-L F1 (0-100) of one summary against its reference, on ``tokenizer``'s tokens (default: ``segment``)."""
     from rouge_score import rouge_scorer
 
-    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=ScriptTokenizer())
+    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=tokenizer or ScriptTokenizer())
     return 100.0 * scorer.score(reference, prediction)["rougeL"].fmeasure
 
 

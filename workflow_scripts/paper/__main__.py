@@ -11,7 +11,7 @@ import yaml
 
 from workflow_scripts.io import setup_logging, write_text
 from workflow_scripts.paper import costs, figures, render
-from workflow_scripts.paper.cells import fill, stand_ins
+from workflow_scripts.paper.cells import fill, rouge_metric, stand_ins
 from workflow_scripts.paper.specs import FIGURES, TABLES
 
 log = logging.getLogger("vocabexp")
@@ -50,7 +50,8 @@ def write_tables(frame: pd.DataFrame, out: Path, labels: list[str], models: dict
 def write_figures(frame: pd.DataFrame, root: Path, out: Path, labels: list[str]) -> None:
     """Figures 2-5 and the loss curves from the CSV and, when present, the files next to it under ``root``."""
     figures.figure2(_read_optional_csv(root / "analysis" / "fragmentation.csv"), out / "figure2")
-    figures.figure_vnew(frame, out / "figure3", figures.FIGURE3_TASKS, "Figure 3: generation vs |V_new|", labels)
+    figure3 = [(t, rouge_metric(frame)) if t == "sum" else (t, m) for t, m in figures.FIGURE3_TASKS]  # one ROUGE-L
+    figures.figure_vnew(frame, out / "figure3", figure3, "Figure 3: generation vs |V_new|", labels)
     reports = figures.read_reports(sorted(root.glob("*/*/tokenizer/*.report.json")))
     figures.figure4(reports, frame, out / "figure4", labels)
     figures.figure_vnew(frame, out / "figure5", figures.FIGURE5_TASKS, "Figure 5: classification vs |V_new|", labels)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
 
 from workflow_scripts.grid import MUMO, MUMO_INITS, MUMO_POSTHOC, Method
-from workflow_scripts.paper.specs import MODEL_NAMES, PAPER_MODELS, Row, TableSpec
+from workflow_scripts.paper.specs import MODEL_NAMES, PAPER_MODELS, ROUGE_SCRIPT, SUM, Row, TableSpec
 
 MISSING = "–"
 NOT_APPLICABLE = "n/a"
@@ -166,6 +166,8 @@ def task_file(task: str, metric: str) -> tuple[str, str]:
     """(rule, result file) that writes ``metric`` of ``task`` for one grid cell."""
     if metric in SPEED_METRICS or metric.endswith("_ratio") or "@" in metric:
         return "rule measure_speed (speed-ups by rule tables)", "speed.json"
+    if metric == "bleurt":
+        return "rule score_bleurt (evaluation.sum.bleurt)", "sum_bleurt.json"
     return f"rule evaluate_{task}", f"{task}.json"
 
 
@@ -260,10 +262,34 @@ def _missing_notes(block: Block, spec: TableSpec) -> list[str]:
     return notes
 
 
+def rouge_metric(frame: pd.DataFrame) -> str:
+    """The ROUGE-L every table shows: on mT5 pieces (the paper's, §6.6) where any result has it, else the
+    script-aware one; a table never mixes the two segmentations."""
+    present = set(frame["metric"].astype(str)) if not frame.empty else set()
+    return ROUGE_SCRIPT[1] if ROUGE_SCRIPT[1] in present and SUM[1] not in present else SUM[1]
+
+
+def _rouge_columns(spec: TableSpec, frame: pd.DataFrame) -> tuple[TableSpec, list[str]]:
+    """``spec`` with its ROUGE-L columns on ``rouge_metric``'s segmentation, and the note saying which it is."""
+    if not any((c.task, c.metric) == SUM for c in spec.columns):
+        return spec, []
+    metric = rouge_metric(frame)
+    if metric == SUM[1]:
+        note = "ROUGE-L on mT5 SentencePiece pieces (rougeL_mt5, the paper's segmentation, §6.6)."
+        if not frame.empty and ROUGE_SCRIPT[1] in set(frame["metric"].astype(str)):
+            note += " Script-aware ROUGE-L results (rougeL_script) exist too and are not shown."
+        return spec, [note]
+    columns = tuple(replace(c, metric=metric) if (c.task, c.metric) == SUM else c for c in spec.columns)
+    note = ("ROUGE-L on the script-aware segmentation (rougeL_script: words, or grapheme clusters in unspaced "
+            "scripts), not on the paper's mT5 pieces: evaluation.sum.rouge_tokenizer was script.")  # fmt: skip
+    return replace(spec, columns=columns), [note]
+
+
 def fill(spec: TableSpec, frame: pd.DataFrame, models: Mapping[str, str] | None = None) -> Filled:
     """Fill ``spec`` from the long results table; ``models`` maps a paper model to the results model standing in."""
     index = _Index(frame)
     models = stand_ins(frame, None) if models is None else models
+    spec, rouge_note = _rouge_columns(spec, frame)
     blocks, notes, missing = [], [], []
     for model in spec.models:
         results_model = models.get(model, model)
@@ -280,6 +306,7 @@ def fill(spec: TableSpec, frame: pd.DataFrame, models: Mapping[str, str] | None 
         notes += [f"{n} [{', '.join(sorted(langs))}]" for n, langs in settings_notes.items()]
         missing += _missing_notes(block, spec)
         blocks.append(block)
+    notes += rouge_note
     if any(c.status == "na" for b in blocks for _, cells in b.rows for c in cells):
         notes.append(f"{NOT_APPLICABLE}: the benchmark has no such language (Global-MMLU: no Burmese or Thai).")
     if missing:

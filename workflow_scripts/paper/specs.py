@@ -15,8 +15,9 @@ from workflow_scripts.evaluate import LANGUAGE_NAMES as EVALUATE_LANGUAGE_NAMES
 
 # Metric names, one field each: (task, metric) as the evaluation steps write them into results.csv.
 MT = ("mt", "chrF")
-SUM = ("sum", "rougeL")
-BLEURT = ("sum", "bleurt")
+SUM = ("sum", "rougeL_mt5")  # ROUGE-L on mT5 pieces (§6.6); cells.rouge_metric falls back to ROUGE_SCRIPT, per table
+ROUGE_SCRIPT = ("sum", "rougeL_script")  # script-aware segmentation: where mT5's spiece.model is not configured
+BLEURT = ("sum", "bleurt")  # BLEURT-20 (Table 8; rule score_bleurt)
 MC = ("mc", "acc")  # log-likelihood accuracy (workflow_scripts/harness; acc_token and acc_char are the normalized ones)
 GMMLU = ("gmmlu", "acc")
 EN_MC = ("mc_en", "acc")  # English Belebele after LAPT on the target language (Table 9; rule evaluate_mc_en)
