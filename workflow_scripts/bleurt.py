@@ -37,7 +37,7 @@ import torch
 from torch import nn
 
 from workflow_scripts.io import read_json, set_threads, setup_logging, write_json, write_text
-from workflow_scripts.sum_assets import SPM_FILE, WEIGHT_FILES
+from workflow_scripts.sum_assets import SPM_FILE, WEIGHT_FILES, special_ids
 
 log = logging.getLogger("vocabexp")
 
@@ -212,13 +212,7 @@ class BleurtTokenizer:
 
         self.sp = sentencepiece.SentencePieceProcessor(model_file=str(model_file))
         self.max_seq_length = max_seq_length
-        self.cls, self.sep = (self._special(t, model_file) for t in ("[CLS]", "[SEP]"))
-
-    def _special(self, piece: str, model_file: str | Path) -> int:
-        idx = self.sp.piece_to_id(piece)
-        if idx == self.sp.unk_id() and piece != self.sp.id_to_piece(idx):
-            raise ValueError(f"{model_file}: SentencePiece model has no {piece} piece (not a BLEURT tokenizer)")
-        return idx
+        self.cls, self.sep = special_ids(self.sp, model_file)
 
     def encode(self, reference: str, candidate: str) -> tuple[list[int], list[int]]:
         """Token ids and segment ids of one pair, truncated as BLEURT does (the longer side loses its last piece)."""

@@ -58,6 +58,17 @@ def hub_asset_problems(sum_settings: dict) -> list[str]:
     return problems
 
 
+def special_ids(sp, model_file: str | Path) -> tuple[int, int]:
+    """The ids of BLEURT's [CLS] and [SEP] pieces in SentencePiece processor ``sp`` (an error names the file)."""
+    ids = []
+    for piece in ("[CLS]", "[SEP]"):
+        idx = sp.piece_to_id(piece)
+        if idx == sp.unk_id() and piece != sp.id_to_piece(idx):
+            raise ValueError(f"{model_file}: SentencePiece model has no {piece} piece (not a BLEURT tokenizer)")
+        ids.append(idx)
+    return ids[0], ids[1]
+
+
 def _split_revision(hub_id: str) -> tuple[str, str | None]:
     repo, _, revision = hub_id.partition("@")
     return repo, revision or None
@@ -83,9 +94,10 @@ def download_bleurt(hub_id: str, out: str | Path) -> Path:
         snapshot_download(repo, revision=revision, local_dir=tmp, allow_patterns=list(BLEURT_FILES))
         lacking = bleurt_folder_problems(tmp)
         if not lacking:
-            from workflow_scripts.bleurt import BleurtTokenizer
+            import sentencepiece
 
-            BleurtTokenizer(tmp / SPM_FILE)  # has [CLS] and [SEP], or fails here rather than in every scoring job
+            # has [CLS] and [SEP], or fails here rather than in every scoring job
+            special_ids(sentencepiece.SentencePieceProcessor(model_file=str(tmp / SPM_FILE)), tmp / SPM_FILE)
         if lacking:
             raise FileNotFoundError(
                 f"hub {hub_id}: no {', '.join(lacking)} (not a BLEURT checkpoint in the port's layout)"
