@@ -6,12 +6,17 @@ Arithmetic on parameter counts and tensor shapes, not a measurement; it follows 
   ``"bf16"`` keeps frozen weights in bf16 and trainable ones in fp32. Gradients are fp32 for trainable parameters,
   AdamW holds two fp32 moments per trainable parameter. Autocast caches a bf16 copy of each trainable weight for the
   whole forward/backward (frozen weights are cast on the fly and freed).
-- Activations with gradient checkpointing: each layer's bf16 input is kept, and one layer is recomputed at a time
+- Activations with gradient checkpointing: each layer's input is kept, and one layer is recomputed at a time
   (its activations and their gradients). Attention is assumed fused (SDPA/flash): no s x s score matrix is kept.
-- Logits: the full-vocabulary logits in bf16, the fp32 copy cross-entropy reads, its fp32 log-softmax (kept for
-  backward) and the fp32 and bf16 gradients: about 14 bytes per (token, vocabulary entry) per head at the peak;
-  mtp's second head keeps one more fp32 log-softmax alive; Gemma2's logit soft-capping adds two bf16 tensors.
-  At 128K-256K vocabularies this is the largest activation term; micro-batches (``grad_accum``) divide it.
+  The residual stream is fp32 whenever the input embedding weight is fp32 (``weights_dtype="fp32"``, or a trained
+  embedding under ``"bf16"``): autocast does not cast an embedding lookup, and fp32 + bf16 sums stay fp32, so the
+  kept layer inputs and the residual sums of the recomputed layer take 4 bytes, not 2.
+- Logits (``logit_bytes``): per (token, vocabulary entry), every head keeps its fp32 log-softmax for backward
+  (4 bytes) and, with Gemma2's soft-capping, the bf16 tanh output (2); the last head at its peak also holds its
+  bf16 logits and the fp32 copy cross-entropy reads (6, plus 2 for the capped tensor), and backward adds the fp32
+  gradients of the log-softmax and its input (8); mtp keeps the first head's bf16 logits alive while the second
+  head runs (2). At 128K-256K vocabularies this is the largest activation term; micro-batches (``grad_accum``)
+  divide it, and ``tools/gpu_bench.py`` measures it.
 - Multi-stage procedures (2-stage, EEVE): the memory of the largest stage, the time of every stage by its share.
 - Time: model FLOPs (2 per multiply-add; forward, the input gradient where a trainable parameter lies below, the
   weight gradient of trainable matrices, the recomputed forward under checkpointing) divided by an assumed
@@ -69,8 +74,9 @@ ALIASES = {
     "135M": "smollm2-135m",
 }
 GPUS: dict[str, dict[str, float]] = {
-    "H100": {"bf16_tflops": 989.0, "hbm_tbps": 3.35, "memory_gib": 80.0},
-    "A100": {"bf16_tflops": 312.0, "hbm_tbps": 2.0, "memory_gib": 80.0},
+    # memory_gib: what the driver reports as total (81,559 MiB on an 80 GB card; about 139 GiB on an H200).
+    "H100": {"bf16_tflops": 989.0, "hbm_tbps": 3.35, "memory_gib": 79.6},
+    "A100": {"bf16_tflops": 312.0, "hbm_tbps": 2.0, "memory_gib": 79.6},
     "H200": {"bf16_tflops": 989.0, "hbm_tbps": 4.8, "memory_gib": 139.0},  # H100 compute, 141 GB HBM3e
 }
 PROCEDURES = tuple(LAPT_PROCEDURES)  # the training registry is the list; STAGES must describe each of them
@@ -145,6 +151,21 @@ STAGES: dict[str, tuple[StageSpec, ...]] = {
 EEVE_LORA = (*STAGES["EEVE"][:5], StageSpec("lora", True, True), StageSpec("lora", False, False))
 
 
+def logit_bytes(objective: str, softcap: bool) -> dict[str, int]:
+    """Bytes per (token, vocabulary entry) of the logits at the loss's peak: ``kept`` for backward by all heads, and
+    ``transient`` (the last head's bf16 logits and fp32 copy, the backward's fp32 gradients, mtp's first logits)."""
+    heads = 2 if objective == "mtp" else 1
+    kept = heads * (4 + (2 if softcap else 0))
+    transient = 6 + (2 if softcap else 0) + 8 + (2 if heads == 2 else 0)
+    return {"kept": kept, "transient": transient}
+
+
+def residual_bytes(s: StageSpec, tied: bool, weights_dtype: str) -> int:
+    """Bytes per element of the residual stream: 4 when the input embedding weight is fp32, else 2 (bf16)."""
+    embedding_trained = s.embedding or (tied and s.head)
+    return 4 if weights_dtype == "fp32" or embedding_trained else 2
+
+
 def _stage_memory_and_flops(
     m: ModelShape, s: StageSpec, objective: str, seq_len: int, micro_batch: int, weights_dtype: str, grad_ckpt: bool
 ) -> dict[str, float]:
@@ -170,17 +191,19 @@ def _stage_memory_and_flops(
     tokens = micro_batch * seq_len
     h, f = m.hidden, m.ffn
     q, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
-    # One layer's saved activations (bf16) in forward order, plus the fp32 RMSNorm inputs.
-    per_layer = tokens * (2 * (4 * h + 3 * q + 2 * kv + 4 * f) + 4 * m.norms_per_layer * h)
+    stream = residual_bytes(s, m.tied, weights_dtype)
+    # One layer's saved activations (bf16) in forward order, plus the fp32 RMSNorm inputs, plus two residual sums
+    # at fp32 width when the stream is fp32.
+    per_layer = tokens * (2 * (4 * h + 3 * q + 2 * kv + 4 * f) + 4 * m.norms_per_layer * h + 2 * (stream - 2) * h)
     needs_backward = s.embedding or s.layers != "none" or (m.tied and s.head)  # gradients flow through the layers
     if not needs_backward:
         acts = 0.0  # autograd keeps nothing of layers that no gradient reaches
     elif grad_ckpt:
-        acts = m.layers * tokens * h * 2 + 2 * per_layer  # checkpoints + one recomputed layer and its gradients
+        acts = m.layers * tokens * h * stream + 2 * per_layer  # checkpoints + one recomputed layer and its gradients
     else:
         acts = m.layers * per_layer
-    per_elem = 14 + (4 if m.logit_softcap else 0)
-    logits = tokens * m.vocab * (per_elem + 4 * (n_heads_out - 1))
+    lb = logit_bytes(objective, m.logit_softcap)
+    logits = tokens * m.vocab * (lb["kept"] + lb["transient"])
 
     # FLOPs per step (2 per multiply-add), causal fused attention (half the score matrix).
     layer_fwd = 2 * pc["layer_matrices"] + 2 * seq_len * q  # QK^T and AV over s/2 keys on average
@@ -236,11 +259,15 @@ def estimate(
     overhead_gib: float = 3.0,
     startup_minutes: float = 10.0,
     eeve_layers: str = "full",
+    memory_gib: float | None = None,
+    headroom: float = 0.95,
 ) -> dict[str, Any]:
     """Peak GPU memory (GiB, by term) and time of one LAPT run; ``batch_size`` is the micro-batch, as in lapt.
 
     ``model_size`` names one of MODELS or is a ModelShape. ``corpus_tokens`` (D tokenized with T_t; 30K sentences are
     some millions of tokens) sets the number of steps: ceil(blocks / (batch_size * grad_accum)) * epochs.
+    ``memory_gib`` replaces the GPU's memory (a device's reported total); ``fits`` means the peak is within
+    ``headroom`` of it (the rest: allocator fragmentation the terms do not model).
     """
     if isinstance(model_size, str):
         key = ALIASES.get(model_size, model_size)
@@ -292,7 +319,8 @@ def estimate(
             {k: st[k] for k in ("trainable_parameters", "total_parameters", *MEMORY_TERMS)} for st in per_stage
         ],
         "peak_gib": round(total_gib, 1),
-        "fits": total_gib <= g["memory_gib"],
+        "fits": total_gib <= headroom * (memory_gib or g["memory_gib"]),
+        "gpu_memory_gib": memory_gib or g["memory_gib"],
         "gpu": gpu,
         "assumption": f"{mfu:.0%} of {g['bf16_tflops']:.0f} TFLOP/s bf16 dense; AdamW at {g['hbm_tbps']} TB/s",
         "step_seconds": round(step_seconds, 3),
