@@ -29,6 +29,7 @@ from workflow_scripts.grid import (
     ConfigError,
     expand_grid,
     check_config,
+    gpu_fit_problems,
     config_warnings,
     deferred_checks,
     schema_errors,
@@ -39,6 +40,7 @@ from workflow_scripts.grid import (
 from workflow_scripts.resources import (
     rule_gpus,
     sized_resources,
+    workflow_gpu_class,
     workflow_gpu_problems,
 )  # noqa: E402
 from workflow_scripts.paper.specs import (
@@ -75,6 +77,13 @@ _gpu_problems = workflow_gpu_problems(
 if _gpu_problems:
     raise WorkflowError(
         "GPU requests do not fit the workflow:\n  - " + "\n  - ".join(_gpu_problems)
+    )
+# Every LAPT job of a GPU size class against the memory of the GPU class the profiles ask for rule lapt (80 GB
+# unless set-resources names an H200): refused before any job, naming the key to change.
+_fit_problems = gpu_fit_problems(config, workflow_gpu_class(workflow.resource_settings))
+if _fit_problems:
+    raise WorkflowError(
+        "LAPT jobs do not fit the GPU:\n  - " + "\n  - ".join(_fit_problems)
     )
 LANGUAGES = list(config["languages"])
 TASKS = config["evaluation"]["tasks"]

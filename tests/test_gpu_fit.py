@@ -4,15 +4,23 @@ paper-grid LAPT job against its GPU class, the mtp hook across 2-stage, checkpoi
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import weakref
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
+import yaml
+from snakemake.utils import validate
 
-from workflow_scripts.lapt import loop
+from tests.conftest import REPO
+from tools import gpu_estimate as ge
+from workflow_scripts.grid import expand_grid, gpu_fit_problems
+from workflow_scripts.lapt import loop, resolve_hparams
 from workflow_scripts.lapt.objective import LossComputer
+from workflow_scripts.resources import GPU_CLASSES, gpu_class
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -47,3 +55,87 @@ def test_two_stage_keeps_one_mtp_hook_and_frees_a_replaced_head(tmp_path, tiny_l
     # After training no hook (holding the loss and its mtp head) is left on the saved model.
     loop.write_outputs(run, state, tmp_path / "out", None)
     assert not state.model.get_output_embeddings()._forward_hooks
+
+
+# ------------------------------------------------------------------------------------------ planning
+
+
+def _paper_config() -> dict:
+    config = yaml.safe_load((REPO / "configs" / "paper.yaml").read_text())
+    validate(config, schema=str(REPO / "schemas" / "config.schema.yaml"), set_default=True)
+    return config
+
+
+@pytest.mark.parametrize("gpu_class", sorted(GPU_CLASSES))
+def test_every_paper_lapt_job_fits_its_gpu_class(gpu_class):
+    config = _paper_config()
+    assert gpu_fit_problems(config, gpu_class) == []
+    # The check looked at every LAPT job of a GPU size class, and each one's planned peak is within the class.
+    gpu = GPU_CLASSES[gpu_class]
+    jobs = {(model, m.slug, m.procedure, m.objective, m.seq_len) for model, _, m in expand_grid(config)
+            if m.trains and m.procedure in ge.STAGES and config["models"][model]["size"] in ge.SIZE_SHAPES}  # fmt: skip
+    assert {p for *_, p, _, _ in jobs} >= {"LoRA", "2-stage", "2x2LS", "EEVE"}
+    hp = resolve_hparams({**config["training"], "eeve_layers": "LoRA"})
+    for model, _, procedure, objective, seq_len in jobs:
+        shape = ge.SIZE_SHAPES[config["models"][model]["size"]]
+        est = ge.planned(shape, procedure, objective, seq_len, hp, gpu)
+        assert est["fits"] and est["peak_gib"] <= 0.95 * ge.GPUS[gpu]["memory_gib"]
+        assert est["micro_batch"] * est["grad_accum"] == 8  # Table 13's batch, whatever the split
+
+
+def test_a_cell_that_cannot_fit_is_refused_with_the_key_named():
+    config = _paper_config()
+    eeve = next(i for i, e in enumerate(config["methods"]) if e.get("procedure") == "EEVE")
+    del config["methods"][eeve]["hparams"]  # EEVE's stage 6 then trains every layer fully
+    problems = gpu_fit_problems(config, "141GB")
+    assert problems and all(p.startswith("training.eeve_layers: \"full\" does not fit") for p in problems)
+    assert [p.split(" needs ")[0].rsplit(" ", 1)[1] for p in problems] == ["llama3/EEVE.k100.EEVE.clm.L512",
+                                                                           "gemma2/EEVE.k100.EEVE.clm.L512"]
+    assert all("Set eeve_layers: LoRA" in p for p in problems)
+    # A fixed micro-batch too large for 80 GB names the key it comes from, and auto as the way out.
+    config = _paper_config()
+    config["models"]["gemma2"]["hparams"] = {"micro_batch": 8}
+    problems = gpu_fit_problems(config, "80GB")
+    assert problems and all(p.startswith("models.gemma2.hparams.micro_batch: 8 does not fit") for p in problems)
+    assert gpu_fit_problems(config, "141GB") == []  # 8 blocks of Gemma-2 + mtp at 512 fit an H200
+    # Through Snakemake: the dry run stops before any job, naming the key.
+    config = _paper_config()
+    del config["methods"][eeve]["hparams"]
+    path = REPO / "results" / ".test_gpu_fit_paper.yaml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(yaml.safe_dump(config))
+    try:
+        out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-q", "--configfile", str(path)], cwd=REPO,
+                             capture_output=True, text=True)  # fmt: skip
+    finally:
+        path.unlink()
+    text = out.stdout + out.stderr
+    assert out.returncode != 0 and "LAPT jobs do not fit the GPU" in text and "training.eeve_layers" in text
+
+
+def test_gpu_class_follows_the_profile():
+    assert gpu_class({"gpu_model": "h200"}) == "141GB" and gpu_class({"gres": "gpu:h200:1"}) == "141GB"
+    assert gpu_class({"gpu_model": "a100"}) == gpu_class({}) == gpu_class({"gres": "gpu:1"}) == "80GB"
+
+
+# ------------------------------------------------------------------------------------------ estimate vs tensors
+
+
+def test_micro_batch_resplits_the_same_step(tmp_path, tiny_llama_dir, thai_file):
+    # micro_batch re-splits each step's blocks: the same step (losses, weights) as batch_size x grad_accum.
+    kw = dict(procedure="2x2LS", objective="clm", seq_len=16, n_source_rows=None)
+    out = {}
+    for name, hp in {"whole": {"batch_size": 4}, "split": {"batch_size": 4, "micro_batch": 1}}.items():
+        run = loop.prepare_run(tiny_llama_dir, thai_file, hparams={**hp, "max_steps": 2}, checkpoint_dir=tmp_path / name,
+                               **kw)  # fmt: skip
+        state = loop.load_model(run)
+        loop.enter_stage(run, state, 0)
+        loop.optimizer_step(run, state)
+        loop.optimizer_step(run, state)
+        loop.flush_losses(state)
+        out[name] = ([h["loss"] for h in state.history], state.model.model.embed_tokens.weight.detach().clone(), run)
+    assert out["split"][2].micro == 1 and out["whole"][2].micro == 4
+    assert out["split"][0] == pytest.approx(out["whole"][0], rel=1e-5)
+    torch.testing.assert_close(out["split"][1], out["whole"][1], rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match="micro_batch must be null, 'auto' or a divisor of batch_size x grad_accum = 4"):
+        resolve_hparams({"batch_size": 4, "micro_batch": 3})

@@ -346,6 +346,65 @@ def fitting_micro_batch(model_size: str | ModelShape, procedure: str, seq_len: i
     return est  # micro-batch 1 does not fit either: returned with fits=False
 
 
+# The config's size classes (config.yaml ``models.<key>.size``) that need a GPU, by the shape that stands for them.
+SIZE_SHAPES = {"7B": "llama2-7b", "8B": "llama3-8b", "9B": "gemma2-9b"}
+
+
+def planned(
+    shape: str | ModelShape, procedure: str, objective: str, seq_len: int, hp: dict[str, Any], gpu: str, **kw
+) -> dict[str, Any]:
+    """The estimate a LAPT job runs with on ``gpu``, from its resolved hparams (workflow_scripts.lapt.resolve_hparams):
+    micro-batch ``micro_batch`` (null: batch_size; "auto": the largest divisor of the step's blocks that fits, as
+    lapt picks it on the device) with the accumulation that makes up batch_size x grad_accum blocks a step."""
+    effective = int(hp["batch_size"]) * int(hp["grad_accum"])
+    common = dict(objective=objective, weights_dtype=hp["weights_dtype"], gpu=gpu, eeve_layers=hp["eeve_layers"],
+                  gradient_checkpointing=hp["gradient_checkpointing"] is not False, epochs=float(hp["epochs"]),
+                  stage_split=hp["stage_split"], **kw)  # fmt: skip
+    if hp["micro_batch"] == "auto":
+        return fitting_micro_batch(shape, procedure, seq_len, effective, **common)
+    micro = int(hp["batch_size"] if hp["micro_batch"] is None else hp["micro_batch"])
+    return estimate(shape, procedure, seq_len, micro, grad_accum=effective // micro, **common)
+
+
+def fit_problem(
+    shape: str | ModelShape, procedure: str, objective: str, seq_len: int, hp: dict[str, Any], gpu: str,
+    keys: dict[str, str], what: str,
+) -> str | None:  # fmt: skip
+    """None when the job fits ``gpu`` by ``planned``; else a message naming the config key to change (``keys`` maps
+    an hparam to the config key it comes from) and what it would take."""
+    est = planned(shape, procedure, objective, seq_len, hp, gpu)
+    if est["fits"]:
+        return None
+    need = f"{what} needs {est['peak_gib']:.0f} GiB at micro-batch {est['micro_batch']} by tools.gpu_estimate"
+    have = f"a GPU of the {gpu} class ({est['gpu_memory_gib']:.0f} GiB, {0.95 * est['gpu_memory_gib']:.0f} usable) cannot hold it"
+    # The key whose change makes it fit, tried in the order of least change to the method.
+    tries = []
+    if hp["micro_batch"] != "auto":
+        tries.append(("micro_batch", "auto"))
+    if procedure == "EEVE" and hp["eeve_layers"] == "full":
+        tries.append(("eeve_layers", "LoRA"))
+    if hp["weights_dtype"] == "fp32":
+        tries.append(("weights_dtype", "bf16"))
+    changed = dict(hp)
+    for key, value in tries:
+        changed[key] = value
+        alt = planned(shape, procedure, objective, seq_len, changed, gpu)
+        if alt["fits"]:
+            return (
+                f"{keys[key]}: {json.dumps(hp[key])} does not fit: {need}; {have}. Set {key}: {value} "
+                f"({alt['peak_gib']:.0f} GiB at micro-batch {alt['micro_batch']})"
+                + (", or ask for an H200 (set-resources lapt: {gpu_model: h200})" if gpu != "H200" else "")
+            )
+    for gpu_larger in ("H200",):
+        if gpu_larger != gpu and planned(shape, procedure, objective, seq_len, changed, gpu_larger)["fits"]:
+            return f"{what}: {need}; {have}: ask for a larger GPU (set-resources lapt: {{gpu_model: h200}})"
+    return (
+        f"{keys.get('procedure', 'procedure')}: {need}; {have}, even with "
+        f"{', '.join(f'{k}: {v}' for k, v in tries) or 'these settings'}: choose a procedure that trains less or a "
+        "shorter seq_len"
+    )
+
+
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     """The estimates as a Markdown table (one row per model, procedure, objective, sequence length, weights dtype)."""
     head = (

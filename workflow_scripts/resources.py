@@ -83,6 +83,42 @@ SIZE_RESOURCES |= {f"{rule}_mumo": SIZE_RESOURCES[rule] for rule in ("evaluate_m
 CPUS_PER_GPU = {"demo": 2, "135M": 4, "7B": 8, "8B": 8, "9B": 8}
 
 
+# GPU memory classes the planning check (workflow_scripts.grid.gpu_fit_problems) sizes LAPT jobs for, by the GPU model a
+# profile names for rule lapt (`gpu_model`, or the model in a `gres: gpu:<model>:N`); a profile that names none, or a
+# model not listed, plans for the smaller class. The value is the tools/gpu_estimate GPU whose memory and speed stand
+# for the class.
+GPU_CLASSES = {"80GB": "H100", "141GB": "H200"}
+GPU_MODEL_CLASS = {
+    "a100": "80GB",
+    "a100-80": "80GB",
+    "a100_80gb": "80GB",
+    "h100": "80GB",
+    "h800": "80GB",
+    "h200": "141GB",
+    "gh200": "141GB",
+}
+DEFAULT_GPU_CLASS = "80GB"
+
+
+def gpu_class(resources: Mapping[str, Any] | None) -> str:
+    """The GPU memory class (GPU_CLASSES) of a rule's resources: from `gpu_model` or a gpu gres naming a model."""
+    resources = resources or {}
+    model = str(_raw(resources.get("gpu_model")) or "")
+    if not model:
+        for item in str(_raw(resources.get("gres")) or "").split(","):
+            parts = item.strip().split(":")
+            if parts[0] == "gpu" and len(parts) == 3:
+                model = parts[1]
+    return GPU_MODEL_CLASS.get(model.strip().lower(), DEFAULT_GPU_CLASS)
+
+
+def workflow_gpu_class(resource_settings: Any, rule: str = "lapt") -> str:
+    """The GPU class a Snakemake run's profiles ask for `rule` (set-resources over default-resources)."""
+    default = dict(resource_settings.default_resources or {}) if resource_settings.default_resources else {}
+    overrides = dict(resource_settings.overwrite_resources.get(rule) or {})
+    return gpu_class({**default, **overrides})
+
+
 def sized_resources(rule: str, size: str | None, attempt: int = 1) -> dict[str, int]:
     """Slurm resources of one job: the cost table's entry for its rule and model size class, for the given attempt.
 
