@@ -14,6 +14,9 @@ import pytest
 import torch
 import yaml
 from snakemake.utils import validate
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from tests.conftest import REPO
 from tools import gpu_estimate as ge
@@ -139,3 +142,93 @@ def test_micro_batch_resplits_the_same_step(tmp_path, tiny_llama_dir, thai_file)
     torch.testing.assert_close(out["split"][1], out["whole"][1], rtol=1e-4, atol=1e-6)
     with pytest.raises(ValueError, match="micro_batch must be null, 'auto' or a divisor of batch_size x grad_accum = 4"):
         resolve_hparams({"batch_size": 4, "micro_batch": 3})
+
+
+def _tiny_gemma2(weights: torch.dtype):
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+
+    config = Gemma2Config(vocab_size=512, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                          num_attention_heads=2, num_key_value_heads=1, head_dim=16, final_logit_softcapping=30.0,
+                          attn_implementation="eager")  # fmt: skip
+    torch.manual_seed(0)
+    return Gemma2ForCausalLM(config).to(weights)
+
+
+def _saved_vocab_bytes(loss_fn, ids, vocab: int) -> int:
+    """Bytes of the (token, vocabulary)-shaped tensors autograd keeps for backward while computing the loss (not the
+    bf16 copy of the head's weight, which is the estimate's autocast_cache term)."""
+    saved: dict[int, int] = {}
+    positions = ids.shape[0] * (ids.shape[1] - 2)
+
+    def pack(t):
+        if t.shape and t.shape[-1] == vocab and t.numel() >= positions * vocab:
+            saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss_fn(ids, ids.numel(), ids.numel())
+    return sum(saved.values())
+
+
+class _LivePeak(TorchDispatchMode):
+    """The peak bytes of live (token, vocabulary)-shaped tensors over every op run inside it, backward included."""
+
+    def __init__(self, vocab: int, min_numel: int):
+        super().__init__()
+        self.vocab, self.min_numel, self.live, self.peak = vocab, min_numel, {}, 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor) and t.dim() and t.shape[-1] == self.vocab and t.numel() >= self.min_numel:
+                storage = t.untyped_storage()
+                self.live[storage.data_ptr()] = (StorageWeakRef(storage), storage.nbytes())
+        self.live = {k: v for k, v in self.live.items() if not v[0].expired()}
+        self.peak = max(self.peak, sum(n for _, n in self.live.values()))
+        return out
+
+
+@pytest.mark.parametrize("objective", ["clm", "mtp"])
+@pytest.mark.parametrize("arch", ["llama", "gemma2"])
+def test_logit_term_matches_measured_tensor_bytes(objective, arch, tiny_llama_dir):
+    """The estimate's logits bytes per (position, vocabulary entry) against a tiny model's real loss under bf16
+    autocast, trainable head in fp32 as lapt keeps it: what autograd keeps, and the peak of live tensors."""
+    from transformers import AutoModelForCausalLM
+
+    if arch == "gemma2":
+        model = _tiny_gemma2(torch.bfloat16)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(tiny_llama_dir, dtype=torch.bfloat16)
+    model.requires_grad_(False)
+    head = model.get_output_embeddings()
+    head.float().requires_grad_(True)
+    vocab, batch, seq = model.config.vocab_size, 2, 64
+    loss_fn = LossComputer(model, objective, head)
+    if loss_fn.extra_head is not None:
+        loss_fn.extra_head.float()
+    ids = torch.randint(0, vocab, (batch, seq), generator=torch.Generator().manual_seed(0))
+    expected = ge.logit_bytes(objective, softcap=arch == "gemma2")
+    kept = _saved_vocab_bytes(loss_fn, ids, vocab) / (batch * seq * vocab)
+    assert kept == pytest.approx(expected["kept"], rel=2 / seq)  # the estimate counts s positions, the heads s-1, s-2
+    peak = _LivePeak(vocab, batch * (seq - 2) * vocab)
+    with peak:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = loss_fn(ids, ids.numel(), ids.numel())
+        loss.backward()
+    assert peak.peak / (batch * seq * vocab) == pytest.approx(expected["kept"] + expected["transient"], rel=2 / seq)
+
+
+@pytest.mark.parametrize(("embedding_trained", "weights_dtype"), [(True, "bf16"), (False, "bf16"), (False, "fp32")])
+def test_residual_stream_width_matches_the_estimate(embedding_trained, weights_dtype):
+    model = _tiny_gemma2(torch.bfloat16 if weights_dtype == "bf16" else torch.float32)
+    if embedding_trained:  # lapt keeps trainable parameters in fp32
+        model.get_input_embeddings().float()
+    widths = []
+    model.model.layers[1].register_forward_pre_hook(lambda mod, args, kw: widths.append(args[0].element_size())
+                                                    if args else widths.append(kw["hidden_states"].element_size()),
+                                                    with_kwargs=True)  # fmt: skip
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        model(input_ids=torch.zeros(1, 8, dtype=torch.long), use_cache=False)
+    stage = ge.StageSpec("2x2" if embedding_trained else "lora", embedding_trained, embedding_trained)
+    assert widths == [ge.residual_bytes(stage, tied=True, weights_dtype=weights_dtype)]
