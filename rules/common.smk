@@ -40,6 +40,7 @@ from workflow_scripts.grid import (
 from workflow_scripts.resources import (
     rule_gpus,
     sized_resources,
+    slurm_signal,
     workflow_gpu_class,
     workflow_gpu_problems,
 )  # noqa: E402

@@ -25,6 +25,8 @@ rule lapt:
         runtime=sized("lapt", "runtime"),
         cpus_per_gpu=sized("lapt", "cpus_per_gpu"),
         gpu=gpus("lapt"),
+        # SIGUSR1 ten minutes before the time limit: checkpoint, exit, resume on the retry (resources.py)
+        slurm_extra=slurm_signal(),
     params:
         procedure=method_attr("procedure"),
         objective=method_attr("objective"),
@@ -33,7 +35,8 @@ rule lapt:
         checkpoints="results/{model}/{lang}/{method}/checkpoints",
         rows=lapt_rows_arg,
     shell:
-        "python -m workflow_scripts.lapt --model {input.model} --train {input.corpus} --procedure {params.procedure}"
+        # the shell ignores Slurm's USR1 (its default action would end the job step); the trainer handles it
+        "trap '' USR1; python -m workflow_scripts.lapt --model {input.model} --train {input.corpus} --procedure {params.procedure}"
         " --objective {params.objective} --seq-len {params.seq_len} --hparams {params.hparams:q}"
         " --out {output.model} --stats {output.stats} --loss-curve {output.loss}"
         " --checkpoint-dir {params.checkpoints} {params.rows} --threads {threads} 2>> {log}"

@@ -59,7 +59,7 @@ def test_memory_terms_by_hand():
     assert eight["per_stage"][0]["logits"] == 8 * one["per_stage"][0]["logits"]
     assert eight["memory_gib"]["optimizer"] == one["memory_gib"]["optimizer"]
     fit = ge.fitting_micro_batch("gemma2-9b", "2x2LS", 2048, 8)
-    assert fit["fits"] and fit["micro_batch"] * fit["grad_accum"] == 8 and fit["peak_gib"] <= 0.95 * 79.6
+    assert fit["fits"] and fit["micro_batch"] * fit["grad_accum"] == 8 and fit["peak_gib"] <= 0.9 * 79.6
 
 
 def test_step_time_from_flops_by_hand():

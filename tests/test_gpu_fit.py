@@ -82,7 +82,7 @@ def test_every_paper_lapt_job_fits_its_gpu_class(gpu_class):
     for model, _, procedure, objective, seq_len in jobs:
         shape = ge.SIZE_SHAPES[config["models"][model]["size"]]
         est = ge.planned(shape, procedure, objective, seq_len, hp, gpu)
-        assert est["fits"] and est["peak_gib"] <= 0.95 * ge.GPUS[gpu]["memory_gib"]
+        assert est["fits"] and est["peak_gib"] <= 0.9 * ge.GPUS[gpu]["memory_gib"]
         assert est["micro_batch"] * est["grad_accum"] == 8  # Table 13's batch, whatever the split
 
 

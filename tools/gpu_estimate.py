@@ -262,7 +262,7 @@ def estimate(
     startup_minutes: float = 10.0,
     eeve_layers: str = "full",
     memory_gib: float | None = None,
-    headroom: float = 0.95,
+    headroom: float = 0.9,
 ) -> dict[str, Any]:
     """Peak GPU memory (GiB, by term) and time of one LAPT run; ``batch_size`` is the micro-batch, as in lapt.
 
@@ -378,7 +378,7 @@ def fit_problem(
     if est["fits"]:
         return None
     need = f"{what} needs {est['peak_gib']:.0f} GiB at micro-batch {est['micro_batch']} by tools.gpu_estimate"
-    have = f"a GPU of the {gpu} class ({est['gpu_memory_gib']:.0f} GiB, {0.95 * est['gpu_memory_gib']:.0f} usable) cannot hold it"
+    have = f"a GPU of the {gpu} class ({est['gpu_memory_gib']:.0f} GiB, {0.9 * est['gpu_memory_gib']:.0f} usable) cannot hold it"
     # The key whose change makes it fit, tried in the order of least change to the method.
     tries = []
     if hp["micro_batch"] != "auto":

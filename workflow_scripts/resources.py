@@ -119,6 +119,18 @@ def workflow_gpu_class(resource_settings: Any, rule: str = "lapt") -> str:
     return gpu_class({**default, **overrides})
 
 
+# Seconds before its time limit that Slurm sends a LAPT job SIGUSR1 (sbatch --signal through the rule's slurm_extra):
+# the job finishes its step, writes its checkpoint (minutes at 7-9B) and exits; the retry resumes. Not "B:": that
+# signals only the batch shell, which would die of it without passing it on; without it every job step's processes
+# get it, and the rule's shell ignores it so that only the training process acts on it.
+LAPT_SIGNAL_SECONDS = 600
+
+
+def slurm_signal(seconds: int = LAPT_SIGNAL_SECONDS) -> str:
+    """The slurm_extra of a job that checkpoints and stops on SIGUSR1 ``seconds`` before its time limit."""
+    return f"--signal=USR1@{int(seconds)}"
+
+
 def sized_resources(rule: str, size: str | None, attempt: int = 1) -> dict[str, int]:
     """Slurm resources of one job: the cost table's entry for its rule and model size class, for the given attempt.
 
