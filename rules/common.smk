@@ -284,6 +284,12 @@ def hparams_json(wc):
 def model_spec_json(wc):
     # without the chat sibling: naming one must not change the source model's params (and rerun the grid)
     spec = {k: v for k, v in config["models"][wc.model].items() if k != "chat"}
+    # saved in bf16 where the model trains with bf16 frozen weights (workflow_scripts/source_model.py SAVE_DTYPES)
+    weights = spec.get("hparams", {}).get(
+        "weights_dtype", config["training"].get("weights_dtype", "fp32")
+    )
+    if weights == "bf16":
+        spec["save_dtype"] = "bf16"
     return json.dumps(spec, sort_keys=True)
 
 

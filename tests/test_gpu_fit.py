@@ -232,3 +232,30 @@ def test_residual_stream_width_matches_the_estimate(embedding_trained, weights_d
         model(input_ids=torch.zeros(1, 8, dtype=torch.long), use_cache=False)
     stage = ge.StageSpec("2x2" if embedding_trained else "lora", embedding_trained, embedding_trained)
     assert widths == [ge.residual_bytes(stage, tied=True, weights_dtype=weights_dtype)]
+
+
+# ------------------------------------------------------------------------------------------ saved dtype
+
+
+def _saved_dtypes(folder: Path) -> set[str]:
+    from safetensors import safe_open
+
+    with safe_open(str(folder / "model.safetensors"), framework="pt") as f:
+        return {str(f.get_slice(k).get_dtype()) for k in f.keys()}
+
+
+@pytest.mark.slow  # an initialization of the tiny model's 49K rows
+def test_source_model_is_saved_in_the_dtype_training_keeps_frozen_weights_in(tmp_path, tiny_llama_dir):
+    from workflow_scripts.initialize.apply import initialize
+    from workflow_scripts.source_model import prepare
+
+    assert _saved_dtypes(tiny_llama_dir) == {"F32"}
+    spec = {"kind": "local", "path": str(tiny_llama_dir)}
+    assert prepare(spec, tmp_path / "fp32")["dtype"] == "fp32" and _saved_dtypes(tmp_path / "fp32") == {"F32"}
+    assert prepare({**spec, "save_dtype": "bf16"}, tmp_path / "bf16")["dtype"] == "bf16"
+    assert _saved_dtypes(tmp_path / "bf16") == {"BF16"}
+    with pytest.raises(ValueError, match="save_dtype 'fp16'"):
+        prepare({**spec, "save_dtype": "fp16"}, tmp_path / "bad")
+    # The initialize step saves in the source's dtype.
+    report = initialize(tmp_path / "bf16", tmp_path / "bf16", tmp_path / "init", "Random", seed=0, pad_to_multiple_of=8)
+    assert report["dtype"] == "bfloat16" and _saved_dtypes(tmp_path / "init") == {"BF16"}
