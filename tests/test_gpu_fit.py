@@ -4,6 +4,7 @@ paper-grid LAPT job against its GPU class, the mtp hook across 2-stage, checkpoi
 from __future__ import annotations
 
 import gc
+import statistics
 import subprocess
 import sys
 import weakref
@@ -259,3 +260,64 @@ def test_source_model_is_saved_in_the_dtype_training_keeps_frozen_weights_in(tmp
     # The initialize step saves in the source's dtype.
     report = initialize(tmp_path / "bf16", tmp_path / "bf16", tmp_path / "init", "Random", seed=0, pad_to_multiple_of=8)
     assert report["dtype"] == "bfloat16" and _saved_dtypes(tmp_path / "init") == {"BF16"}
+
+
+# ------------------------------------------------------------------------------------------ gpu_bench, gpu_corrections
+
+
+@pytest.mark.slow  # nine tiny LAPT stages on the CPU
+def test_gpu_bench_tiny_measures_the_paper_jobs_term_by_term(tmp_path, monkeypatch, capsys):
+    import json
+
+    from tools import gpu_bench, gpu_corrections
+
+    out = tmp_path / "bench.json"
+    written = []
+    real_write = gpu_bench.write_json
+    monkeypatch.setattr(gpu_bench, "write_json", lambda path, obj: (written.append(len(obj["training"])),
+                                                                     real_write(path, obj)))  # fmt: skip
+    gpu_bench.main(["--tiny", "--out", str(out), "--models", "gemma2-9b", "--seq-lens", "8", "--repeats", "1",
+                    "--no-decoding"])  # fmt: skip
+    result = json.loads(out.read_text(encoding="utf-8"))
+    # The paper grid's Gemma-2 LAPT kinds: 2x2 LS + mtp, and EEVE's seven stages with LoRA layers, bf16 frozen weights.
+    jobs = {(j["model"], j["procedure"], tuple(j["objectives"]), j["hp"]["eeve_layers"]) for j in result["jobs"]}
+    assert jobs == {("gemma2-9b", "2x2LS", ("mtp",), "full"), ("gemma2-9b", "EEVE", ("clm",), "LoRA")}
+    training = result["training"]
+    assert [(t["procedure"], t["stage_index"]) for t in training] == [("2x2LS", 0)] + [("EEVE", i) for i in range(7)]
+    assert all(t["weights_dtype"] == "bf16" and t["gpu_classes"] == ["80GB", "141GB"] for t in training)
+    # The estimate's weight, gradient and Adam bytes equal the tensors each stage holds (bf16 frozen, fp32 trained,
+    # earlier stages' trained parameters still fp32).
+    for t in training:
+        assert {k: t["measured_bytes"][k] for k in ("weights", "gradients", "optimizer")} == {
+            k: t["estimate_bytes"][k] for k in ("weights", "gradients", "optimizer")
+        }, (t["procedure"], t["stage"])
+    # Written after every entry, not per model or procedure.
+    assert written == [0, *range(1, len(training) + 1), len(training)]  # at the start, per entry, at the end
+    assert gpu_corrections.main([str(out)]) == 0
+    report = capsys.readouterr().out
+    assert "the estimate's bytes equal the measured tensors" in report and "no CUDA peak" in report
+
+
+def test_gpu_corrections_from_cuda_entries():
+    from tools import gpu_corrections
+
+    def entry(beyond_factor: float, seconds: float, classes: list[str], peak_gib: float) -> dict:
+        est = {"weights": 10 * GIB, "gradients": 2 * GIB, "optimizer": 4 * GIB, "autocast_cache": GIB,
+               "frozen_row_snapshot": 0, "activations_layers": GIB, "logits": 2 * GIB}  # fmt: skip
+        held = {k: est[k] for k in ("weights", "gradients", "optimizer")}
+        peak = int(peak_gib * GIB)
+        measured = {**held, "peak": peak, "beyond_states": int(beyond_factor * 4 * GIB)}
+        return {"model": "gemma2-9b", "procedure": "2x2LS", "stage": "2x2LS", "objective": "mtp", "seq_len": 512,
+                "micro_batch": 4, "gpu_classes": classes, "measured_bytes": measured, "estimate_bytes": est,
+                "step_seconds": seconds, "estimate_stage_step_seconds": 1.0}  # fmt: skip
+
+    GIB = ge.GIB
+    bench = {"training": [entry(1.5, 2.0, ["80GB"], 60.0), entry(1.2, 1.0, ["141GB"], 90.0), {"skipped": "budget"},
+                          {**entry(1, 1, ["80GB"], 1), "oom": "CUDA out of memory"}]}  # fmt: skip
+    c = gpu_corrections.corrections(bench)
+    assert c["activation_factor"] == pytest.approx(1.5, rel=1e-6)
+    assert c["mfu_by_model"]["gemma2-9b"] == pytest.approx(statistics.median([0.35 / 2, 0.35, 0.35]))
+    assert c["over_80gb"] == [] and c["skipped"] == 1 and len(c["out_of_memory"]) == 1 and c["state_terms_exact"]
+    bench["training"][0]["measured_bytes"]["peak"] = int(75 * GIB)  # + 3 GiB context > 90% of 79.6 GiB
+    assert len(gpu_corrections.corrections(bench)["over_80gb"]) == 1
+    assert "multiply those terms by it" in gpu_corrections.render(c)

@@ -168,9 +168,28 @@ def residual_bytes(s: StageSpec, tied: bool, weights_dtype: str) -> int:
     return 4 if weights_dtype == "fp32" or embedding_trained else 2
 
 
+def _fp32_under_bf16(m: ModelShape, stages: list[StageSpec], objective: str) -> int:
+    """Parameters held in fp32 under ``weights_dtype="bf16"`` once ``stages`` have run: lapt converts a parameter to
+    fp32 when a stage first trains it and never back, so a later stage keeps the earlier stages' trained ones fp32."""
+    pc = parameter_counts(m)
+    n_layer = pc["layer_matrices"] + pc["layer_norms"]
+    layers = max({"all": m.layers, "2x2": 4, "lora": 0, "none": 0}[st.layers] for st in stages)
+    emb = any(st.embedding or (m.tied and st.head) for st in stages)
+    head = any(st.head for st in stages) and not m.tied
+    return (
+        layers * n_layer
+        + (m.layers * pc["lora_per_layer"] if any(st.layers == "lora" for st in stages) else 0)
+        + (pc["embedding"] if emb else 0)
+        + (pc["head"] if head else 0)
+        + (pc["final_norm"] if any(st.final_norm for st in stages) else 0)
+        + (pc["embedding"] if objective == "mtp" else 0)
+    )
+
+
 def _stage_memory_and_flops(
-    m: ModelShape, s: StageSpec, objective: str, seq_len: int, micro_batch: int, weights_dtype: str, grad_ckpt: bool
-) -> dict[str, float]:
+    m: ModelShape, s: StageSpec, objective: str, seq_len: int, micro_batch: int, weights_dtype: str, grad_ckpt: bool,
+    earlier: tuple[StageSpec, ...] = (),
+) -> dict[str, float]:  # fmt: skip
     pc = parameter_counts(m)
     n_layer = pc["layer_matrices"] + pc["layer_norms"]
     n_heads_out = 2 if objective == "mtp" else 1
@@ -185,9 +204,12 @@ def _stage_memory_and_flops(
     )
     trainable = trained_layers * n_layer + lora + emb_head + (pc["final_norm"] if s.final_norm else 0) + mtp
     total = base + lora + mtp
-    frozen = total - trainable
     trainable_matrices = trained_layers * pc["layer_matrices"] + lora + emb_head + mtp
-    w_bytes = 4 * trainable + (2 if weights_dtype == "bf16" else 4) * frozen
+    if weights_dtype == "bf16":
+        fp32 = _fp32_under_bf16(m, [*earlier, s], objective)
+        w_bytes = 4 * fp32 + 2 * (total - fp32)
+    else:
+        w_bytes = 4 * total
     snapshot = 4 * pc["embedding"] if s.new_rows_only else 0
 
     tokens = micro_batch * seq_len
@@ -286,8 +308,8 @@ def estimate(
     stages = EEVE_LORA if procedure == "EEVE" and eeve_layers == "LoRA" else STAGES[procedure]
     split = [1.0] * len(stages) if stage_split is None else list(stage_split)
     per_stage = [
-        _stage_memory_and_flops(m, s, objective, seq_len, batch_size, weights_dtype, gradient_checkpointing)
-        for s in stages
+        _stage_memory_and_flops(m, s, objective, seq_len, batch_size, weights_dtype, gradient_checkpointing, stages[:i])
+        for i, s in enumerate(stages)
     ]
     peaks = [sum(st[k] for k in MEMORY_TERMS) for st in per_stage]
     worst = per_stage[max(range(len(stages)), key=peaks.__getitem__)]
@@ -297,11 +319,12 @@ def estimate(
 
     blocks = corpus_tokens // seq_len
     steps = max(1, math.ceil(math.ceil(blocks / batch_size) / grad_accum * epochs))
-    step_seconds = 0.0
+    step_seconds, per_stage_seconds = 0.0, []
     for st, share in zip(per_stage, split, strict=True):
         t = grad_accum * st["flops"] / (g["bf16_tflops"] * 1e12 * mfu) + st["optimizer_bytes_moved"] / (
             g["hbm_tbps"] * 1e12
         )
+        per_stage_seconds.append(round(t, 4))
         step_seconds += t * share / sum(split)
     tokens_per_step = batch_size * grad_accum * seq_len
     train_seconds = steps * step_seconds
@@ -326,6 +349,8 @@ def estimate(
         "gpu": gpu,
         "assumption": f"{mfu:.0%} of {g['bf16_tflops']:.0f} TFLOP/s bf16 dense; AdamW at {g['hbm_tbps']} TB/s",
         "step_seconds": round(step_seconds, 3),
+        "per_stage_step_seconds": per_stage_seconds,
+        "mfu": mfu,
         "tokens_per_second": round(tokens_per_step / step_seconds, 1),
         "steps": steps,
         "train_hours": round(train_seconds / 3600, 2),
@@ -378,7 +403,8 @@ def fit_problem(
     if est["fits"]:
         return None
     need = f"{what} needs {est['peak_gib']:.0f} GiB at micro-batch {est['micro_batch']} by tools.gpu_estimate"
-    have = f"a GPU of the {gpu} class ({est['gpu_memory_gib']:.0f} GiB, {0.9 * est['gpu_memory_gib']:.0f} usable) cannot hold it"
+    memory = est["gpu_memory_gib"]
+    have = f"a GPU of the {gpu} class ({memory:.0f} GiB, {0.9 * memory:.0f} usable) cannot hold it"
     # The key whose change makes it fit, tried in the order of least change to the method.
     tries = []
     if hp["micro_batch"] != "auto":

@@ -356,14 +356,13 @@ def _check_cells(config: dict) -> list[str]:
     return errors
 
 
-def gpu_fit_problems(config: dict, gpu_class: str) -> list[str]:
-    """LAPT jobs of the grid that tools/gpu_estimate says do not fit the GPU class the profile asks for
-    (workflow_scripts.resources.GPU_CLASSES), one message each naming the config key to change."""
-    from tools.gpu_estimate import MODELS, SIZE_SHAPES, fit_problem
+def lapt_jobs(config: dict) -> list[tuple[str, Method, Any, dict[str, Any], dict[str, str]]]:
+    """The LAPT job kinds of a GPU size class: (model, method, tools.gpu_estimate shape with the cell's vocabulary,
+    resolved hparams, the config key each hparam comes from), once per model and method."""
+    from tools.gpu_estimate import MODELS, SIZE_SHAPES
     from workflow_scripts.lapt import DEFAULT_HPARAMS, PROCEDURES, resolve_hparams
-    from workflow_scripts.resources import GPU_CLASSES
 
-    problems, seen, first = [], set(), _first_entries(config)
+    jobs, seen, first = [], set(), _first_entries(config)
     for model, _, m in expand_grid(config):
         size = config["models"][model].get("size")
         skip = not m.trains or m.posthoc != "none" or m.procedure not in PROCEDURES or size not in SIZE_SHAPES
@@ -379,6 +378,18 @@ def gpu_fit_problems(config: dict, gpu_class: str) -> list[str]:
             shape = dataclasses.replace(shape, vocab=shape.vocab + int(m.k))
         keys = {k: where.split(" ")[0] for k, (_, where) in pairs.items()}
         keys["procedure"] = f"methods[{first[m.slug]}].procedure"
+        jobs.append((model, m, shape, hp, keys))
+    return jobs
+
+
+def gpu_fit_problems(config: dict, gpu_class: str) -> list[str]:
+    """LAPT jobs of the grid that tools/gpu_estimate says do not fit the GPU class the profile asks for
+    (workflow_scripts.resources.GPU_CLASSES), one message each naming the config key to change."""
+    from tools.gpu_estimate import fit_problem
+    from workflow_scripts.resources import GPU_CLASSES
+
+    problems = []
+    for model, m, shape, hp, keys in lapt_jobs(config):
         what = f"LAPT job {model}/{m.slug}"
         problem = fit_problem(shape, m.procedure, m.objective, m.seq_len, hp, GPU_CLASSES[gpu_class], keys, what)
         if problem:
