@@ -324,7 +324,7 @@ def estimate(
         t = grad_accum * st["flops"] / (g["bf16_tflops"] * 1e12 * mfu) + st["optimizer_bytes_moved"] / (
             g["hbm_tbps"] * 1e12
         )
-        per_stage_seconds.append(round(t, 4))
+        per_stage_seconds.append(float(f"{t:.4g}"))
         step_seconds += t * share / sum(split)
     tokens_per_step = batch_size * grad_accum * seq_len
     train_seconds = steps * step_seconds
@@ -348,7 +348,7 @@ def estimate(
         "gpu_memory_gib": memory_gib or g["memory_gib"],
         "gpu": gpu,
         "assumption": f"{mfu:.0%} of {g['bf16_tflops']:.0f} TFLOP/s bf16 dense; AdamW at {g['hbm_tbps']} TB/s",
-        "step_seconds": round(step_seconds, 3),
+        "step_seconds": float(f"{step_seconds:.4g}"),
         "per_stage_step_seconds": per_stage_seconds,
         "mfu": mfu,
         "tokens_per_second": round(tokens_per_step / step_seconds, 1),
