@@ -32,6 +32,7 @@ import json
 import math
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from workflow_scripts.io import setup_logging, write_text
@@ -477,6 +478,38 @@ def grid(
     return rows
 
 
+def plan_table(configfile: str, corpus_tokens: int = 5_000_000) -> str:
+    """The LAPT job kinds of a config's grid as the workflow plans them on each GPU class (workflow_scripts.resources
+    GPU_CLASSES): micro-batch, estimated peak, step time and training hours, and the time limit the job asks for."""
+    import yaml
+    from snakemake.utils import validate
+
+    from workflow_scripts.grid import lapt_jobs
+    from workflow_scripts.resources import GPU_CLASSES, sized_resources
+
+    config = yaml.safe_load(open(configfile, encoding="utf-8"))
+    validate(config, schema=str(Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"),
+             set_default=True)  # fmt: skip
+    kinds: dict[tuple, tuple] = {}
+    for model, m, shape, hp, _ in lapt_jobs(config):
+        key = (model, m.procedure, m.objective, m.seq_len, hp["eeve_layers"] if m.procedure == "EEVE" else "")
+        kinds.setdefault(key, (model, m, shape, hp, []))[4].append(m.slug)
+    head = ["model", "procedure", "objective", "seq", "methods"]
+    for cls in GPU_CLASSES:
+        head += [f"{cls} micro-batch", f"{cls} peak GiB", f"{cls} s/step", f"{cls} hours"]
+    lines = ["| " + " | ".join([*head, "time limit (min)"]) + " |", "|" + "---|" * (len(head) + 1)]
+    for (model, proc, obj, seq, eeve), (_, m, shape, hp, slugs) in kinds.items():
+        row = [model, proc + (f" ({eeve} layers)" if eeve else ""), obj, str(seq), str(len(slugs))]
+        for gpu in GPU_CLASSES.values():
+            est = planned(shape, proc, obj, seq, hp, gpu, corpus_tokens=corpus_tokens)
+            fit = "" if est["fits"] else " (does not fit)"
+            row += [f"{est['micro_batch']} x {est['grad_accum']}", f"{est['peak_gib']:.0f}{fit}",
+                    f"{est['step_seconds']:.2f}", f"{est['train_hours']:.2f}"]  # fmt: skip
+        row.append(str(sized_resources("lapt", config["models"][model]["size"])["runtime"]))
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(
         prog="python -m tools.gpu_estimate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -489,11 +522,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--gpu", default="H100", choices=list(GPUS))
     p.add_argument("--mfu", type=float, default=0.35, help="assumed share of the GPU's bf16 dense peak")
     p.add_argument("--corpus-tokens", type=int, default=5_000_000, help="tokens of D under T_t (sets the steps)")
+    p.add_argument("--plan", metavar="CONFIG", help="print the LAPT job kinds of CONFIG's grid as planned per GPU class")
     p.add_argument("--markdown", help="output Markdown table")
     p.add_argument("--json", help="output JSON with every estimate")
     p.add_argument("--log")
     a = p.parse_args(argv)
     setup_logging(a.log)
+    if a.plan:
+        sys.stdout.write(plan_table(a.plan, a.corpus_tokens))
+        return
     kw = {"objective": a.objective, "gpu": a.gpu, "mfu": a.mfu, "corpus_tokens": a.corpus_tokens}
     rows = grid(a.models, a.procedures, a.seq_lens, a.weights_dtypes, **kw)
     table = markdown_table(rows)
