@@ -92,9 +92,11 @@ def test_a_cell_that_cannot_fit_is_refused_with_the_key_named():
     eeve = next(i for i, e in enumerate(config["methods"]) if e.get("procedure") == "EEVE")
     del config["methods"][eeve]["hparams"]  # EEVE's stage 6 then trains every layer fully
     problems = gpu_fit_problems(config, "141GB")
-    assert problems and all(p.startswith("training.eeve_layers: \"full\" does not fit") for p in problems)
-    assert [p.split(" needs ")[0].rsplit(" ", 1)[1] for p in problems] == ["llama3/EEVE.k100.EEVE.clm.L512",
-                                                                           "gemma2/EEVE.k100.EEVE.clm.L512"]
+    assert problems and all(p.startswith('training.eeve_layers: "full" does not fit') for p in problems)
+    assert [p.split(" needs ")[0].rsplit(" ", 1)[1] for p in problems] == [
+        "llama3/EEVE.k100.EEVE.clm.L512",
+        "gemma2/EEVE.k100.EEVE.clm.L512",
+    ]
     assert all("Set eeve_layers: LoRA" in p for p in problems)
     # A fixed micro-batch too large for 80 GB names the key it comes from, and auto as the way out.
     config = _paper_config()
@@ -102,17 +104,17 @@ def test_a_cell_that_cannot_fit_is_refused_with_the_key_named():
     problems = gpu_fit_problems(config, "80GB")
     assert problems and all(p.startswith("models.gemma2.hparams.micro_batch: 8 does not fit") for p in problems)
     assert gpu_fit_problems(config, "141GB") == []  # 8 blocks of Gemma-2 + mtp at 512 fit an H200
-    # Through Snakemake: the dry run stops before any job, naming the key.
+
+
+@pytest.mark.slow  # a Snakemake dry run of the paper grid
+def test_the_dry_run_refuses_a_cell_that_cannot_fit(tmp_path):
     config = _paper_config()
+    eeve = next(i for i, e in enumerate(config["methods"]) if e.get("procedure") == "EEVE")
     del config["methods"][eeve]["hparams"]
-    path = REPO / "results" / ".test_gpu_fit_paper.yaml"
-    path.parent.mkdir(exist_ok=True)
+    path = tmp_path / "paper.yaml"
     path.write_text(yaml.safe_dump(config))
-    try:
-        out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-q", "--configfile", str(path)], cwd=REPO,
-                             capture_output=True, text=True)  # fmt: skip
-    finally:
-        path.unlink()
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-q", "--configfile", str(path)], cwd=REPO,
+                         capture_output=True, text=True)  # fmt: skip
     text = out.stdout + out.stderr
     assert out.returncode != 0 and "LAPT jobs do not fit the GPU" in text and "training.eeve_layers" in text
 
@@ -130,8 +132,8 @@ def test_micro_batch_resplits_the_same_step(tmp_path, tiny_llama_dir, thai_file)
     kw = dict(procedure="2x2LS", objective="clm", seq_len=16, n_source_rows=None)
     out = {}
     for name, hp in {"whole": {"batch_size": 4}, "split": {"batch_size": 4, "micro_batch": 1}}.items():
-        run = loop.prepare_run(tiny_llama_dir, thai_file, hparams={**hp, "max_steps": 2}, checkpoint_dir=tmp_path / name,
-                               **kw)  # fmt: skip
+        hp = {**hp, "max_steps": 2}
+        run = loop.prepare_run(tiny_llama_dir, thai_file, hparams=hp, checkpoint_dir=tmp_path / name, **kw)
         state = loop.load_model(run)
         loop.enter_stage(run, state, 0)
         loop.optimizer_step(run, state)
@@ -141,7 +143,9 @@ def test_micro_batch_resplits_the_same_step(tmp_path, tiny_llama_dir, thai_file)
     assert out["split"][2].micro == 1 and out["whole"][2].micro == 4
     assert out["split"][0] == pytest.approx(out["whole"][0], rel=1e-5)
     torch.testing.assert_close(out["split"][1], out["whole"][1], rtol=1e-4, atol=1e-6)
-    with pytest.raises(ValueError, match="micro_batch must be null, 'auto' or a divisor of batch_size x grad_accum = 4"):
+    with pytest.raises(
+        ValueError, match="micro_batch must be null, 'auto' or a divisor of batch_size x grad_accum = 4"
+    ):
         resolve_hparams({"batch_size": 4, "micro_batch": 3})
 
 

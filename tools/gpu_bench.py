@@ -194,8 +194,20 @@ def _job_groups(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(groups.values())
 
 
-def time_training(name: str, procedure: str, *, device, tiny: bool, repeats: int, seq_lens, deadline: float,
-                  objectives=OBJECTIVES, hp: dict | None = None, gpu_classes=("80GB", "141GB"), emit=None) -> list:
+def time_training(
+    name: str,
+    procedure: str,
+    *,
+    device,
+    tiny: bool,
+    repeats: int,
+    seq_lens,
+    deadline: float,
+    objectives=OBJECTIVES,
+    hp: dict | None = None,
+    gpu_classes=("80GB", "141GB"),
+    emit=None,
+) -> list:
     """One LAPT step per stage x objective x sequence length x GPU class of ``procedure`` on the k = 100 expansion,
     as lapt trains on CUDA: frozen weights in ``hp["weights_dtype"]`` (bf16 in the paper grid), trainable ones fp32,
     bf16 autocast, gradient checkpointing, at the micro-batch ``tools.gpu_estimate.planned`` picks for each GPU class.
@@ -316,8 +328,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--configfile", default="configs/paper.yaml", help="the grid whose LAPT job kinds are measured")
     p.add_argument("--procedures", nargs="+", choices=list(PROCEDURES),
                    help="instead of the grid's jobs: these procedures x clm, mtp x --seq-lens")  # fmt: skip
-    p.add_argument("--seq-lens", nargs="+", type=int, default=None,
-                   help="replace the jobs' sequence lengths (with --procedures default 512 2048; tiny: 16 32)")
+    p.add_argument(
+        "--seq-lens",
+        nargs="+",
+        type=int,
+        default=None,
+        help="replace the jobs' sequence lengths (with --procedures default 512 2048; tiny: 16 32)",
+    )
     p.add_argument("--gpu-classes", nargs="+", default=["80GB", "141GB"], choices=["80GB", "141GB"],
                    help="measure at the micro-batch gpu_estimate plans for each class (an 80 GB plan on an H200 "
                    "shows its peak against 80 GB)")  # fmt: skip

@@ -498,7 +498,7 @@ def plan_table(configfile: str, corpus_tokens: int = 5_000_000) -> str:
     for cls in GPU_CLASSES:
         head += [f"{cls} micro-batch", f"{cls} peak GiB", f"{cls} s/step", f"{cls} hours"]
     lines = ["| " + " | ".join([*head, "time limit (min)"]) + " |", "|" + "---|" * (len(head) + 1)]
-    for (model, proc, obj, seq, eeve), (_, m, shape, hp, slugs) in kinds.items():
+    for (model, proc, obj, seq, eeve), (_, _, shape, hp, slugs) in kinds.items():
         row = [model, proc + (f" ({eeve} layers)" if eeve else ""), obj, str(seq), str(len(slugs))]
         for gpu in GPU_CLASSES.values():
             est = planned(shape, proc, obj, seq, hp, gpu, corpus_tokens=corpus_tokens)
@@ -522,7 +522,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--gpu", default="H100", choices=list(GPUS))
     p.add_argument("--mfu", type=float, default=0.35, help="assumed share of the GPU's bf16 dense peak")
     p.add_argument("--corpus-tokens", type=int, default=5_000_000, help="tokens of D under T_t (sets the steps)")
-    p.add_argument("--plan", metavar="CONFIG", help="print the LAPT job kinds of CONFIG's grid as planned per GPU class")
+    p.add_argument(
+        "--plan", metavar="CONFIG", help="print the LAPT job kinds of CONFIG's grid as planned per GPU class"
+    )
     p.add_argument("--markdown", help="output Markdown table")
     p.add_argument("--json", help="output JSON with every estimate")
     p.add_argument("--log")

@@ -188,7 +188,13 @@ def prepare_run(
 
 
 def resolve_micro_batch(
-    hp: dict[str, Any], device: Any, model_dir: str | Path, procedure: str, objective: str, seq_len: int, grad_ckpt: bool
+    hp: dict[str, Any],
+    device: Any,
+    model_dir: str | Path,
+    procedure: str,
+    objective: str,
+    seq_len: int,
+    grad_ckpt: bool,
 ) -> int:
     """Blocks per forward/backward: hparams micro_batch, with "auto" the largest divisor of the step's blocks that
     tools/gpu_estimate says fits this GPU's memory (batch_size on the CPU, where memory is not the limit)."""
