@@ -29,7 +29,6 @@ from workflow_scripts.grid import (
     ConfigError,
     expand_grid,
     check_config,
-    gpu_fit_problems,
     config_warnings,
     deferred_checks,
     schema_errors,
@@ -37,6 +36,7 @@ from workflow_scripts.grid import (
     with_adapted,
     tasks_of,
 )  # noqa: E402
+from workflow_scripts.gpu_fit import gpu_fit_problems  # noqa: E402
 from workflow_scripts.resources import (
     rule_gpus,
     sized_resources,

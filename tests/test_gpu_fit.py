@@ -21,7 +21,8 @@ from torch.utils._pytree import tree_leaves
 
 from tests.conftest import REPO
 from tools import gpu_estimate as ge
-from workflow_scripts.grid import expand_grid, gpu_fit_problems
+from workflow_scripts.gpu_fit import gpu_fit_problems
+from workflow_scripts.grid import expand_grid
 from workflow_scripts.lapt import loop, resolve_hparams
 from workflow_scripts.lapt.objective import LossComputer
 from workflow_scripts.resources import GPU_CLASSES, gpu_class

@@ -168,7 +168,7 @@ def paper_jobs(configfile: str) -> list[dict[str, Any]]:
     from snakemake.utils import validate
 
     from tools.gpu_estimate import SIZE_SHAPES
-    from workflow_scripts.grid import lapt_jobs
+    from workflow_scripts.gpu_fit import lapt_jobs
 
     config = yaml.safe_load(open(configfile, encoding="utf-8"))
     validate(config, schema=str(Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"),

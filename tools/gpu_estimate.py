@@ -484,7 +484,7 @@ def plan_table(configfile: str, corpus_tokens: int = 5_000_000) -> str:
     import yaml
     from snakemake.utils import validate
 
-    from workflow_scripts.grid import lapt_jobs
+    from workflow_scripts.gpu_fit import lapt_jobs
     from workflow_scripts.resources import GPU_CLASSES, sized_resources
 
     config = yaml.safe_load(open(configfile, encoding="utf-8"))

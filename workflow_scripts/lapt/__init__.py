@@ -43,8 +43,8 @@ A plain PyTorch loop (no HF Trainer) so that the trained parameter set and resum
   rewrites the outputs).
 
 The package, one module per part (torch is imported only inside functions, so reading the registries is cheap):
-``hparams`` (defaults, step schedule, stage ends), ``data`` (packing blocks), ``procedures`` (stages and the
-``PROCEDURES`` registry), ``objective`` (clm, mtp), ``checkpoint`` (file format, RNG states), ``loop`` (``train``: a
+``hparams`` (defaults, step schedule, stage ends), ``data`` (packing blocks), ``micro`` (micro-batches),
+``procedures`` (stages and the ``PROCEDURES`` registry), ``objective`` (clm, mtp), ``checkpoint`` (file format, RNG states), ``loop`` (``train``: a
 flat loop over enter stage, optimizer step, save/resume, write outputs, stats), ``cli`` (the command line).
 """
 
