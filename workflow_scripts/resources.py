@@ -57,8 +57,9 @@ SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
     # vocab replace (Table 11): a 32K tokenizer trained on D; initialization of every row (FOCUS: fastText on D)
     "replace_tokenizer": _row((2000, 15), (8000, 60), (8000, 60), (8000, 60), (8000, 60)),
     "initialize_replace": _row((2000, 15), (4000, 30), (96000, 120), (96000, 120), (128000, 150)),
-    # tools/gpu_estimate.py: 2x2 LS at batch 8 on ~5M tokens takes about 110 / 120 / 145 min on an A100
-    # (45 / 46 / 53 on an H100) for 7B / 8B / 9B; the limits leave half as much again
+    # tools/gpu_estimate.py: 2x2 LS + mtp at 512, batch 8, ~5M tokens trains in about 65 / 78 / 98 min on an A100
+    # (21 / 25 / 31 on an H100) for 7B / 8B / 9B (docs/gpu.md); the limits leave start-up and margin, and Slurm's
+    # USR1 ten minutes before the limit makes a job checkpoint and stop, so its retry resumes
     "lapt": _row((2000, 20), (8000, 60), (64000, 180), (64000, 180), (80000, 240)),
     "evaluate_mt": _row((2000, 15), (8000, 30), (48000, 60), (48000, 60), (64000, 90)),
     "evaluate_ppl": _row((2000, 15), (8000, 30), (48000, 60), (48000, 60), (64000, 90)),
