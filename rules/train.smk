@@ -35,8 +35,7 @@ rule lapt:
         checkpoints="results/{model}/{lang}/{method}/checkpoints",
         rows=lapt_rows_arg,
     shell:
-        # the shell ignores Slurm's USR1 (its default action would end the job step); the trainer handles it
-        "trap '' USR1; python -m workflow_scripts.lapt --model {input.model} --train {input.corpus} --procedure {params.procedure}"
+        "python -m workflow_scripts.lapt --model {input.model} --train {input.corpus} --procedure {params.procedure}"
         " --objective {params.objective} --seq-len {params.seq_len} --hparams {params.hparams:q}"
         " --out {output.model} --stats {output.stats} --loss-curve {output.loss}"
         " --checkpoint-dir {params.checkpoints} {params.rows} --threads {threads} 2>> {log}"

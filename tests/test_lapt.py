@@ -174,6 +174,26 @@ def test_usr1_before_the_time_limit_checkpoints_exits_and_resumes_to_the_same_re
         torch.testing.assert_close(state[k], ref_state[k], rtol=1e-6, atol=1e-7, msg=k)
 
 
+def test_rule_shell_survives_usr1_sent_to_its_whole_process_group(tmp_path, tiny_llama_dir, thai_file):
+    # Slurm signals every process of the job step: the rule's shell (Snakemake's shell prefix) must ignore USR1 and
+    # leave it to the trainer, which checkpoints and exits 1; the shell then exits with the trainer's status. The
+    # trainer is not the shell's last command here, so the shell waits for it rather than exec'ing it.
+    import re
+    import shlex
+
+    prefix = re.search(r'shell\.prefix\(\s*"([^"]*)"', (REPO / "rules" / "common.smk").read_text()).group(1)
+    hp = {"batch_size": 2, "max_steps": 4, "checkpoint_every": None}
+    cli = _cli(tiny_llama_dir, thai_file, tmp_path, hp, "2x2LS", "clm")
+    trainer = " ".join(shlex.quote(x) for x in [sys.executable, "-m", "workflow_scripts.lapt", *cli])
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           lapt.SIGNAL_AT_STEP_ENV: "2:USR1:group"}  # fmt: skip
+    done = subprocess.run(["bash", "-c", f"{prefix}{trainer}; echo trained"], cwd=REPO, env=env, capture_output=True,
+                          text=True, start_new_session=True)  # fmt: skip
+    assert done.returncode == 1, (done.returncode, done.stderr[-3000:])  # -10: the shell died of the signal
+    assert "stopped on request after step 2" in done.stderr and "trained" not in done.stdout
+    assert lapt.load_checkpoint(tmp_path / "ckpt" / lapt.CHECKPOINT_FILE)["step"] == 2
+
+
 def test_sigterm_checkpoints_and_stops(tmp_path, tiny_llama_dir, thai_file, monkeypatch):
     real_train, handler_before = lapt.train, signal.getsignal(signal.SIGTERM)
 

@@ -123,7 +123,7 @@ def workflow_gpu_class(resource_settings: Any, rule: str = "lapt") -> str:
 # Seconds before its time limit that Slurm sends a LAPT job SIGUSR1 (sbatch --signal through the rule's slurm_extra):
 # the job finishes its step, writes its checkpoint (minutes at 7-9B) and exits; the retry resumes. Not "B:": that
 # signals only the batch shell, which would die of it without passing it on; without it every job step's processes
-# get it, and the rule's shell ignores it so that only the training process acts on it.
+# get it, and the rule shells ignore it (rules/common.smk's shell prefix) so that only the trainer acts on it.
 LAPT_SIGNAL_SECONDS = 600
 
 

@@ -44,8 +44,9 @@ A plain PyTorch loop (no HF Trainer) so that the trained parameter set and resum
 
 The package, one module per part (torch is imported only inside functions, so reading the registries is cheap):
 ``hparams`` (defaults, step schedule, stage ends), ``data`` (packing blocks), ``micro`` (micro-batches),
-``procedures`` (stages and the ``PROCEDURES`` registry), ``objective`` (clm, mtp), ``checkpoint`` (file format, RNG states), ``loop`` (``train``: a
-flat loop over enter stage, optimizer step, save/resume, write outputs, stats), ``cli`` (the command line).
+``procedures`` (stages and the ``PROCEDURES`` registry), ``objective`` (clm, mtp), ``checkpoint`` (file format, RNG
+states), ``loop`` (``train``: a flat loop over enter stage, optimizer step, save/resume, write outputs, stats), ``cli``
+(the command line).
 """
 
 from workflow_scripts.lapt.checkpoint import CHECKPOINT_FILE, load_checkpoint, remove_checkpoint, save_checkpoint

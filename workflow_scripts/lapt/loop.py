@@ -52,7 +52,8 @@ KILL_AT_STEP_ENV = "LAPT_TEST_KILL_AT_STEP"
 # a signal, so that a test can interrupt the whole workflow (Ctrl-C) at a known step of a known run.
 HOLD_AT_STEP_ENV = "LAPT_TEST_HOLD_AT_STEP"
 # Test-only: "N:SIGNAME" makes the process send itself that signal (USR1, TERM) right after optimizer step N, as Slurm's
-# --signal would at some moment during a step, so that a test interrupts at a fixed step without timers.
+# --signal would at some moment during a step, so that a test interrupts at a fixed step without timers;
+# "N:SIGNAME:group" sends it to the whole process group (the rule's shell too), as Slurm does to a job step.
 SIGNAL_AT_STEP_ENV = "LAPT_TEST_SIGNAL_AT_STEP"
 
 
@@ -431,9 +432,13 @@ def resume(run: Run, state: TrainState) -> None:
 
 
 def _signal_if_asked(step: int) -> None:
-    at, _, name = os.environ.get(SIGNAL_AT_STEP_ENV, "").partition(":")
+    at, name, whom = ([*os.environ.get(SIGNAL_AT_STEP_ENV, "").split(":"), "", ""])[:3]
     if at == str(step) and name:
-        os.kill(os.getpid(), getattr(signal, f"SIG{name.removeprefix('SIG')}"))
+        sig = getattr(signal, f"SIG{name.removeprefix('SIG')}")
+        if whom == "group":  # as Slurm signals every process of the job step: the shell too
+            os.killpg(os.getpgid(0), sig)
+        else:
+            os.kill(os.getpid(), sig)
 
 
 def _kill_if_asked(step: int, checkpoint_dir: Path) -> None:
