@@ -118,6 +118,15 @@ def test_the_dry_run_refuses_a_cell_that_cannot_fit(tmp_path):
                          capture_output=True, text=True)  # fmt: skip
     text = out.stdout + out.stderr
     assert out.returncode != 0 and "LAPT jobs do not fit the GPU" in text and "training.eeve_layers" in text
+    # The GPU class follows the profile: Gemma-2's 8 blocks at once fit an H200 the profile asks for, not 80 GB.
+    config = _paper_config()
+    config["models"]["gemma2"]["hparams"] = {"micro_batch": 8}
+    path.write_text(yaml.safe_dump(config))
+    plan = [sys.executable, "-m", "snakemake", "-n", "-q", "--configfile", str(path)]
+    out = subprocess.run(plan, cwd=REPO, capture_output=True, text=True)
+    assert out.returncode != 0 and "models.gemma2.hparams.micro_batch: 8 does not fit" in out.stdout + out.stderr
+    h200 = subprocess.run([*plan, "--set-resources", "lapt:gpu_model=h200"], cwd=REPO, capture_output=True, text=True)
+    assert h200.returncode == 0, (h200.stdout + h200.stderr)[-3000:]
 
 
 def test_gpu_class_follows_the_profile():
