@@ -29,7 +29,6 @@ import functools
 import gc
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 from workflow_scripts.io import write_json
@@ -165,14 +164,12 @@ def paper_jobs(configfile: str) -> list[dict[str, Any]]:
     """The LAPT job kinds of a config's grid (configs/paper.yaml): model shape, procedure, objective, seq_len and the
     hparams that change memory, Gemma-2 first (the budget cuts last what comes last)."""
     import yaml
-    from snakemake.utils import validate
 
-    from tools.gpu_estimate import SIZE_SHAPES
+    from tools.gpu_estimate import SIZE_SHAPES, _fill_schema_defaults
     from workflow_scripts.gpu_fit import lapt_jobs
 
     config = yaml.safe_load(open(configfile, encoding="utf-8"))
-    validate(config, schema=str(Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"),
-             set_default=True)  # fmt: skip
+    _fill_schema_defaults(config)
     kinds: dict[tuple, dict[str, Any]] = {}
     for model, m, _, hp, _ in lapt_jobs(config):
         name = SIZE_SHAPES[config["models"][model]["size"]]

@@ -478,18 +478,27 @@ def grid(
     return rows
 
 
+def _fill_schema_defaults(config: dict) -> None:
+    """The config schema's defaults, as Snakemake fills them; skipped where snakemake is not installed (a lent GPU
+    machine), since the grid's own defaults (workflow_scripts.grid) cover what the LAPT jobs need."""
+    try:
+        from snakemake.utils import validate
+    except ImportError:
+        return
+    validate(config, schema=str(Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"),
+             set_default=True)  # fmt: skip
+
+
 def plan_table(configfile: str, corpus_tokens: int = 5_000_000) -> str:
     """The LAPT job kinds of a config's grid as the workflow plans them on each GPU class (workflow_scripts.resources
     GPU_CLASSES): micro-batch, estimated peak, step time and training hours, and the time limit the job asks for."""
     import yaml
-    from snakemake.utils import validate
 
     from workflow_scripts.gpu_fit import lapt_jobs
     from workflow_scripts.resources import GPU_CLASSES, sized_resources
 
     config = yaml.safe_load(open(configfile, encoding="utf-8"))
-    validate(config, schema=str(Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"),
-             set_default=True)  # fmt: skip
+    _fill_schema_defaults(config)
     kinds: dict[tuple, tuple] = {}
     for model, m, shape, hp, _ in lapt_jobs(config):
         key = (model, m.procedure, m.objective, m.seq_len, hp["eeve_layers"] if m.procedure == "EEVE" else "")
