@@ -18,8 +18,10 @@ if DeploymentMethod.CONDA not in workflow.deployment_settings.deployment_method:
     _PATH_PREFIX = (
         "export PATH=" + shlex.quote(str(Path(sys.executable).parent)) + ":$PATH; "
     )
+# Rule shells ignore SIGUSR1: Slurm sends it to the lapt job's processes before the time limit (rules/train.smk
+# slurm_extra), and its default action would end the shell; the trainer installs its own handler and checkpoints.
 shell.prefix(
-    "set -euo pipefail; "
+    "set -euo pipefail; trap '' USR1; "
     + _PATH_PREFIX
     + "export PYTHONPATH="
     + shlex.quote(workflow.basedir)
@@ -36,9 +38,12 @@ from workflow_scripts.grid import (
     with_adapted,
     tasks_of,
 )  # noqa: E402
+from workflow_scripts.gpu_fit import gpu_fit_problems  # noqa: E402
 from workflow_scripts.resources import (
     rule_gpus,
     sized_resources,
+    slurm_signal,
+    workflow_gpu_class,
     workflow_gpu_problems,
 )  # noqa: E402
 from workflow_scripts.paper.specs import (
@@ -75,6 +80,13 @@ _gpu_problems = workflow_gpu_problems(
 if _gpu_problems:
     raise WorkflowError(
         "GPU requests do not fit the workflow:\n  - " + "\n  - ".join(_gpu_problems)
+    )
+# Every LAPT job of a GPU size class against the memory of the GPU class the profiles ask for rule lapt (80 GB
+# unless set-resources names an H200): refused before any job, naming the key to change.
+_fit_problems = gpu_fit_problems(config, workflow_gpu_class(workflow.resource_settings))
+if _fit_problems:
+    raise WorkflowError(
+        "LAPT jobs do not fit the GPU:\n  - " + "\n  - ".join(_fit_problems)
     )
 LANGUAGES = list(config["languages"])
 TASKS = config["evaluation"]["tasks"]
@@ -274,6 +286,12 @@ def hparams_json(wc):
 def model_spec_json(wc):
     # without the chat sibling: naming one must not change the source model's params (and rerun the grid)
     spec = {k: v for k, v in config["models"][wc.model].items() if k != "chat"}
+    # saved in bf16 where the model trains with bf16 frozen weights (workflow_scripts/source_model.py SAVE_DTYPES)
+    weights = spec.get("hparams", {}).get(
+        "weights_dtype", config["training"].get("weights_dtype", "fp32")
+    )
+    if weights == "bf16":
+        spec["save_dtype"] = "bf16"
     return json.dumps(spec, sort_keys=True)
 
 

@@ -25,6 +25,8 @@ rule lapt:
         runtime=sized("lapt", "runtime"),
         cpus_per_gpu=sized("lapt", "cpus_per_gpu"),
         gpu=gpus("lapt"),
+        # SIGUSR1 ten minutes before the time limit: checkpoint, exit, resume on the retry (resources.py)
+        slurm_extra=slurm_signal(),
     params:
         procedure=method_attr("procedure"),
         objective=method_attr("objective"),

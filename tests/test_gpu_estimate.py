@@ -46,8 +46,9 @@ def test_memory_terms_by_hand():
     assert mem["weights"] == pytest.approx(4 * n / GIB, abs=0.01)  # fp32 master weights, as lapt keeps them
     assert mem["gradients"] == pytest.approx(4 * tr / GIB, abs=0.01)
     assert mem["optimizer"] == pytest.approx(8 * tr / GIB, abs=0.01)
-    # Full-vocabulary logits: 8 x 2048 positions x 128256 entries x 14 bytes (module docstring).
-    assert mem["logits"] == pytest.approx(8 * 2048 * 128256 * 14 / GIB, abs=0.01)
+    # Full-vocabulary logits: 8 x 2048 positions x 128256 entries x (4 kept + 8 at the peak) bytes (``logit_bytes``,
+    # measured on the CPU in tests/test_gpu_fit.py).
+    assert mem["logits"] == pytest.approx(8 * 2048 * 128256 * 12 / GIB, abs=0.01)
     bf16 = ge.estimate("llama3-8b", "LoRA", 2048, 8, weights_dtype="bf16")["memory_gib"]["weights"]
     assert bf16 == pytest.approx((2 * (n - tr) + 4 * tr) / GIB, abs=0.01)
     # Full training holds every parameter trainable: bf16 frozen weights change nothing.
@@ -58,7 +59,7 @@ def test_memory_terms_by_hand():
     assert eight["per_stage"][0]["logits"] == 8 * one["per_stage"][0]["logits"]
     assert eight["memory_gib"]["optimizer"] == one["memory_gib"]["optimizer"]
     fit = ge.fitting_micro_batch("gemma2-9b", "2x2LS", 2048, 8)
-    assert fit["fits"] and fit["micro_batch"] * fit["grad_accum"] == 8 and fit["peak_gib"] <= 80
+    assert fit["fits"] and fit["micro_batch"] * fit["grad_accum"] == 8 and fit["peak_gib"] <= 0.9 * 79.6
 
 
 def test_step_time_from_flops_by_hand():

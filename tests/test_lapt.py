@@ -146,6 +146,54 @@ def test_kill_and_resume_matches_uninterrupted_run(tmp_path, tiny_llama_dir, tha
     assert not torch.equal(model_state(tiny_llama_dir)["model.embed_tokens.weight"], state["model.embed_tokens.weight"])
 
 
+@pytest.mark.slow  # three training runs, two of them subprocesses
+def test_usr1_before_the_time_limit_checkpoints_exits_and_resumes_to_the_same_result(tmp_path, tiny_llama_dir,
+                                                                                     thai_lines):  # fmt: skip
+    # Slurm's --signal=USR1@600 (rules/train.smk) arrives during some step: the step is finished, checkpointed, the
+    # process exits non-zero without a traceback, and the rerun reaches what an uninterrupted run reaches.
+    hp = {"batch_size": 2, "grad_accum": 2, "lr": 1e-3, "checkpoint_every": None, "checkpoint_minutes": None}
+    thai_file = tmp_path / "train.txt"
+    thai_file.write_text("\n".join(thai_lines[:5]) + "\n", encoding="utf-8")
+    ref, run = tmp_path / "ref", tmp_path / "run"
+    lapt.main(_cli(tiny_llama_dir, thai_file, ref, hp))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    cmd = [sys.executable, "-m", "workflow_scripts.lapt", *_cli(tiny_llama_dir, thai_file, run, hp)]
+    stopped = subprocess.run(cmd, cwd=REPO, env={**env, lapt.SIGNAL_AT_STEP_ENV: "3:USR1"}, capture_output=True,
+                             text=True)  # fmt: skip
+    assert stopped.returncode == 1 and "stopped on request after step 3" in stopped.stderr, stopped.stderr[-3000:]
+    assert "Traceback" not in stopped.stderr and not (run / "out").exists()
+    assert lapt.load_checkpoint(run / "ckpt" / lapt.CHECKPOINT_FILE)["step"] == 3  # by the signal, not by steps
+    subprocess.run(cmd, cwd=REPO, env=env, check=True, capture_output=True)
+    stats = json.loads((run / "stats.json").read_text())
+    assert stats["resumed_from"] == [3]
+    assert [float(r[3]) for r in _loss_rows(run / "loss.tsv")] == pytest.approx(
+        [float(r[3]) for r in _loss_rows(ref / "loss.tsv")], rel=1e-5
+    )
+    ref_state, state = model_state(ref / "out"), model_state(run / "out")
+    for k in ref_state:
+        torch.testing.assert_close(state[k], ref_state[k], rtol=1e-6, atol=1e-7, msg=k)
+
+
+def test_rule_shell_survives_usr1_sent_to_its_whole_process_group(tmp_path, tiny_llama_dir, thai_file):
+    # Slurm signals every process of the job step: the rule's shell (Snakemake's shell prefix) must ignore USR1 and
+    # leave it to the trainer, which checkpoints and exits 1; the shell then exits with the trainer's status. The
+    # trainer is not the shell's last command here, so the shell waits for it rather than exec'ing it.
+    import re
+    import shlex
+
+    prefix = re.search(r'shell\.prefix\(\s*"([^"]*)"', (REPO / "rules" / "common.smk").read_text()).group(1)
+    hp = {"batch_size": 2, "max_steps": 4, "checkpoint_every": None}
+    cli = _cli(tiny_llama_dir, thai_file, tmp_path, hp, "2x2LS", "clm")
+    trainer = " ".join(shlex.quote(x) for x in [sys.executable, "-m", "workflow_scripts.lapt", *cli])
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           lapt.SIGNAL_AT_STEP_ENV: "2:USR1:group"}  # fmt: skip
+    done = subprocess.run(["bash", "-c", f"{prefix}{trainer}; echo trained"], cwd=REPO, env=env, capture_output=True,
+                          text=True, start_new_session=True)  # fmt: skip
+    assert done.returncode == 1, (done.returncode, done.stderr[-3000:])  # -10: the shell died of the signal
+    assert "stopped on request after step 2" in done.stderr and "trained" not in done.stdout
+    assert lapt.load_checkpoint(tmp_path / "ckpt" / lapt.CHECKPOINT_FILE)["step"] == 2
+
+
 def test_sigterm_checkpoints_and_stops(tmp_path, tiny_llama_dir, thai_file, monkeypatch):
     real_train, handler_before = lapt.train, signal.getsignal(signal.SIGTERM)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import random
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -211,6 +212,12 @@ def test_checkpoint_due_every_n_steps_at_stage_ends_and_at_the_end():
     run = SimpleNamespace(hp={"checkpoint_every": 3}, total_steps=10, ends=[4, 10])
     due = [s for s in range(1, 11) if loop.checkpoint_due(run, SimpleNamespace(step=s, stage=int(s > 4)))]
     assert due == [3, 4, 6, 9, 10]
+    # By wall time: due once checkpoint_minutes have passed since the last save (the clock is the state's, not a timer).
+    run = SimpleNamespace(hp={"checkpoint_every": None, "checkpoint_minutes": 30}, total_steps=10, ends=[10])
+    now = time.monotonic()
+    assert not loop.checkpoint_due(run, SimpleNamespace(step=5, stage=0, last_save=now))
+    assert loop.checkpoint_due(run, SimpleNamespace(step=5, stage=0, last_save=now - 30 * 60))
+    assert loop.checkpoint_due(run, SimpleNamespace(step=10, stage=0, last_save=now))
 
 
 def test_eeve_stage_one_trains_only_the_new_input_rows(tmp_path, untied_llama_dir, thai_file):

@@ -6,12 +6,18 @@ Arithmetic on parameter counts and tensor shapes, not a measurement; it follows 
   ``"bf16"`` keeps frozen weights in bf16 and trainable ones in fp32. Gradients are fp32 for trainable parameters,
   AdamW holds two fp32 moments per trainable parameter. Autocast caches a bf16 copy of each trainable weight for the
   whole forward/backward (frozen weights are cast on the fly and freed).
-- Activations with gradient checkpointing: each layer's bf16 input is kept, and one layer is recomputed at a time
+- Activations with gradient checkpointing: each layer's input is kept, and one layer is recomputed at a time
   (its activations and their gradients). Attention is assumed fused (SDPA/flash): no s x s score matrix is kept.
-- Logits: the full-vocabulary logits in bf16, the fp32 copy cross-entropy reads, its fp32 log-softmax (kept for
-  backward) and the fp32 and bf16 gradients: about 14 bytes per (token, vocabulary entry) per head at the peak;
-  mtp's second head keeps one more fp32 log-softmax alive; Gemma2's logit soft-capping adds two bf16 tensors.
-  At 128K-256K vocabularies this is the largest activation term; micro-batches (``grad_accum``) divide it.
+  The residual stream is fp32 whenever the input embedding weight is fp32 (``weights_dtype="fp32"``, or a trained
+  embedding under ``"bf16"``): autocast does not cast an embedding lookup, and fp32 + bf16 sums stay fp32, so the
+  kept layer inputs and the residual sums of the recomputed layer take 4 bytes, not 2.
+- Logits (``logit_bytes``): per (token, vocabulary entry), every head keeps its fp32 log-softmax for backward
+  (4 bytes) and, with Gemma2's soft-capping, the bf16 tanh output (2); on top, backward's fp32 gradients of the
+  log-softmax and its input (8), or for mtp the second head's forward (its bf16 logits and fp32 copy, and the first
+  head's bf16 logits: 8): 12 / 16 bytes for clm / mtp, 14 / 20 with soft-capping. tests/test_gpu_fit.py measures
+  these bytes on the CPU (tensors autograd keeps, and the peak of live tensors through forward and backward).
+  At 128K-256K vocabularies this is the largest activation term; micro-batches (``grad_accum``) divide it, and
+  ``tools/gpu_bench.py`` measures it on a GPU.
 - Multi-stage procedures (2-stage, EEVE): the memory of the largest stage, the time of every stage by its share.
 - Time: model FLOPs (2 per multiply-add; forward, the input gradient where a trainable parameter lies below, the
   weight gradient of trainable matrices, the recomputed forward under checkpointing) divided by an assumed
@@ -26,6 +32,7 @@ import json
 import math
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from workflow_scripts.io import setup_logging, write_text
@@ -69,8 +76,9 @@ ALIASES = {
     "135M": "smollm2-135m",
 }
 GPUS: dict[str, dict[str, float]] = {
-    "H100": {"bf16_tflops": 989.0, "hbm_tbps": 3.35, "memory_gib": 80.0},
-    "A100": {"bf16_tflops": 312.0, "hbm_tbps": 2.0, "memory_gib": 80.0},
+    # memory_gib: what the driver reports as total (81,559 MiB on an 80 GB card; about 139 GiB on an H200).
+    "H100": {"bf16_tflops": 989.0, "hbm_tbps": 3.35, "memory_gib": 79.6},
+    "A100": {"bf16_tflops": 312.0, "hbm_tbps": 2.0, "memory_gib": 79.6},
     "H200": {"bf16_tflops": 989.0, "hbm_tbps": 4.8, "memory_gib": 139.0},  # H100 compute, 141 GB HBM3e
 }
 PROCEDURES = tuple(LAPT_PROCEDURES)  # the training registry is the list; STAGES must describe each of them
@@ -145,9 +153,44 @@ STAGES: dict[str, tuple[StageSpec, ...]] = {
 EEVE_LORA = (*STAGES["EEVE"][:5], StageSpec("lora", True, True), StageSpec("lora", False, False))
 
 
+def logit_bytes(objective: str, softcap: bool) -> dict[str, int]:
+    """Bytes per (token, vocabulary entry) of the logits at the loss's peak: ``kept`` for backward by all heads, and
+    ``transient`` (the last head's bf16 logits and fp32 copy, the backward's fp32 gradients, mtp's first logits)."""
+    heads = 2 if objective == "mtp" else 1
+    kept = heads * (4 + (2 if softcap else 0))
+    # clm: backward's two fp32 gradients (8); mtp peaks in the second head's forward: the first head's bf16 logits
+    # (2), the second's bf16 logits and fp32 copy (6). Measured on the CPU in tests/test_gpu_fit.py.
+    return {"kept": kept, "transient": 8}
+
+
+def residual_bytes(s: StageSpec, tied: bool, weights_dtype: str) -> int:
+    """Bytes per element of the residual stream: 4 when the input embedding weight is fp32, else 2 (bf16)."""
+    embedding_trained = s.embedding or (tied and s.head)
+    return 4 if weights_dtype == "fp32" or embedding_trained else 2
+
+
+def _fp32_under_bf16(m: ModelShape, stages: list[StageSpec], objective: str) -> int:
+    """Parameters held in fp32 under ``weights_dtype="bf16"`` once ``stages`` have run: lapt converts a parameter to
+    fp32 when a stage first trains it and never back, so a later stage keeps the earlier stages' trained ones fp32."""
+    pc = parameter_counts(m)
+    n_layer = pc["layer_matrices"] + pc["layer_norms"]
+    layers = max({"all": m.layers, "2x2": 4, "lora": 0, "none": 0}[st.layers] for st in stages)
+    emb = any(st.embedding or (m.tied and st.head) for st in stages)
+    head = any(st.head for st in stages) and not m.tied
+    return (
+        layers * n_layer
+        + (m.layers * pc["lora_per_layer"] if any(st.layers == "lora" for st in stages) else 0)
+        + (pc["embedding"] if emb else 0)
+        + (pc["head"] if head else 0)
+        + (pc["final_norm"] if any(st.final_norm for st in stages) else 0)
+        + (pc["embedding"] if objective == "mtp" else 0)
+    )
+
+
 def _stage_memory_and_flops(
-    m: ModelShape, s: StageSpec, objective: str, seq_len: int, micro_batch: int, weights_dtype: str, grad_ckpt: bool
-) -> dict[str, float]:
+    m: ModelShape, s: StageSpec, objective: str, seq_len: int, micro_batch: int, weights_dtype: str, grad_ckpt: bool,
+    earlier: tuple[StageSpec, ...] = (),
+) -> dict[str, float]:  # fmt: skip
     pc = parameter_counts(m)
     n_layer = pc["layer_matrices"] + pc["layer_norms"]
     n_heads_out = 2 if objective == "mtp" else 1
@@ -162,25 +205,30 @@ def _stage_memory_and_flops(
     )
     trainable = trained_layers * n_layer + lora + emb_head + (pc["final_norm"] if s.final_norm else 0) + mtp
     total = base + lora + mtp
-    frozen = total - trainable
     trainable_matrices = trained_layers * pc["layer_matrices"] + lora + emb_head + mtp
-    w_bytes = 4 * trainable + (2 if weights_dtype == "bf16" else 4) * frozen
+    if weights_dtype == "bf16":
+        fp32 = _fp32_under_bf16(m, [*earlier, s], objective)
+        w_bytes = 4 * fp32 + 2 * (total - fp32)
+    else:
+        w_bytes = 4 * total
     snapshot = 4 * pc["embedding"] if s.new_rows_only else 0
 
     tokens = micro_batch * seq_len
     h, f = m.hidden, m.ffn
     q, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
-    # One layer's saved activations (bf16) in forward order, plus the fp32 RMSNorm inputs.
-    per_layer = tokens * (2 * (4 * h + 3 * q + 2 * kv + 4 * f) + 4 * m.norms_per_layer * h)
+    stream = residual_bytes(s, m.tied, weights_dtype)
+    # One layer's saved activations (bf16) in forward order, plus the fp32 RMSNorm inputs, plus two residual sums
+    # at fp32 width when the stream is fp32.
+    per_layer = tokens * (2 * (4 * h + 3 * q + 2 * kv + 4 * f) + 4 * m.norms_per_layer * h + 2 * (stream - 2) * h)
     needs_backward = s.embedding or s.layers != "none" or (m.tied and s.head)  # gradients flow through the layers
     if not needs_backward:
         acts = 0.0  # autograd keeps nothing of layers that no gradient reaches
     elif grad_ckpt:
-        acts = m.layers * tokens * h * 2 + 2 * per_layer  # checkpoints + one recomputed layer and its gradients
+        acts = m.layers * tokens * h * stream + 2 * per_layer  # checkpoints + one recomputed layer and its gradients
     else:
         acts = m.layers * per_layer
-    per_elem = 14 + (4 if m.logit_softcap else 0)
-    logits = tokens * m.vocab * (per_elem + 4 * (n_heads_out - 1))
+    lb = logit_bytes(objective, m.logit_softcap)
+    logits = tokens * m.vocab * (lb["kept"] + lb["transient"])
 
     # FLOPs per step (2 per multiply-add), causal fused attention (half the score matrix).
     layer_fwd = 2 * pc["layer_matrices"] + 2 * seq_len * q  # QK^T and AV over s/2 keys on average
@@ -236,11 +284,15 @@ def estimate(
     overhead_gib: float = 3.0,
     startup_minutes: float = 10.0,
     eeve_layers: str = "full",
+    memory_gib: float | None = None,
+    headroom: float = 0.9,
 ) -> dict[str, Any]:
     """Peak GPU memory (GiB, by term) and time of one LAPT run; ``batch_size`` is the micro-batch, as in lapt.
 
     ``model_size`` names one of MODELS or is a ModelShape. ``corpus_tokens`` (D tokenized with T_t; 30K sentences are
     some millions of tokens) sets the number of steps: ceil(blocks / (batch_size * grad_accum)) * epochs.
+    ``memory_gib`` replaces the GPU's memory (a device's reported total); ``fits`` means the peak is within
+    ``headroom`` of it (the rest: allocator fragmentation the terms do not model).
     """
     if isinstance(model_size, str):
         key = ALIASES.get(model_size, model_size)
@@ -257,8 +309,8 @@ def estimate(
     stages = EEVE_LORA if procedure == "EEVE" and eeve_layers == "LoRA" else STAGES[procedure]
     split = [1.0] * len(stages) if stage_split is None else list(stage_split)
     per_stage = [
-        _stage_memory_and_flops(m, s, objective, seq_len, batch_size, weights_dtype, gradient_checkpointing)
-        for s in stages
+        _stage_memory_and_flops(m, s, objective, seq_len, batch_size, weights_dtype, gradient_checkpointing, stages[:i])
+        for i, s in enumerate(stages)
     ]
     peaks = [sum(st[k] for k in MEMORY_TERMS) for st in per_stage]
     worst = per_stage[max(range(len(stages)), key=peaks.__getitem__)]
@@ -268,11 +320,12 @@ def estimate(
 
     blocks = corpus_tokens // seq_len
     steps = max(1, math.ceil(math.ceil(blocks / batch_size) / grad_accum * epochs))
-    step_seconds = 0.0
+    step_seconds, per_stage_seconds = 0.0, []
     for st, share in zip(per_stage, split, strict=True):
         t = grad_accum * st["flops"] / (g["bf16_tflops"] * 1e12 * mfu) + st["optimizer_bytes_moved"] / (
             g["hbm_tbps"] * 1e12
         )
+        per_stage_seconds.append(float(f"{t:.4g}"))
         step_seconds += t * share / sum(split)
     tokens_per_step = batch_size * grad_accum * seq_len
     train_seconds = steps * step_seconds
@@ -292,10 +345,13 @@ def estimate(
             {k: st[k] for k in ("trainable_parameters", "total_parameters", *MEMORY_TERMS)} for st in per_stage
         ],
         "peak_gib": round(total_gib, 1),
-        "fits": total_gib <= g["memory_gib"],
+        "fits": total_gib <= headroom * (memory_gib or g["memory_gib"]),
+        "gpu_memory_gib": memory_gib or g["memory_gib"],
         "gpu": gpu,
         "assumption": f"{mfu:.0%} of {g['bf16_tflops']:.0f} TFLOP/s bf16 dense; AdamW at {g['hbm_tbps']} TB/s",
-        "step_seconds": round(step_seconds, 3),
+        "step_seconds": float(f"{step_seconds:.4g}"),
+        "per_stage_step_seconds": per_stage_seconds,
+        "mfu": mfu,
         "tokens_per_second": round(tokens_per_step / step_seconds, 1),
         "steps": steps,
         "train_hours": round(train_seconds / 3600, 2),
@@ -316,6 +372,66 @@ def fitting_micro_batch(model_size: str | ModelShape, procedure: str, seq_len: i
         if est["fits"]:
             return est
     return est  # micro-batch 1 does not fit either: returned with fits=False
+
+
+# The config's size classes (config.yaml ``models.<key>.size``) that need a GPU, by the shape that stands for them.
+SIZE_SHAPES = {"7B": "llama2-7b", "8B": "llama3-8b", "9B": "gemma2-9b"}
+
+
+def planned(
+    shape: str | ModelShape, procedure: str, objective: str, seq_len: int, hp: dict[str, Any], gpu: str, **kw
+) -> dict[str, Any]:
+    """The estimate a LAPT job runs with on ``gpu``, from its resolved hparams (workflow_scripts.lapt.resolve_hparams):
+    micro-batch ``micro_batch`` (null: batch_size; "auto": the largest divisor of the step's blocks that fits, as
+    lapt picks it on the device) with the accumulation that makes up batch_size x grad_accum blocks a step."""
+    effective = int(hp["batch_size"]) * int(hp["grad_accum"])
+    common = dict(objective=objective, weights_dtype=hp["weights_dtype"], gpu=gpu, eeve_layers=hp["eeve_layers"],
+                  gradient_checkpointing=hp["gradient_checkpointing"] is not False, epochs=float(hp["epochs"]),
+                  stage_split=hp["stage_split"], **kw)  # fmt: skip
+    if hp["micro_batch"] == "auto":
+        return fitting_micro_batch(shape, procedure, seq_len, effective, **common)
+    micro = int(hp["batch_size"] if hp["micro_batch"] is None else hp["micro_batch"])
+    return estimate(shape, procedure, seq_len, micro, grad_accum=effective // micro, **common)
+
+
+def fit_problem(
+    shape: str | ModelShape, procedure: str, objective: str, seq_len: int, hp: dict[str, Any], gpu: str,
+    keys: dict[str, str], what: str,
+) -> str | None:  # fmt: skip
+    """None when the job fits ``gpu`` by ``planned``; else a message naming the config key to change (``keys`` maps
+    an hparam to the config key it comes from) and what it would take."""
+    est = planned(shape, procedure, objective, seq_len, hp, gpu)
+    if est["fits"]:
+        return None
+    need = f"{what} needs {est['peak_gib']:.0f} GiB at micro-batch {est['micro_batch']} by tools.gpu_estimate"
+    memory = est["gpu_memory_gib"]
+    have = f"a GPU of the {gpu} class ({memory:.0f} GiB, {0.9 * memory:.0f} usable) cannot hold it"
+    # The key whose change makes it fit, tried in the order of least change to the method.
+    tries = []
+    if hp["micro_batch"] != "auto":
+        tries.append(("micro_batch", "auto"))
+    if procedure == "EEVE" and hp["eeve_layers"] == "full":
+        tries.append(("eeve_layers", "LoRA"))
+    if hp["weights_dtype"] == "fp32":
+        tries.append(("weights_dtype", "bf16"))
+    changed = dict(hp)
+    for key, value in tries:
+        changed[key] = value
+        alt = planned(shape, procedure, objective, seq_len, changed, gpu)
+        if alt["fits"]:
+            return (
+                f"{keys[key]}: {json.dumps(hp[key])} does not fit: {need}; {have}. Set {key}: {value} "
+                f"({alt['peak_gib']:.0f} GiB at micro-batch {alt['micro_batch']})"
+                + (", or ask for an H200 (set-resources lapt: {gpu_model: h200})" if gpu != "H200" else "")
+            )
+    for gpu_larger in ("H200",):
+        if gpu_larger != gpu and planned(shape, procedure, objective, seq_len, changed, gpu_larger)["fits"]:
+            return f"{what}: {need}; {have}: ask for a larger GPU (set-resources lapt: {{gpu_model: h200}})"
+    return (
+        f"{keys.get('procedure', 'procedure')}: {need}; {have}, even with "
+        f"{', '.join(f'{k}: {v}' for k, v in tries) or 'these settings'}: choose a procedure that trains less or a "
+        "shorter seq_len"
+    )
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
@@ -362,6 +478,47 @@ def grid(
     return rows
 
 
+def _fill_schema_defaults(config: dict) -> None:
+    """The config schema's defaults, as Snakemake fills them; skipped where snakemake is not installed (a lent GPU
+    machine), since the grid's own defaults (workflow_scripts.grid) cover what the LAPT jobs need."""
+    try:
+        from snakemake.utils import validate
+    except ImportError:
+        return
+    validate(config, schema=str(Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"),
+             set_default=True)  # fmt: skip
+
+
+def plan_table(configfile: str, corpus_tokens: int = 5_000_000) -> str:
+    """The LAPT job kinds of a config's grid as the workflow plans them on each GPU class (workflow_scripts.resources
+    GPU_CLASSES): micro-batch, estimated peak, step time and training hours, and the time limit the job asks for."""
+    import yaml
+
+    from workflow_scripts.gpu_fit import lapt_jobs
+    from workflow_scripts.resources import GPU_CLASSES, sized_resources
+
+    config = yaml.safe_load(open(configfile, encoding="utf-8"))
+    _fill_schema_defaults(config)
+    kinds: dict[tuple, tuple] = {}
+    for model, m, shape, hp, _ in lapt_jobs(config):
+        key = (model, m.procedure, m.objective, m.seq_len, hp["eeve_layers"] if m.procedure == "EEVE" else "")
+        kinds.setdefault(key, (model, m, shape, hp, []))[4].append(m.slug)
+    head = ["model", "procedure", "objective", "seq", "methods"]
+    for cls in GPU_CLASSES:
+        head += [f"{cls} micro-batch", f"{cls} peak GiB", f"{cls} s/step", f"{cls} hours"]
+    lines = ["| " + " | ".join([*head, "time limit (min)"]) + " |", "|" + "---|" * (len(head) + 1)]
+    for (model, proc, obj, seq, eeve), (_, _, shape, hp, slugs) in kinds.items():
+        row = [model, proc + (f" ({eeve} layers)" if eeve else ""), obj, str(seq), str(len(slugs))]
+        for gpu in GPU_CLASSES.values():
+            est = planned(shape, proc, obj, seq, hp, gpu, corpus_tokens=corpus_tokens)
+            fit = "" if est["fits"] else " (does not fit)"
+            row += [f"{est['micro_batch']} x {est['grad_accum']}", f"{est['peak_gib']:.0f}{fit}",
+                    f"{est['step_seconds']:.2f}", f"{est['train_hours']:.2f}"]  # fmt: skip
+        row.append(str(sized_resources("lapt", config["models"][model]["size"])["runtime"]))
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(
         prog="python -m tools.gpu_estimate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -374,11 +531,17 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--gpu", default="H100", choices=list(GPUS))
     p.add_argument("--mfu", type=float, default=0.35, help="assumed share of the GPU's bf16 dense peak")
     p.add_argument("--corpus-tokens", type=int, default=5_000_000, help="tokens of D under T_t (sets the steps)")
+    p.add_argument(
+        "--plan", metavar="CONFIG", help="print the LAPT job kinds of CONFIG's grid as planned per GPU class"
+    )
     p.add_argument("--markdown", help="output Markdown table")
     p.add_argument("--json", help="output JSON with every estimate")
     p.add_argument("--log")
     a = p.parse_args(argv)
     setup_logging(a.log)
+    if a.plan:
+        sys.stdout.write(plan_table(a.plan, a.corpus_tokens))
+        return
     kw = {"objective": a.objective, "gpu": a.gpu, "mfu": a.mfu, "corpus_tokens": a.corpus_tokens}
     rows = grid(a.models, a.procedures, a.seq_lens, a.weights_dtypes, **kw)
     table = markdown_table(rows)

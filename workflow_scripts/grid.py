@@ -368,7 +368,7 @@ def config_warnings(config: dict) -> list[str]:
             continue
         every, every_key = _hparam(config, model, first[m.slug], "checkpoint_every")
         max_steps, steps_key = _hparam(config, model, first[m.slug], "max_steps")
-        if max_steps is not None and every >= max_steps:
+        if max_steps is not None and every is not None and every >= max_steps:
             stages = len(PROCEDURES[m.procedure].stages)
             when = "at the end of each stage" if stages > 1 else "at the end"
             warnings.append(

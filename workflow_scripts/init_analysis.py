@@ -60,7 +60,12 @@ def analyse_cell(
     score: bool = True,
     scored: tuple[str, ...] = SCORED,
 ) -> list[dict[str, Any]]:
-    """One row per merge order: crossings in D, rows differing from Mean, and (``first``) nats/char of ``scored``."""
+    """One row per merge order: crossings in D, rows differing from Mean, and (``first``) nats/char of ``scored``.
+
+    Initialization runs on the CPU (its float64 row arithmetic); each scored model is scored on the GPU when one is
+    visible (rule init_analysis_cell asks for one), else on the CPU.
+    """
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from workflow_scripts.evaluate import evaluate_ppl
@@ -70,6 +75,7 @@ def analyse_cell(
 
     src_tok = AutoTokenizer.from_pretrained(source_model)
     base = AutoModelForCausalLM.from_pretrained(source_model, dtype="auto").eval()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     start = next_free_id(load_source(source_model)[0])
     rows = []
     source_nats = None
@@ -96,11 +102,12 @@ def analyse_cell(
             if method in COMPARED:
                 row[f"rows_differing_{method}"] = report["differs_from_mean"]["input"]["rows"]
             if score and order == "first" and method in scored:
-                res = evaluate_ppl(model.eval(), tgt_tok, heldout, batch_size=batch_size)
+                res = evaluate_ppl(model.to(device).eval(), tgt_tok, heldout, batch_size=batch_size)
                 row[f"nats_per_char_{method}"] = _nats(res)
             del model
         if score and order == "first":
-            source_nats = _nats(evaluate_ppl(base, src_tok, heldout, batch_size=batch_size))
+            source_nats = _nats(evaluate_ppl(base.to(device), src_tok, heldout, batch_size=batch_size))
+            base.to("cpu")  # the next merge order initializes copies of it on the CPU
             row["nats_per_char_Source"] = source_nats
         rows.append(row)
     return rows

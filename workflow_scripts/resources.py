@@ -59,8 +59,9 @@ SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
     # vocab replace (Table 11): a 32K tokenizer trained on D; initialization of every row (FOCUS: fastText on D)
     "replace_tokenizer": _row((2000, 15), (8000, 60), (8000, 60), (8000, 60), (8000, 60)),
     "initialize_replace": _row((2000, 15), (4000, 30), (96000, 120), (96000, 120), (128000, 150)),
-    # tools/gpu_estimate.py: 2x2 LS at batch 8 on ~5M tokens takes about 110 / 120 / 145 min on an A100
-    # (45 / 46 / 53 on an H100) for 7B / 8B / 9B; the limits leave half as much again
+    # tools/gpu_estimate.py: 2x2 LS + mtp at 512, batch 8, ~5M tokens trains in about 65 / 78 / 98 min on an A100
+    # (21 / 25 / 31 on an H100) for 7B / 8B / 9B (docs/gpu.md); the limits leave start-up and margin, and Slurm's
+    # USR1 ten minutes before the limit makes a job checkpoint and stop, so its retry resumes
     "lapt": _row((2000, 20), (8000, 60), (64000, 180), (64000, 180), (80000, 240)),
     "evaluate_mt": _row((2000, 15), (8000, 30), (48000, 60), (48000, 60), (64000, 90)),
     "evaluate_ppl": _row((2000, 15), (8000, 30), (48000, 60), (48000, 60), (64000, 90)),
@@ -86,6 +87,54 @@ SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
 SIZE_RESOURCES |= {f"{rule}_mumo": SIZE_RESOURCES[rule] for rule in ("evaluate_mt", "evaluate_sum")}
 # CPUs per GPU of GPU jobs (tokenization and data loading only; the demo size fits a 2-CPU CI node).
 CPUS_PER_GPU = {"demo": 2, "135M": 4, "7B": 8, "8B": 8, "9B": 8}
+
+
+# GPU memory classes the planning check (workflow_scripts.grid.gpu_fit_problems) sizes LAPT jobs for, by the GPU model a
+# profile names for rule lapt (`gpu_model`, or the model in a `gres: gpu:<model>:N`); a profile that names none, or a
+# model not listed, plans for the smaller class. The value is the tools/gpu_estimate GPU whose memory and speed stand
+# for the class.
+GPU_CLASSES = {"80GB": "H100", "141GB": "H200"}
+GPU_MODEL_CLASS = {
+    "a100": "80GB",
+    "a100-80": "80GB",
+    "a100_80gb": "80GB",
+    "h100": "80GB",
+    "h800": "80GB",
+    "h200": "141GB",
+    "gh200": "141GB",
+}
+DEFAULT_GPU_CLASS = "80GB"
+
+
+def gpu_class(resources: Mapping[str, Any] | None) -> str:
+    """The GPU memory class (GPU_CLASSES) of a rule's resources: from `gpu_model` or a gpu gres naming a model."""
+    resources = resources or {}
+    model = str(_raw(resources.get("gpu_model")) or "")
+    if not model:
+        for item in str(_raw(resources.get("gres")) or "").split(","):
+            parts = item.strip().split(":")
+            if parts[0] == "gpu" and len(parts) == 3:
+                model = parts[1]
+    return GPU_MODEL_CLASS.get(model.strip().lower(), DEFAULT_GPU_CLASS)
+
+
+def workflow_gpu_class(resource_settings: Any, rule: str = "lapt") -> str:
+    """The GPU class a Snakemake run's profiles ask for `rule` (set-resources over default-resources)."""
+    default = dict(resource_settings.default_resources or {}) if resource_settings.default_resources else {}
+    overrides = dict(resource_settings.overwrite_resources.get(rule) or {})
+    return gpu_class({**default, **overrides})
+
+
+# Seconds before its time limit that Slurm sends a LAPT job SIGUSR1 (sbatch --signal through the rule's slurm_extra):
+# the job finishes its step, writes its checkpoint (minutes at 7-9B) and exits; the retry resumes. Not "B:": that
+# signals only the batch shell, which would die of it without passing it on; without it every job step's processes
+# get it, and the rule shells ignore it (rules/common.smk's shell prefix) so that only the trainer acts on it.
+LAPT_SIGNAL_SECONDS = 600
+
+
+def slurm_signal(seconds: int = LAPT_SIGNAL_SECONDS) -> str:
+    """The slurm_extra of a job that checkpoints and stops on SIGUSR1 ``seconds`` before its time limit."""
+    return f"--signal=USR1@{int(seconds)}"
 
 
 def sized_resources(rule: str, size: str | None, attempt: int = 1) -> dict[str, int]:

@@ -304,6 +304,8 @@ def initialize(
     t0 = time.time()
     src_tok = AutoTokenizer.from_pretrained(source_model)
     tgt_tok = AutoTokenizer.from_pretrained(target_tokenizer)
+    # The source's own dtype (bf16 where the model trains with bf16 frozen weights, source_model.SAVE_DTYPES): the
+    # initialized model is saved in it, new rows rounded once from their float64 computation.
     model = AutoModelForCausalLM.from_pretrained(source_model, dtype="auto")
     t_load = time.time()
     report = (initialize_fn or initialize_model)(model, src_tok, tgt_tok, method, seed, pad_to_multiple_of, resources)

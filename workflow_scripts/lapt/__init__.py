@@ -27,9 +27,14 @@ A plain PyTorch loop (no HF Trainer) so that the trained parameter set and resum
   Adam states in fp32; the forward runs in bf16 autocast, also on the CPU; the saved model is bf16.
 - Objectives: ``clm``; ``mtp`` adds one extra head, initialized from the LM head, that predicts token t+2 from the same
   final hidden state; the loss is the sum of both token-averaged losses. The extra head is not saved.
+- Micro-batches: ``micro_batch`` re-splits each step's batch_size x grad_accum blocks (null: batch_size); "auto"
+  takes the largest that ``tools.gpu_estimate`` says fits the GPU's memory. Losses stay on the device and are read
+  back once per log interval.
 - Optimization: AdamW (betas, eps, weight decay on matrices only, like HF Trainer), cosine schedule with linear warmup,
   gradient clipping at 1.0 (HF Trainer's default), bf16 autocast and gradient checkpointing on CUDA, fp32 on CPU.
-- Resume: every ``checkpoint_every`` optimizer steps, at the end of every stage and at the end,
+- Resume: every ``checkpoint_every`` optimizer steps, once ``checkpoint_minutes`` of wall time have passed since the
+  last one (default 30), on SIGTERM or SIGUSR1 (Slurm sends USR1 ten minutes before the time limit: rules/train.smk),
+  at the end of every stage and at the end,
   ``<checkpoint-dir>/checkpoint.safetensors`` is replaced atomically with the parameters trained in any stage so far,
   the stage's optimizer and scheduler, step, RNG states and loss history (tensors in safetensors, the rest as JSON:
   nothing is unpickled on load). A rerun with the same arguments rebuilds the stage it was written in (LoRA wrapping
@@ -38,16 +43,23 @@ A plain PyTorch loop (no HF Trainer) so that the trained parameter set and resum
   rewrites the outputs).
 
 The package, one module per part (torch is imported only inside functions, so reading the registries is cheap):
-``hparams`` (defaults, step schedule, stage ends), ``data`` (packing blocks), ``procedures`` (stages and the
-``PROCEDURES`` registry), ``objective`` (clm, mtp), ``checkpoint`` (file format, RNG states), ``loop`` (``train``: a
-flat loop over enter stage, optimizer step, save/resume, write outputs, stats), ``cli`` (the command line).
+``hparams`` (defaults, step schedule, stage ends), ``data`` (packing blocks), ``micro`` (micro-batches),
+``procedures`` (stages and the ``PROCEDURES`` registry), ``objective`` (clm, mtp), ``checkpoint`` (file format, RNG
+states), ``loop`` (``train``: a flat loop over enter stage, optimizer step, save/resume, write outputs, stats), ``cli``
+(the command line).
 """
 
 from workflow_scripts.lapt.checkpoint import CHECKPOINT_FILE, load_checkpoint, remove_checkpoint, save_checkpoint
 from workflow_scripts.lapt.cli import STOP_SIGNALS, main
 from workflow_scripts.lapt.data import build_blocks, pack_blocks
 from workflow_scripts.lapt.hparams import DEFAULT_HPARAMS, resolve_hparams, schedule_lengths, stage_ends
-from workflow_scripts.lapt.loop import HOLD_AT_STEP_ENV, KILL_AT_STEP_ENV, TrainingInterrupted, train
+from workflow_scripts.lapt.loop import (
+    HOLD_AT_STEP_ENV,
+    KILL_AT_STEP_ENV,
+    SIGNAL_AT_STEP_ENV,
+    TrainingInterrupted,
+    train,
+)
 from workflow_scripts.lapt.objective import OBJECTIVES, LossComputer
 from workflow_scripts.lapt.procedures import EEVE_STAGES, PROCEDURES, Procedure, Stage, StageContext
 
@@ -59,6 +71,7 @@ __all__ = [
     "KILL_AT_STEP_ENV",
     "OBJECTIVES",
     "PROCEDURES",
+    "SIGNAL_AT_STEP_ENV",
     "STOP_SIGNALS",
     "LossComputer",
     "Procedure",

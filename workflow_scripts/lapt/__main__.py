@@ -3,5 +3,9 @@
 import sys
 
 from workflow_scripts.lapt.cli import main
+from workflow_scripts.lapt.loop import TrainingInterrupted
 
-sys.exit(main())
+try:
+    sys.exit(main())
+except TrainingInterrupted as e:  # a stop request (Slurm's USR1 before the time limit, TERM): checkpointed, resumable
+    sys.exit(f"lapt: {e}; rerun to resume")

@@ -28,7 +28,16 @@ DEFAULT_HPARAMS: dict[str, Any] = {
     "seed": 42,
     "max_steps": None,
     "grad_accum": 1,
+    # Blocks per forward/backward: null = batch_size (grad_accum micro-batches a step); an integer dividing
+    # batch_size * grad_accum re-splits each optimizer step (the same step: every micro-batch's loss is normalized by
+    # the whole step's token counts); "auto" = the largest divisor that tools/gpu_estimate says fits the GPU the job
+    # got (batch_size on the CPU).
+    "micro_batch": None,
     "checkpoint_every": 50,
+    # Also checkpoint once this much wall time has passed since the last checkpoint (null: by steps only; null
+    # checkpoint_every: by time only). A 7B
+    # checkpoint copies ~32 GB of trainable weights and Adam states: time, not steps, bounds what a kill loses.
+    "checkpoint_minutes": 30,
     "log_every": 10,
     "lora_r": 8,
     "lora_alpha": 32,
@@ -42,7 +51,7 @@ DEFAULT_HPARAMS: dict[str, Any] = {
     "eeve_layers": "full",
 }
 # Changing these does not change the result, so a checkpoint written under other values may still be resumed.
-RESUME_NEUTRAL = ("checkpoint_every", "log_every", "gradient_checkpointing")
+RESUME_NEUTRAL = ("checkpoint_every", "checkpoint_minutes", "log_every", "gradient_checkpointing", "micro_batch")
 
 
 def resolve_hparams(overrides: dict[str, Any] | None) -> dict[str, Any]:
@@ -59,8 +68,18 @@ def resolve_hparams(overrides: dict[str, Any] | None) -> dict[str, Any]:
     if float(hp["epochs"]) <= 0:
         raise ValueError(f"hparams.epochs must be > 0, got {hp['epochs']!r}")
     for key in ("batch_size", "grad_accum", "checkpoint_every", "log_every"):
-        if int(hp[key]) < 1:
+        if (hp[key] is not None or key != "checkpoint_every") and int(hp[key]) < 1:
             raise ValueError(f"hparams.{key} must be >= 1, got {hp[key]!r}")
+    micro = hp["micro_batch"]
+    if micro is not None and micro != "auto":
+        effective = int(hp["batch_size"]) * int(hp["grad_accum"])
+        if isinstance(micro, bool) or not isinstance(micro, int) or micro < 1 or effective % micro:
+            raise ValueError(
+                f"hparams.micro_batch must be null, 'auto' or a divisor of batch_size x grad_accum = {effective}, "
+                f"got {micro!r}"
+            )
+    if hp["checkpoint_minutes"] is not None and float(hp["checkpoint_minutes"]) <= 0:
+        raise ValueError(f"hparams.checkpoint_minutes must be null or > 0, got {hp['checkpoint_minutes']!r}")
     if hp["weights_dtype"] not in ("fp32", "bf16"):
         raise ValueError(f"hparams.weights_dtype must be 'fp32' or 'bf16', got {hp['weights_dtype']!r}")
     if hp["eeve_layers"] not in ("full", "LoRA"):

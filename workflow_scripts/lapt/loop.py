@@ -39,6 +39,7 @@ from workflow_scripts.lapt.hparams import (
     stage_warmup,
     warmup_note,
 )
+from workflow_scripts.lapt.micro import resolve_micro_batch, split_micro
 from workflow_scripts.lapt.objective import OBJECTIVES, LossComputer
 from workflow_scripts.lapt.procedures import PROCEDURES, Procedure, RowLimits, StageContext
 
@@ -50,6 +51,10 @@ KILL_AT_STEP_ENV = "LAPT_TEST_KILL_AT_STEP"
 # Test-only: "N:FILE" makes the process, at the end of step N, write its checkpoint folder into FILE and then wait for
 # a signal, so that a test can interrupt the whole workflow (Ctrl-C) at a known step of a known run.
 HOLD_AT_STEP_ENV = "LAPT_TEST_HOLD_AT_STEP"
+# Test-only: "N:SIGNAME" makes the process send itself that signal (USR1, TERM) right after optimizer step N, as Slurm's
+# --signal would at some moment during a step, so that a test interrupts at a fixed step without timers;
+# "N:SIGNAME:group" sends it to the whole process group (the rule's shell too), as Slurm does to a job step.
+SIGNAL_AT_STEP_ENV = "LAPT_TEST_SIGNAL_AT_STEP"
 
 
 class TrainingInterrupted(RuntimeError):
@@ -76,6 +81,7 @@ class Run:
     low_precision: bool  # weights_dtype bf16: frozen weights bf16, trainable ones fp32
     use_bf16: bool  # bf16 autocast
     grad_ckpt: bool
+    micro: int  # blocks per forward/backward (hparams micro_batch, resolved)
     ckpt_path: Path
     fingerprint: dict[str, Any]  # what must match for a checkpoint to be resumed
 
@@ -111,6 +117,8 @@ class TrainState:
     scheduler: Any = None
     touched: dict[int, Any] = field(default_factory=dict)  # parameters trained in any stage so far: the checkpoint's
     stage_info: list[dict[str, Any]] = field(default_factory=list)
+    last_save: float = field(default_factory=time.monotonic)  # when the checkpoint was last written (or the start)
+    pending: list[tuple[dict[str, Any], Any]] = field(default_factory=list)  # history rows whose loss is on the device
 
 
 def prepare_run(
@@ -152,6 +160,8 @@ def prepare_run(
         "stage_ends": ends,
         "n_source_rows": n_source_rows,
     }
+    grad_ckpt = device.type == "cuda" if hp["gradient_checkpointing"] is None else bool(hp["gradient_checkpointing"])
+    micro = resolve_micro_batch(hp, device, model_dir, procedure, objective, seq_len, grad_ckpt)
     if (Path(checkpoint_dir) / LEGACY_CHECKPOINT_FILE).exists():
         log.warning("%s/%s is a pickled checkpoint of an older version: not loaded", checkpoint_dir,
                     LEGACY_CHECKPOINT_FILE)  # fmt: skip
@@ -172,7 +182,8 @@ def prepare_run(
         low_precision=low_precision,
         # bf16 autocast on CUDA; on the CPU only when frozen weights are bf16 (fp32 activations would not meet them).
         use_bf16=device.type == "cuda" or low_precision,
-        grad_ckpt=device.type == "cuda" if hp["gradient_checkpointing"] is None else bool(hp["gradient_checkpointing"]),
+        grad_ckpt=grad_ckpt,
+        micro=micro,
         ckpt_path=Path(checkpoint_dir) / CHECKPOINT_FILE,
         fingerprint=fingerprint,
     )
@@ -212,6 +223,7 @@ def enter_stage(run: Run, state: TrainState, i: int) -> None:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.train()
     state.loss_fn.model = model
+    state.loss_fn.attach(model.get_output_embeddings())
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad] + state.loss_fn.extra_parameters()
     state.touched.update((id(p), p) for _, p in named)
     n_steps = run.ends[i] - (run.ends[i - 1] if i else 0)
@@ -291,18 +303,18 @@ def optimizer_step(run: Run, state: TrainState) -> None:
     import torch
 
     t0 = time.time()
-    batches = step_batches(run, state.step)
+    batches = split_micro(step_batches(run, state.step), run.micro)
     # Every micro-batch is normalized by the whole step's counts: each token weighs the same whatever the split.
     n1 = sum(b.shape[0] * (run.seq_len - 1) for b in batches)
     n2 = sum(b.shape[0] * (run.seq_len - 2) for b in batches)
     lr = state.scheduler.get_last_lr()[0]
-    step_loss = 0.0
+    step_loss = None  # summed on the device: read back at log steps and checkpoints, not per micro-batch
     for batch in batches:
-        ids = batch.to(run.device)
+        ids = batch.to(run.device, non_blocking=True)
         with torch.autocast(device_type=run.device.type, dtype=torch.bfloat16, enabled=run.use_bf16):
             loss = state.loss_fn(ids, n1, n2)
         loss.backward()
-        step_loss += float(loss.detach())
+        step_loss = loss.detach() if step_loss is None else step_loss + loss.detach()
     for p, first in state.limits:
         if p.grad is not None:
             p.grad[:first] = 0
@@ -322,35 +334,53 @@ def optimizer_step(run: Run, state: TrainState) -> None:
     _record(run, state, lr, step_loss)
 
 
-def _record(run: Run, state: TrainState, lr: float, loss: float) -> None:
+def _record(run: Run, state: TrainState, lr: float, loss: Any) -> None:
     step = state.step
-    state.history.append(
-        {
-            "step": step,
-            "epoch": round(step / run.per_epoch, 4),
-            "lr": lr,
-            "loss": loss,
-            "tokens_seen": state.tokens_seen,
-            "stage": state.stage + 1,
-        }
-    )
+    row = {
+        "step": step,
+        "epoch": round(step / run.per_epoch, 4),
+        "lr": lr,
+        "loss": None,
+        "tokens_seen": state.tokens_seen,
+        "stage": state.stage + 1,
+    }
+    state.history.append(row)
+    state.pending.append((row, loss))
     if step % int(run.hp["log_every"]) == 0 or step == run.total_steps:
+        flush_losses(state)
         log.info(
             "step %d/%d stage %d epoch %.3f lr %.3e loss %.4f (%.0f tokens/s)",
-            step, run.total_steps, state.stage + 1, step / run.per_epoch, lr, loss,
+            step, run.total_steps, state.stage + 1, step / run.per_epoch, lr, row["loss"],
             state.tokens_seen / max(state.train_seconds, 1e-9),
         )  # fmt: skip
 
 
+def flush_losses(state: TrainState) -> None:
+    """Read the losses of the steps since the last read back from the device: one host sync for all of them."""
+    if state.pending:
+        import torch
+
+        values = torch.stack([loss for _, loss in state.pending]).float().tolist()
+        for (row, _), value in zip(state.pending, values, strict=True):
+            row["loss"] = value
+        state.pending = []
+
+
 def checkpoint_due(run: Run, state: TrainState) -> bool:
-    """Whether the step just taken is checkpointed: every ``checkpoint_every`` steps and at the end of every stage."""
-    step = state.step
-    return step % int(run.hp["checkpoint_every"]) == 0 or step == run.total_steps or step == run.ends[state.stage]
+    """Whether the step just taken is checkpointed: every ``checkpoint_every`` steps (null: never by steps), once
+    ``checkpoint_minutes`` of wall time have passed since the last checkpoint, and at the end of every stage."""
+    step, every, minutes = state.step, run.hp.get("checkpoint_every"), run.hp.get("checkpoint_minutes")
+    if step == run.total_steps or step == run.ends[state.stage]:
+        return True
+    if every is not None and step % int(every) == 0:
+        return True
+    return minutes is not None and time.monotonic() - state.last_save >= 60 * float(minutes)
 
 
 def save(run: Run, state: TrainState) -> None:
     """Replace the checkpoint: the parameters trained in any stage so far, the stage's optimizer and schedule, the
     counters, the loss history and the RNG states."""
+    flush_losses(state)
     save_checkpoint(
         run.ckpt_path,
         {
@@ -367,6 +397,7 @@ def save(run: Run, state: TrainState) -> None:
             "rng": rng_state(),
         },
     )
+    state.last_save = time.monotonic()
 
 
 def resume(run: Run, state: TrainState) -> None:
@@ -400,6 +431,16 @@ def resume(run: Run, state: TrainState) -> None:
     )
 
 
+def _signal_if_asked(step: int) -> None:
+    at, name, whom = ([*os.environ.get(SIGNAL_AT_STEP_ENV, "").split(":"), "", ""])[:3]
+    if at == str(step) and name:
+        sig = getattr(signal, f"SIG{name.removeprefix('SIG')}")
+        if whom == "group":  # as Slurm signals every process of the job step: the shell too
+            os.killpg(os.getpgid(0), sig)
+        else:
+            os.kill(os.getpid(), sig)
+
+
 def _kill_if_asked(step: int, checkpoint_dir: Path) -> None:
     if os.environ.get(KILL_AT_STEP_ENV) == str(step):
         os.kill(os.getpid(), signal.SIGKILL)
@@ -424,6 +465,7 @@ def write_outputs(run: Run, state: TrainState, out_dir: str | Path, loss_curve: 
     """Save the trained model (LoRA merged, the mtp head left out) with its tokenizer, and the loss curve."""
     import torch
 
+    state.loss_fn.attach(None)  # the saved model carries no hook, and the mtp head is freed with the loss
     model = run.proc.finalize(state.model)
     model.eval()
     if run.grad_ckpt:
@@ -475,6 +517,7 @@ def run_stats(run: Run, state: TrainState, wall_start: float) -> dict[str, Any]:
             + ("bf16 frozen weights, fp32 trainable weights and Adam states" if run.low_precision else "fp32 weights")
         ),
         "gradient_checkpointing": run.grad_ckpt,
+        "micro_batch": run.micro,
         "threads": torch.get_num_threads(),
         "first_loss": state.history[0]["loss"],
         "final_loss": state.history[-1]["loss"],
@@ -540,6 +583,7 @@ def train(
         if stage != state.stage:
             enter_stage(run, state, stage)
         optimizer_step(run, state)
+        _signal_if_asked(state.step)
         stop = should_stop is not None and should_stop()
         if stop or checkpoint_due(run, state):
             save(run, state)
@@ -548,6 +592,7 @@ def train(
             raise TrainingInterrupted(
                 f"stopped on request after step {state.step} of {run.total_steps}; checkpoint {run.ckpt_path}"
             )
+    flush_losses(state)
     if not state.history:
         raise RuntimeError("no optimizer step was taken")  # total_steps >= 1 whenever there is a block
     write_outputs(run, state, out_dir, loss_curve)

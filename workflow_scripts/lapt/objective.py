@@ -23,6 +23,7 @@ class LossComputer:
         self.objective = objective
         self.extra_head = None
         self._hidden = None
+        self._hook = None
         self.softcap = getattr(model.config, "final_logit_softcapping", None)
         if objective == "mtp":
             w = output_embeddings.weight
@@ -30,7 +31,21 @@ class LossComputer:
             with torch.no_grad():
                 head.weight.copy_(w)  # initialized from the LM head (§5), then trained as its own copy
             self.extra_head = head
-            output_embeddings.register_forward_hook(self._capture)
+            self.attach(output_embeddings)
+
+    def attach(self, output_embeddings) -> None:
+        """Capture the LM head's input from ``output_embeddings`` (mtp; None: from no module), dropping the hook on
+        the previous one.
+
+        A stage that wraps the model (LoRA in 2-stage) may hand back another head module; a hook left on the old one
+        would keep it, and this object, alive (2-4 GB at 7-9B).
+        """
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+        self._hidden = None
+        if self.extra_head is not None and output_embeddings is not None:
+            self._hook = output_embeddings.register_forward_hook(self._capture)
 
     def _capture(self, module, inputs, output) -> None:
         self._hidden = inputs[0]

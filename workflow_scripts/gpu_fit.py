@@ -1,0 +1,53 @@
+"""The planning check that every LAPT job fits the GPU its profile asks for (tools/gpu_estimate.py arithmetic).
+
+Imported by rules/common.smk: a run whose grid holds a LAPT job of a GPU size class that the estimate says does not
+fit the GPU class of rule lapt (workflow_scripts.resources.GPU_CLASSES) stops before any job, naming the key to change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from workflow_scripts.grid import Method, _first_entries, _hparam, expand_grid
+
+
+def lapt_jobs(config: dict) -> list[tuple[str, Method, Any, dict[str, Any], dict[str, str]]]:
+    """The LAPT job kinds of a GPU size class: (model, method, tools.gpu_estimate shape with the cell's vocabulary,
+    resolved hparams, the config key each hparam comes from), once per model and method."""
+    from tools.gpu_estimate import MODELS, SIZE_SHAPES
+    from workflow_scripts.lapt import DEFAULT_HPARAMS, PROCEDURES, resolve_hparams
+
+    jobs, seen, first = [], set(), _first_entries(config)
+    for model, _, m in expand_grid(config):
+        size = config["models"][model].get("size")
+        skip = not m.trains or m.posthoc != "none" or m.procedure not in PROCEDURES or size not in SIZE_SHAPES
+        if skip or (model, m.slug) in seen:
+            continue
+        seen.add((model, m.slug))
+        pairs = {k: _hparam(config, model, first[m.slug], k) for k in DEFAULT_HPARAMS}
+        hp = resolve_hparams({k: v for k, (v, where) in pairs.items() if "(not set" not in where})
+        shape = MODELS[SIZE_SHAPES[size]]
+        if m.expands and m.vocab == "replace":
+            shape = dataclasses.replace(shape, vocab=config.get("tokenizer", {}).get("replace_vocab_size", 32000))
+        elif m.expands and m.k:
+            shape = dataclasses.replace(shape, vocab=shape.vocab + int(m.k))
+        keys = {k: where.split(" ")[0] for k, (_, where) in pairs.items()}
+        keys["procedure"] = f"methods[{first[m.slug]}].procedure"
+        jobs.append((model, m, shape, hp, keys))
+    return jobs
+
+
+def gpu_fit_problems(config: dict, gpu_class: str) -> list[str]:
+    """LAPT jobs of the grid that tools/gpu_estimate says do not fit the GPU class the profile asks for
+    (workflow_scripts.resources.GPU_CLASSES), one message each naming the config key to change."""
+    from tools.gpu_estimate import fit_problem
+    from workflow_scripts.resources import GPU_CLASSES
+
+    problems = []
+    for model, m, shape, hp, keys in lapt_jobs(config):
+        what = f"LAPT job {model}/{m.slug}"
+        problem = fit_problem(shape, m.procedure, m.objective, m.seq_len, hp, GPU_CLASSES[gpu_class], keys, what)
+        if problem:
+            problems.append(problem)
+    return problems

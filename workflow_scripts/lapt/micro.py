@@ -1,0 +1,52 @@
+"""Micro-batches of a LAPT step: how many blocks go through one forward/backward (hparams ``micro_batch``)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("vocabexp.lapt")
+
+
+def resolve_micro_batch(
+    hp: dict[str, Any],
+    device: Any,
+    model_dir: str | Path,
+    procedure: str,
+    objective: str,
+    seq_len: int,
+    grad_ckpt: bool,
+) -> int:
+    """Blocks per forward/backward: hparams micro_batch, with "auto" the largest divisor of the step's blocks that
+    tools/gpu_estimate says fits this GPU's memory (batch_size on the CPU, where memory is not the limit)."""
+    micro, effective = hp["micro_batch"], int(hp["batch_size"]) * int(hp["grad_accum"])
+    if micro is None:
+        return int(hp["batch_size"])
+    if micro != "auto":
+        return int(micro)
+    if device.type != "cuda":
+        return int(hp["batch_size"])
+    import torch
+    from transformers import AutoConfig
+
+    from tools.gpu_estimate import GIB, fitting_micro_batch, shape_from_config
+
+    total = torch.cuda.get_device_properties(device).total_memory / GIB
+    est = fitting_micro_batch(
+        shape_from_config(AutoConfig.from_pretrained(model_dir)), procedure, seq_len, effective, objective=objective,
+        weights_dtype=hp["weights_dtype"], gradient_checkpointing=grad_ckpt, eeve_layers=hp["eeve_layers"],
+        memory_gib=total,
+    )  # fmt: skip
+    log.info("micro_batch auto: %d of %d blocks a step (estimated peak %.1f of %.1f GiB%s)", est["micro_batch"],
+             effective, est["peak_gib"], total, "" if est["fits"] else "; does not fit even so")  # fmt: skip
+    return int(est["micro_batch"])
+
+
+def split_micro(batches: list[Any], micro: int) -> list[Any]:
+    """The step's blocks (``step_batches``) re-split into micro-batches of ``micro`` blocks (the last may be short)."""
+    if all(b.shape[0] == micro for b in batches[:-1]) and batches and batches[-1].shape[0] <= micro:
+        return batches
+    import torch
+
+    return list(torch.cat(batches).split(micro))
