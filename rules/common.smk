@@ -41,6 +41,10 @@ from workflow_scripts.resources import (
     sized_resources,
     workflow_gpu_problems,
 )  # noqa: E402
+from workflow_scripts.speed.plan import (
+    problems as speed_plan_problems,
+    runtime_minutes as speed_runtime_minutes,
+)  # noqa: E402
 from workflow_scripts.paper.specs import (
     FIGURES as PAPER_FIGURES,
     TABLES as PAPER_TABLES,
@@ -75,6 +79,12 @@ _gpu_problems = workflow_gpu_problems(
 if _gpu_problems:
     raise WorkflowError(
         "GPU requests do not fit the workflow:\n  - " + "\n  - ".join(_gpu_problems)
+    )
+# The speed step's memory peak per model against the GPU it runs on (workflow_scripts/speed/plan.py).
+_speed_problems = speed_plan_problems(config)
+if _speed_problems:
+    raise WorkflowError(
+        "speed settings do not fit the GPU:\n  - " + "\n  - ".join(_speed_problems)
     )
 LANGUAGES = list(config["languages"])
 TASKS = config["evaluation"]["tasks"]
@@ -473,6 +483,39 @@ def speed_sum_data(wc):
 def speed_sum_arg(wc):
     folder = speed_sum_data(wc)
     return f"--sum-data {shlex.quote(folder)}" if folder else ""
+
+
+def speed_choice_tasks(wc):
+    """The log-likelihood tasks the speed step times and their datasets (mc, gmmlu where the cell is evaluated on
+    them and the language has data; never for MuMo cells, which are not)."""
+    if METHOD_BY_SLUG[wc.method].is_mumo:
+        return {}
+    out = {t: harness_data(t)(wc) for t in ("mc", "gmmlu") if t in TASKS}
+    return {t: folder for t, folder in out.items() if folder}
+
+
+def speed_choice_data(wc):
+    return list(speed_choice_tasks(wc).values())
+
+
+def speed_choice_args(wc):
+    return " ".join(
+        f"--choice-data {shlex.quote(f'{t}={folder}')}"
+        for t, folder in speed_choice_tasks(wc).items()
+    )
+
+
+def speed_large_batch_args(wc):
+    decodings = config["evaluation"]["speed"]["large_batch_decodings"]
+    return "--large-batch-decodings " + " ".join(decodings) if decodings else ""
+
+
+def speed_runtime(wildcards, attempt):
+    """The speed job's time limit: its planned workload's (workflow_scripts/speed/plan.py) where the size class has
+    a GPU plan, else the cost table's."""
+    size = config["models"][wildcards.model]["size"]
+    planned = speed_runtime_minutes(config, size, attempt)
+    return planned or sized_resources("measure_speed", size, attempt)["runtime"]
 
 
 def harness_choice_args(task):

@@ -21,6 +21,14 @@ class Forced:
     matches: int  # target tokens the model's argmax predicted (a by-product, not a speed figure)
 
 
+@dataclass
+class Scored:
+    """One log-likelihood pass over an item's choices: the choices' log-probabilities and the synchronised seconds."""
+
+    logprobs: list[float]  # summed over each choice's tokens, given the context
+    seconds: float
+
+
 class Decoder(Protocol):
     """What the speed measurement needs from a decoding scheme."""
 
@@ -34,6 +42,10 @@ class Decoder(Protocol):
 
     def teacher_force(self, prompt_ids: list[int], target_ids: list[int]) -> Forced:
         """Feed ``target_ids`` one at a time after the prompt through the KV cache, timing those steps."""
+
+    def score_choices(self, context_ids: list[int], choice_ids: list[list[int]]) -> Scored:
+        """Log-probability of each choice after the context: one forward pass over the ``context + choice`` sequences
+        (the log-likelihood tasks mc and gmmlu; MuMo cells are not evaluated on them)."""
 
     def own_tokens(self, ids: list[int]) -> int:
         """How many of the model's own tokens (decoding steps) ``ids`` (tokenizer ids) take: ``len(ids)`` for a plain
@@ -137,3 +149,32 @@ class HFDecoder:
         steps = self.forward_calls - before
         matches = int((torch.cat(predicted[: len(target_ids)]) == target[0]).sum())
         return Forced(steps=steps, seconds=t2 - t1, prefill_seconds=t1 - t0, matches=matches)
+
+    def score_choices(self, context_ids: list[int], choice_ids: list[list[int]]) -> Scored:
+        """One forward pass over the item's ``context + choice`` sequences in one batch (right-padded), as LightEval's
+        transformers backend batches an item's choices; logits are computed for the scored positions only
+        (``logits_to_keep``), the positions a log-likelihood needs. Timed between two device synchronisations."""
+        import time
+
+        import torch
+
+        device = self.model.device
+        rows = [context_ids + c for c in choice_ids]
+        width = max(map(len, rows))
+        pad = getattr(self.tokenizer, "pad_token_id", None) or 0  # masked out: any id will do
+        ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)
+        mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=device)
+        # every row shares the context: kept logits start at the position predicting each choice's first token
+        keep = width - len(context_ids) + 1
+        with torch.inference_mode():
+            self.sync()
+            t0 = time.perf_counter()
+            logits = self.model(input_ids=ids, attention_mask=mask, logits_to_keep=keep).logits
+            logprobs = []
+            for i, choice in enumerate(choice_ids):
+                scored = torch.log_softmax(logits[i, : len(choice)].float(), dim=-1)
+                logprobs.append(scored.gather(-1, torch.tensor(choice, device=device).view(-1, 1)).sum())
+            total = torch.stack(logprobs).tolist()
+            self.sync()
+            seconds = time.perf_counter() - t0
+        return Scored(logprobs=total, seconds=seconds)
