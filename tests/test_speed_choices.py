@@ -85,12 +85,21 @@ def test_gmmlu_items_by_subject(tmp_path):
     assert "H2O" in items[1].context and "น้ำ" in items[1].context
 
 
-def test_score_choices_equals_a_full_forward_pass(models):
-    """The log-probabilities from the scored positions only equal those of a full forward pass, per choice."""
+@pytest.mark.parametrize("answers", [(" A", " B", " C", " D"), (" A", " B", " เปิด", " บันทึกเอกสาร")])
+def test_score_choices_equals_a_full_forward_pass(models, answers):
+    """The log-probabilities from the scored positions only (one pass over the context for single-token answers, a
+    batch of context + choice sequences otherwise) equal those of a full forward pass, per choice; one call each."""
     model, tok, decoder = _loaded(models[0])
     context = tok("ข้อความ: เปิดแฟ้ม\nคำตอบ:")["input_ids"]
-    options = [tok(c, add_special_tokens=False)["input_ids"] for c in (" A", " B", " เปิด", " บันทึกเอกสาร")]
-    scored = decoder.score_choices(context, options)
+    options = [tok(c, add_special_tokens=False)["input_ids"] for c in answers]
+    widths = []
+    hook = model.register_forward_pre_hook(lambda m, a, k: widths.append(tuple(k["input_ids"].shape)), with_kwargs=True)
+    try:
+        scored = decoder.score_choices(context, options)
+    finally:
+        hook.remove()
+    single = all(len(o) == 1 for o in options)
+    assert widths == ([(1, len(context))] if single else [(4, len(context) + max(map(len, options)))])
     with torch.inference_mode():
         for choice, got in zip(options, scored.logprobs, strict=True):
             logits = model(torch.tensor([context + choice])).logits[0].float().log_softmax(-1)
@@ -125,9 +134,10 @@ def test_mc_forward_passes_are_counted_and_paired(models, mc_folder):
     for item in items:
         ctx, opts = choices.encode_pair(tok, item.context, item.choices)
         sctx, sopts = choices.encode_pair(counter, item.context, item.choices)
-        model_tokens += sum(len(ctx) + len(o) for o in opts)
-        source_tokens += sum(len(sctx) + len(o) for o in sopts)
-        chars += sum(len(item.context) + len(c) for c in item.choices)
+        assert all(len(o) == 1 for o in opts + sopts)  # lettered answers: one token each, scored in one pass
+        model_tokens += len(ctx) + len(opts)
+        source_tokens += len(sctx) + len(sopts)
+        chars += len(item.context) + sum(len(c) for c in item.choices)
     assert (by["total_tokens"]["value"], by["total_source_tokens"]["value"]) == (model_tokens, source_tokens)
     assert by["total_chars"]["value"] == chars
     assert model_tokens < source_tokens  # the Thai options are shorter in the expanded vocabulary
@@ -239,7 +249,7 @@ def test_default_mc_cells_have_paired_speed_records(tmp_path):
     targets = {f"results/{model}/{lang}/{m.slug}/eval/speed.json": m for model, lang, m in expand_grid(cells)
                if "mc" in tasks_of(m, cells["evaluation"]["tasks"])}  # fmt: skip
     assert len(targets) == 3
-    result = snakemake(["--cores", "2", "--configfile", str(config), *targets], tmp_path)
+    result = snakemake([*targets, "--cores", "2", "--configfile", str(config)], tmp_path)
     assert result.returncode == 0, result.stderr[-4000:]
     for path, method in targets.items():
         records = json.loads((tmp_path / path).read_text(encoding="utf-8"))["records"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import time
 from pathlib import Path
 
 from workflow_scripts.evaluate import DECODING, add_common_args, load_model, read_cell
@@ -185,6 +186,7 @@ def main(argv: list[str] | None = None) -> None:
             elif Path(a.model).resolve() != Path(a.source_tokenizer).resolve():
                 source_model, source_tok = load_model(a.source_tokenizer, a.dtype)
                 source_decoder = HFDecoder(source_model, source_tok)
+        started = time.perf_counter()
         if phase == "generate":
             records = run_generation(decoder, tokenizer, source_tokenizer, task, items[task], settings)
         elif task in CHOICE_TASKS:
@@ -195,6 +197,7 @@ def main(argv: list[str] | None = None) -> None:
                                          source_decoder)  # fmt: skip
         done[key] = records
         write_json(partial, {"arguments": fingerprint, "units": done})
+        log.info("speed: unit %s saved after %.1f s", key, time.perf_counter() - started)
         _unit_finished(key)
     if source_model is not None:  # freed before the next job step (and before the output is written)
         del source_decoder, source_model

@@ -9,16 +9,19 @@ with Source and units of generation (``measure``):
   (``harness.tasks.task_config(task, lang, folder).prompt_function``), so the timed text is the text LightEval scores:
   the context is LightEval's plain-text prompt of the item (``PromptManager``, zero-shot: the few-shot examples the
   harness prepends are the same kind of text and would only lengthen every prompt alike), the choices are the Doc's.
-  Rows the prompt function drops (it returns None) are skipped.
+  Rows the task's ``hf_filter`` or its prompt function drops (it returns None) are skipped.
 - **Tokens**: as LightEval's ``tok_encode_pair(pairwise=True)``: the context with the tokenizer's special tokens, each
   choice on its own without (trailing spaces of the context move to the choices).
-- **One measurement** of an item: one forward pass over its ``context + choice`` sequences in one batch
-  (``Decoder.score_choices``), logits of the scored positions only.
-- **Units**: ``chars_per_second`` counts the characters of every sequence the pass reads (the context once per
-  choice, as it is read once per choice, plus the choice); ``tokens_per_second`` the model's tokens of those
-  sequences; ``source_tokens_per_second`` the same texts in Source's tokenizer; ``items_per_second`` the items (the
-  paper's T/S on these tasks: one generated token per item). On identical items every speed-up but the own-token one
-  equals the time ratio, and ``token_ratio_bound`` (source ÷ model tokens of those sequences) bounds it.
+- **One measurement** of an item: one forward pass (``Decoder.score_choices``) that yields every choice's
+  log-probability, logits of the scored positions only. The lettered MCF choices are single tokens, all scored by the
+  context's last position, so the pass reads the context once (LightEval's backend reads it once per choice: the
+  same log-probabilities at four times the work, which would scale Source's and the model's time alike); choices of
+  several tokens are scored as LightEval batches them, one ``context + choice`` sequence each.
+- **Units**: ``chars_per_second`` counts the characters of the prompt and the choices scored (each once);
+  ``tokens_per_second`` the model's tokens of them; ``source_tokens_per_second`` the same text in Source's
+  tokenizer; ``items_per_second`` the items (the paper's T/S on these tasks: one generated token per item). On
+  identical items every speed-up but the own-token one equals the time ratio, and ``token_ratio_bound`` (source ÷
+  model tokens of that text) bounds it.
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ def choice_items(task: str, lang: str, folder: str | Path, n: int | None) -> lis
         for row in rows:
             if n is not None and len(items) >= n:
                 break
+            if getattr(config, "hf_filter", None) is not None and not config.hf_filter(row):
+                continue  # the rows LightEval would not evaluate (the task's hf_filter)
             doc = config.prompt_function(row, config.name)
             if doc is not None:
                 items.append(ChoiceItem(manager.prepare_prompt(doc), [str(c) for c in doc.choices]))
@@ -78,13 +83,13 @@ def encode_pair(tokenizer, context: str, choices: list[str]) -> tuple[list[int],
 
 
 def item_counts(item: ChoiceItem, tokenizer, source_tokenizer) -> TextCounts:
-    """Counts of the sequences one item's pass reads: characters, model tokens and Source's tokens."""
+    """Counts of the prompt and the choices one item scores: characters, model tokens and Source's tokens."""
     ctx, choices = encode_pair(tokenizer, item.context, item.choices)
     src_ctx, src_choices = encode_pair(source_tokenizer, item.context, item.choices)
     return TextCounts(
-        chars=sum(len(item.context) + len(c) for c in item.choices),
-        tokens=sum(len(ctx) + len(c) for c in choices),
-        source_tokens=sum(len(src_ctx) + len(c) for c in src_choices),
+        chars=len(item.context) + sum(len(c) for c in item.choices),
+        tokens=len(ctx) + sum(map(len, choices)),
+        source_tokens=len(src_ctx) + sum(map(len, src_choices)),
     )
 
 

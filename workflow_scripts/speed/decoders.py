@@ -44,7 +44,7 @@ class Decoder(Protocol):
         """Feed ``target_ids`` one at a time after the prompt through the KV cache, timing those steps."""
 
     def score_choices(self, context_ids: list[int], choice_ids: list[list[int]]) -> Scored:
-        """Log-probability of each choice after the context: one forward pass over the ``context + choice`` sequences
+        """Log-probability of each choice after the context, in one forward pass over the context and the choices
         (the log-likelihood tasks mc and gmmlu; MuMo cells are not evaluated on them)."""
 
     def own_tokens(self, ids: list[int]) -> int:
@@ -151,29 +151,37 @@ class HFDecoder:
         return Forced(steps=steps, seconds=t2 - t1, prefill_seconds=t1 - t0, matches=matches)
 
     def score_choices(self, context_ids: list[int], choice_ids: list[list[int]]) -> Scored:
-        """One forward pass over the item's ``context + choice`` sequences in one batch (right-padded), as LightEval's
-        transformers backend batches an item's choices; logits are computed for the scored positions only
-        (``logits_to_keep``), the positions a log-likelihood needs. Timed between two device synchronisations."""
+        """The choices' log-probabilities after the context in one forward pass, timed between two device
+        synchronisations. Single-token choices (the lettered MCF answers of mc and gmmlu) are all scored by the
+        context's last position: one pass over the context. Longer choices: one batch of the ``context + choice``
+        sequences (right-padded), as LightEval's transformers backend batches an item's choices. Logits are computed
+        for the scored positions only (``logits_to_keep``)."""
         import time
 
         import torch
 
         device = self.model.device
-        rows = [context_ids + c for c in choice_ids]
-        width = max(map(len, rows))
-        pad = getattr(self.tokenizer, "pad_token_id", None) or 0  # masked out: any id will do
-        ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)
-        mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=device)
-        # every row shares the context: kept logits start at the position predicting each choice's first token
-        keep = width - len(context_ids) + 1
+        if all(len(c) == 1 for c in choice_ids):
+            ids = torch.tensor([context_ids], device=device)
+            mask = torch.ones_like(ids)
+            keep, rows = 1, [0] * len(choice_ids)
+        else:
+            seqs = [context_ids + c for c in choice_ids]
+            width = max(map(len, seqs))
+            pad = getattr(self.tokenizer, "pad_token_id", None) or 0  # masked out: any id will do
+            ids = torch.tensor([r + [pad] * (width - len(r)) for r in seqs], device=device)
+            mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in seqs], device=device)
+            # every row shares the context: kept logits start at the position predicting each choice's first token
+            keep, rows = width - len(context_ids) + 1, list(range(len(choice_ids)))
+        targets = [torch.tensor(c, device=device).view(-1, 1) for c in choice_ids]
         with torch.inference_mode():
             self.sync()
             t0 = time.perf_counter()
             logits = self.model(input_ids=ids, attention_mask=mask, logits_to_keep=keep).logits
             logprobs = []
-            for i, choice in enumerate(choice_ids):
-                scored = torch.log_softmax(logits[i, : len(choice)].float(), dim=-1)
-                logprobs.append(scored.gather(-1, torch.tensor(choice, device=device).view(-1, 1)).sum())
+            for row, choice, target in zip(rows, choice_ids, targets, strict=True):
+                scored = torch.log_softmax(logits[row, : len(choice)].float(), dim=-1)
+                logprobs.append(scored.gather(-1, target).sum())
             total = torch.stack(logprobs).tolist()
             self.sync()
             seconds = time.perf_counter() - t0

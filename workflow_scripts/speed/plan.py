@@ -8,7 +8,9 @@ live at a time (``__main__``: Source is loaded for the paired phase only and fre
   activations (an MLP's intermediate tensors over every prompt token) and, for eager attention (Gemma-2, whose
   logit soft-capping needs it), one layer's ``sequences x heads x prompt^2`` scores in bf16 plus their fp32 softmax.
 - **paired** (teacher forcing of mt / sum references, the log-likelihood of mc / gmmlu choices): the model's and
-  Source's weights, one sequence's KV cache (teacher forcing) or ``choices`` sequences of the prompt (log-likelihood),
+  Source's weights, one sequence's KV cache (teacher forcing) or, for memory, ``CHOICES`` sequences of the prompt
+  (log-likelihood with multi-token choices; the lettered MCF answers take one pass over the prompt, which the time
+  counts),
   the prefill's activations and scores, and the logits it keeps (every prompt position in teacher forcing's prefill;
   only the scored positions in the log-likelihood pass).
 
@@ -177,7 +179,7 @@ def workload(speed: Mapping[str, Any], tasks: list[str], size: str, gpu_class: s
         if (task in GENERATION_TASKS and speed["teacher_forced"]) or task in CHOICE_TASKS:
             models = 2 if speed["paired"] else 1
             if task in CHOICE_TASKS:
-                per_item = _prefill_seconds(shape, gpu, CHOICES * PROMPT_TOKENS[task]) + step
+                per_item = _prefill_seconds(shape, gpu, PROMPT_TOKENS[task]) + step  # lettered answers: one pass
             else:
                 per_item = _prefill_seconds(shape, gpu, PROMPT_TOKENS[task]) + target_tokens(speed) * step
             rows.append({"phase": "paired", "task": task, "decoding": None, "batch_size": 1,
