@@ -286,3 +286,19 @@ def test_mc_speed_in_the_tables(tmp_path):
     assert cell_metric("mt", "speedup") == "speedup"
     plain = frame[(frame["method"] == "Mean") & (frame["task"] == "mt")].set_index("metric")
     assert plain.loc["speedup", "value"] == pytest.approx(1.2)  # mt keeps its generation headline
+
+
+def test_a_speed_setting_that_cannot_fit_stops_planning(tmp_path):
+    """Planning the paper grid with the paper's 5 beams also at batch 8 stops before any job, naming the keys."""
+    from tests.conftest import snakemake, tiny_config
+
+    config = tiny_config(tmp_path, "configs/paper.yaml")
+    grid = yaml.safe_load(config.read_text())
+    grid["evaluation"]["speed"]["large_batch_decodings"] = None
+    config.write_text(yaml.safe_dump(grid))
+    result = snakemake(["-n", "--quiet", "rules", "--configfile", str(config)], tmp_path)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "speed settings do not fit the GPU" in output
+    assert "evaluation.speed.batch_size or evaluation.speed.large_batch_decodings" in output
+    assert not (tmp_path / "results").exists()

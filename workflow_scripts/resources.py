@@ -72,7 +72,7 @@ SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
     # initializes four models per cell (Mean, Mean-ref, Merge, Align) and scores held-out text with each
     "init_analysis_cell": _row((2000, 20), (8000, 60), (96000, 120), (96000, 120), (128000, 150)),
     # the time limit of 7B/8B/9B jobs follows their planned workload (workflow_scripts/speed/plan.py, rule
-    # measure_speed's speed_runtime: 160-210 min for configs/paper.yaml); these limits serve the smaller sizes
+    # measure_speed's speed_runtime: 144-189 min for configs/paper.yaml); these limits serve the smaller sizes
     "measure_speed": _row((2000, 15), (8000, 30), (48000, 120), (48000, 120), (64000, 150)),
     # MuMo head: forward passes of the frozen model only (1,500 steps x 128 sentences x <= 512 tokens, about 100M
     # tokens at the paper's budget: a few GPU-hours for 7B); mt / sum / speed jobs of MuMo cells use the rows above

@@ -134,7 +134,8 @@ class HFDecoder:
         with torch.inference_mode():
             self.sync()
             t0 = time.perf_counter()
-            out = self.model(input_ids=torch.tensor([prompt_ids], device=device), use_cache=True)
+            # the prompt's last position is all a step needs: no logits over a 4K-token prompt's every position
+            out = self.model(input_ids=torch.tensor([prompt_ids], device=device), use_cache=True, logits_to_keep=1)
             predicted = [out.logits[:, -1].argmax(-1)]
             self.sync()
             t1 = time.perf_counter()
@@ -177,7 +178,7 @@ class HFDecoder:
         with torch.inference_mode():
             self.sync()
             t0 = time.perf_counter()
-            logits = self.model(input_ids=ids, attention_mask=mask, logits_to_keep=keep).logits
+            logits = self.model(input_ids=ids, attention_mask=mask, logits_to_keep=keep, use_cache=False).logits
             logprobs = []
             for row, choice, target in zip(rows, choice_ids, targets, strict=True):
                 scored = torch.log_softmax(logits[row, : len(choice)].float(), dim=-1)

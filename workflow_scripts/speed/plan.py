@@ -11,8 +11,8 @@ live at a time (``__main__``: Source is loaded for the paired phase only and fre
   Source's weights, one sequence's KV cache (teacher forcing) or, for memory, ``CHOICES`` sequences of the prompt
   (log-likelihood with multi-token choices; the lettered MCF answers take one pass over the prompt, which the time
   counts),
-  the prefill's activations and scores, and the logits it keeps (every prompt position in teacher forcing's prefill;
-  only the scored positions in the log-likelihood pass).
+  the prefill's activations and scores, and the logits it keeps (the last prompt position in teacher forcing's
+  prefill, the scored positions in the log-likelihood pass).
 
 Time: a decoding step costs the weights read once from HBM plus a per-layer launch overhead of Hugging Face's eager
 generation loop (about 0.6 ms a layer, the order seen on A100/H100 at batch 1); a prefill costs its FLOPs at 40 % of
@@ -123,16 +123,16 @@ def target_tokens(speed: Mapping[str, Any]) -> int:
 
 
 def paired_memory(shape: Shape, task: str, paired: bool, targets: int = UNCUT_TARGET_TOKENS) -> dict:
-    """GiB of one paired measurement: teacher forcing (one sequence, logits of every prompt position in the prefill)
+    """GiB of one paired measurement: teacher forcing (one sequence, the last prompt position's logits in the prefill)
     or the log-likelihood pass (``CHOICES`` sequences, logits of the scored positions only), Source beside."""
     prompt = PROMPT_TOKENS[task]
     if task in CHOICE_TASKS:
         sequences, positions, cached = CHOICES, 2, 0
     else:
-        sequences, positions, cached = 1, prompt, prompt + targets
+        sequences, positions, cached = 1, 1, prompt + targets
     terms = {
         "weights": weight_bytes(shape) * (2 if paired else 1),
-        "kv_cache": sequences * max(cached, prompt) * kv_bytes_per_token(shape),
+        "kv_cache": sequences * cached * kv_bytes_per_token(shape),  # the log-likelihood pass keeps no cache
         "prefill": _prefill_bytes(shape, sequences, prompt, positions),
     }
     return {k: v / GIB for k, v in terms.items()} | {"total": sum(terms.values()) / GIB}
