@@ -46,6 +46,10 @@ from workflow_scripts.resources import (
     workflow_gpu_class,
     workflow_gpu_problems,
 )  # noqa: E402
+from workflow_scripts.speed.plan import (
+    problems as speed_plan_problems,
+    runtime_minutes as speed_runtime_minutes,
+)  # noqa: E402
 from workflow_scripts.paper.specs import (
     FIGURES as PAPER_FIGURES,
     TABLES as PAPER_TABLES,
@@ -87,6 +91,15 @@ _fit_problems = gpu_fit_problems(config, workflow_gpu_class(workflow.resource_se
 if _fit_problems:
     raise WorkflowError(
         "LAPT jobs do not fit the GPU:\n  - " + "\n  - ".join(_fit_problems)
+    )
+# The speed step's memory peak per model against the GPU class the profiles ask for rule measure_speed
+# (workflow_scripts/speed/plan.py).
+_speed_problems = speed_plan_problems(
+    config, workflow_gpu_class(workflow.resource_settings, "measure_speed")
+)
+if _speed_problems:
+    raise WorkflowError(
+        "speed settings do not fit the GPU:\n  - " + "\n  - ".join(_speed_problems)
     )
 LANGUAGES = list(config["languages"])
 TASKS = config["evaluation"]["tasks"]
@@ -537,6 +550,44 @@ def speed_sum_arg(wc):
     return f"--sum-data {shlex.quote(folder)}" if folder else ""
 
 
+def speed_choice_tasks(wc):
+    """The log-likelihood tasks the speed step times and their datasets (mc, gmmlu where the cell is evaluated on
+    them and the language has data; never for MuMo cells, which are not)."""
+    if METHOD_BY_SLUG[wc.method].is_mumo:
+        return {}
+    out = {t: harness_data(t)(wc) for t in ("mc", "gmmlu") if t in TASKS}
+    return {t: folder for t, folder in out.items() if folder}
+
+
+def speed_choice_data(wc):
+    return list(speed_choice_tasks(wc).values())
+
+
+def speed_choice_args(wc):
+    return " ".join(
+        f"--choice-data {shlex.quote(f'{t}={folder}')}"
+        for t, folder in speed_choice_tasks(wc).items()
+    )
+
+
+def speed_large_batch_args(wc):
+    decodings = config["evaluation"]["speed"]["large_batch_decodings"]
+    return "--large-batch-decodings " + " ".join(decodings) if decodings else ""
+
+
+def speed_runtime(wildcards, attempt):
+    """The speed job's time limit: its planned workload's (workflow_scripts/speed/plan.py) where the size class has
+    a GPU plan, else the cost table's."""
+    size = config["models"][wildcards.model]["size"]
+    planned = speed_runtime_minutes(
+        config,
+        size,
+        attempt,
+        workflow_gpu_class(workflow.resource_settings, "measure_speed"),
+    )
+    return planned or sized_resources("measure_speed", size, attempt)["runtime"]
+
+
 def harness_choice_args(task):
     """Command-line arguments of a log-likelihood task (mc, gmmlu and their English retention checks)."""
 
@@ -631,3 +682,71 @@ def hub_id_of_repo(wc):
     raise WorkflowError(
         f"no evaluation.sum.mt5_spiece or evaluation.sum.bleurt hub id downloads to {wc.repo}"
     )
+
+
+# Downloads (rules/data.smk): what the local download rules fetch, and the one-shot target download_all.
+from workflow_scripts.harness.datasets import (
+    items_tokenizer_needed,
+    needed_sources,
+)  # noqa: E402
+from workflow_scripts.hub_cache import is_hub_id  # noqa: E402
+
+
+def download_subsets(wc):
+    """The subsets of a dataset that the configured tasks and languages read (English for the retention checks)."""
+    return " ".join(
+        sorted(needed_sources(config).get(wc.dataset, {}).get("subsets", []))
+    )
+
+
+def download_splits(wc):
+    """Its evaluation and few-shot splits."""
+    return " ".join(
+        sorted(needed_sources(config).get(wc.dataset, {}).get("splits", ["test"]))
+    )
+
+
+def model_role_spec(wc):
+    """The models entry (role source) or its chat sibling (role chat) as JSON."""
+    spec = config["models"][wc.model]
+    return json.dumps(spec["chat"] if wc.role == "chat" else spec, sort_keys=True)
+
+
+def flores_codes(wc):
+    from workflow_scripts.corpus import FLORES_ENGLISH, flores_code
+
+    return f"{FLORES_ENGLISH} {flores_code(wc.lang)}"
+
+
+def download_targets():
+    """Everything preflight lists that a compute job would otherwise fetch: hub models (into the Hugging Face cache),
+    CC-100 files, FLORES+ files (cache) and the evaluation datasets' mirrors."""
+    out = []
+    for m, spec in config["models"].items():
+        if spec["kind"] == "hub":
+            out.append(f"results/downloads/models/{m}.source.json")
+        chat = spec.get("chat")
+        if isinstance(chat, dict) and chat.get("kind") == "hub":
+            out.append(f"results/downloads/models/{m}.chat.json")
+    for lang in LANGUAGES:
+        corpus = config["languages"][lang]["corpus"]
+        if corpus["kind"] == "cc100" and not corpus.get("path"):
+            out.append(f"results/downloads/cc100/{lang}.txt.xz")
+        mt = config["languages"][lang].get("mt", {"kind": "l10n"})
+        if mt["kind"] == "flores" and is_hub_id(mt["root"]):
+            out.append(f"results/downloads/flores/{lang}.json")
+    for name in sorted(needed_sources(config)):
+        setting = config["evaluation"]["datasets"].get(name)
+        if setting and not Path(setting).is_dir():
+            out.append(f"results/downloads/hf/{name}")
+    if items_tokenizer_needed(config):
+        out.append("results/downloads/items_tokenizer")
+    if (
+        "sum" in TASKS
+    ):  # sum's ROUGE-L segmentation and BLEURT checkpoint, where they are hub ids
+        out += [
+            p
+            for p in (mt5_spiece_file(), bleurt_dir())
+            if p and p.startswith("results/downloads/")
+        ]
+    return out

@@ -235,13 +235,15 @@ rule evaluate_ppl:
 rule measure_speed:
     """Speed on the mt prompts, and sum's where sum is evaluated (the harness's prompts): generation (greedy / paper
     decoding, batch 1 and larger) and teacher forcing of the references, repeated, in characters, source-tokenizer
-    tokens and own tokens per second.
+    tokens and own tokens per second; and the forward passes of mc / gmmlu over prompt and choices. Each task's
+    records are saved as it finishes (speed.partial.json): a rerun skips them.
     """
     input:
         model=evaluated_model,
         source=source_model_of,
         pairs=mt_file,
         sum_data=speed_sum_data,
+        choice_data=speed_choice_data,
     output:
         result="results/{model}/{lang}/{method}/eval/speed.json",
     log:
@@ -253,7 +255,7 @@ rule measure_speed:
     threads: 2
     resources:
         mem_mb=sized("measure_speed", "mem_mb"),
-        runtime=sized("measure_speed", "runtime"),
+        runtime=speed_runtime,
         cpus_per_gpu=sized("measure_speed", "cpus_per_gpu"),
         gpu=gpus("measure_speed"),
     params:
@@ -275,10 +277,13 @@ rule measure_speed:
         seed=config["seed"],
         mumo=mumo_speed_args,
         sum_data=speed_sum_arg,
+        choice_data=speed_choice_args,
+        large_batch=speed_large_batch_args,
     shell:
         "python -m workflow_scripts.speed --model {input.model} --source-tokenizer {input.source}"
         " --pairs {input.pairs} --lang {wildcards.lang} --n {params.n} --max-new-tokens {params.max_new_tokens}"
         " --repeats {params.repeats} --warmup {params.warmup} --batch-size {params.batch_size}"
         " --decodings {params.decodings} {params.teacher_forced} {params.paired} --reference-chars {params.reference_chars}"
-        " --seed {params.seed} {params.mumo} {params.sum_data} --cell {params.cell:q}"
+        " --seed {params.seed} {params.mumo} {params.sum_data} {params.choice_data} {params.large_batch}"
+        " --cell {params.cell:q}"
         " --data-label {params.data_label:q} --out {output.result} --threads {threads} 2>> {log}"

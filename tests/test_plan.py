@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -10,11 +11,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from snakemake.utils import validate
 
 from tests.conftest import REPO, expected_counts, snakemake, tiny_config
 from tools.plan import Job, declared_local_rules, job_problems, parse_dry_run, parse_runtime, summarize
 from workflow_scripts.grid import expand_grid, tasks_of
 from workflow_scripts.resources import GPU_RULES, gpu_request_problems, gpus_requested, sized_resources
+from workflow_scripts.speed import plan as speed_plan
 
 
 def site_home(tmp_path: Path, *make_args: str) -> dict[str, str]:
@@ -178,6 +181,8 @@ def test_report_on_the_paper_grid(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((tmp_path / "p.json").read_text())
     grid = yaml.safe_load(config.read_text())
+    validated = copy.deepcopy(grid)
+    validate(validated, schema=str(REPO / "schemas" / "config.schema.yaml"), set_default=True)
     counts = expected_counts(grid)
     for rule, n in counts.items():
         assert report["by_rule"][rule]["jobs"] == n
@@ -198,7 +203,10 @@ def test_report_on_the_paper_grid(tmp_path):
         minutes += heads * sized_resources("mumo_head", spec["size"])["runtime"]
         for task in grid["evaluation"]["tasks"]:
             n = sum(task in tasks_of(m, grid["evaluation"]["tasks"]) for m in cells)
-            minutes += n * sized_resources(task_rule(task), spec["size"])["runtime"]
+            if task == "speed":  # its time limit follows its planned workload
+                minutes += n * speed_plan.runtime_minutes(validated, spec["size"])
+            else:
+                minutes += n * sized_resources(task_rule(task), spec["size"])["runtime"]
         assert report["by_model"][model]["gpu_hours"] == pytest.approx(minutes / 60, abs=1e-3)
     assert report["sizes"] == {"llama2": "7B", "llama3": "8B", "gemma2": "9B"}
     assert report["local"]["download_cc100"] == len(grid["languages"])

@@ -134,10 +134,14 @@ def _newline_criterion(mask, prompt_len: int):
     """
     from transformers import StoppingCriteria
 
+    on_device = {}  # one copy of the mask per device, made at the first step and reused (no host copy per step)
+
     class NewlineStop(StoppingCriteria):
         def __call__(self, input_ids, scores, **kwargs):
             generated = input_ids[:, prompt_len:]
-            return mask.to(generated.device)[generated].any(dim=1)
+            if generated.device not in on_device:
+                on_device[generated.device] = mask.to(generated.device)
+            return on_device[generated.device][generated].any(dim=1)
 
     return NewlineStop()
 

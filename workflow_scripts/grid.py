@@ -405,15 +405,15 @@ def deferred_checks(config: dict) -> list[str]:
     hub += [name for name, chat in chats.items() if chat["kind"] == "hub"]
     if hub:
         notes.append(
-            f"models.*.path ({', '.join(hub)}): hub models are fetched and checked by prepare_source_model "
-            "(a chat sibling by prepare_chat_model) "
-            "(access to gated models needs a token: HF_TOKEN or `hf auth login`)"
+            f"models.*.path ({', '.join(hub)}): `python -m tools.preflight` checks access (gated licences need a "
+            "token: HF_TOKEN or `hf auth login`) and `snakemake download_all` fetches them on the login node; "
+            "prepare_source_model (a chat sibling: prepare_chat_model) then reads them offline"
         )
     flores = [lang for lang, spec in config["languages"].items() if spec.get("mt", {}).get("kind") == "flores"]
     if flores:
         notes.append(
-            f"languages.*.mt.root ({', '.join(flores)}): FLORES is fetched and checked by flores_mt "
-            f"(n_mt = {data.get('n_mt', '?')} of its devtest sentences)"
+            f"languages.*.mt.root ({', '.join(flores)}): FLORES+ is checked by `python -m tools.preflight`, "
+            f"fetched by download_all and read by flores_mt (n_mt = {data.get('n_mt', '?')} of its devtest sentences)"
         )
     return notes
 

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from workflow_scripts.grid import MUMO, MUMO_INITS, MUMO_POSTHOC, Method
-from workflow_scripts.paper.specs import MODEL_NAMES, PAPER_MODELS, ROUGE_SCRIPT, SUM, Row, TableSpec
+from workflow_scripts.paper.specs import MODEL_NAMES, PAPER_MODELS, ROUGE_SCRIPT, SUM, Row, TableSpec, cell_metric
 
 MISSING = "–"
 NOT_APPLICABLE = "n/a"
@@ -21,6 +21,7 @@ SETTINGS = ("label", "init", "procedure", "objective", "seq_len", "k", "aux_voca
 # Settings a stand-in cell may differ in (footnoted); vocab, posthoc and what a row selects must match.
 SOFT = ("procedure", "objective", "seq_len", "k")
 SPEED_METRICS = ("tokens_per_second", "chars_per_second", "speedup", "speedup_chars", "prompt_token_ratio")
+SPEED_METRICS += ("items_per_second",)  # mc, gmmlu: workflow_scripts/speed/choices.py
 
 
 @dataclass
@@ -208,7 +209,7 @@ def _row_cells(index: _Index, spec: TableSpec, row: Row, model: str, notes: dict
             if lang in col.skip_languages:
                 cells.append(Cell(text=NOT_APPLICABLE, status="na"))
                 continue
-            metric = row.metric or col.metric
+            metric = cell_metric(col.task, row.metric or col.metric)
             values = index.values.get((model, lang, chosen["method"], col.task, metric), []) if chosen else []
             cell = _value_cell(values, row.fmt or col.fmt, 1.0 if row.fmt else col.scale, chosen and chosen["method"])
             cells.append(cell)

@@ -4,15 +4,20 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import time
 from pathlib import Path
 
 from workflow_scripts.evaluate import DECODING, add_common_args, load_model, read_cell
 from workflow_scripts.io import read_pairs, set_threads, setup_logging, write_json
 from workflow_scripts.prompts import mt_query
 from workflow_scripts.speed import __doc__ as PACKAGE_DOC
+from workflow_scripts.speed.choices import run_choice_task
 from workflow_scripts.speed.decoders import HFDecoder
-from workflow_scripts.speed.measure import Item, Settings, hardware, run_task
+from workflow_scripts.speed.measure import Item, Settings, hardware, run_generation, run_teacher_forced
+
+CHOICE_TASKS = ("mc", "gmmlu")
 
 log = logging.getLogger("vocabexp")
 
@@ -50,6 +55,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--pairs", required=True, help="mt TSV English<TAB>target")
     p.add_argument("--sum-data", default=None,
                    help="the sum dataset folder the harness evaluates (hub layout): time the sum task too")  # fmt: skip
+    p.add_argument("--choice-data", action="append", default=[], metavar="TASK=FOLDER",
+                   help="a log-likelihood task (mc, gmmlu) and its dataset folder (hub layout): time its forward "
+                        "passes over prompt and choices (workflow_scripts.speed.choices); repeatable")  # fmt: skip
+    p.add_argument("--large-batch-decodings", nargs="*", default=None, choices=sorted(DECODING),
+                   help="decodings timed at --batch-size (default: every decoding)")  # fmt: skip
     p.add_argument("--lang", required=True)
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--repeats", type=int, default=3)
@@ -68,33 +78,112 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for name in ("repeats", "batch_size", "max_new_tokens"):
         if getattr(a, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(a, name)}")
+    choice_data = {}
+    for entry in a.choice_data:
+        task, sep, folder = entry.partition("=")
+        if not sep or task not in CHOICE_TASKS or not folder:
+            p.error(f"--choice-data takes TASK=FOLDER with TASK one of {', '.join(CHOICE_TASKS)}, got {entry!r}")
+        choice_data[task] = folder
+    a.choice_data = choice_data
     if a.warmup < 0 or a.reference_chars < 0:
         p.error(f"--warmup and --reference-chars must be at least 0, got {a.warmup}, {a.reference_chars}")
     return a
 
 
+PARTIAL_SUFFIX = ".partial.json"
+
+
+def partial_path(out: str | Path) -> Path:
+    """The file next to ``out`` that holds the records of every unit finished so far (``main``)."""
+    out = Path(out)
+    return out.with_name(out.name.removesuffix(".json") + PARTIAL_SUFFIX)
+
+
+def _unit_finished(key: str) -> None:
+    """Called after each unit's records are saved; tests replace it to stop a run at a known point."""
+
+
+def plan_units(a: argparse.Namespace) -> list[tuple[str, str]]:
+    """(task, phase) units in run order: generation of mt (and sum) with the model alone, then the paired phase
+    (teacher forcing of mt and sum, the log-likelihood tasks), which needs Source beside the model when paired."""
+    generation = ["mt", *(["sum"] if a.sum_data else [])]
+    units = [(t, "generate") for t in generation]
+    if not a.no_teacher_forced:
+        units += [(t, "paired") for t in generation]
+    return units + [(task, "paired") for task in a.choice_data]
+
+
+def load_decoder(a: argparse.Namespace):
+    """The model timed and its decoder: (MuMo model or None, the model, its tokenizer, the decoder)."""
+    from workflow_scripts.mumo.head import is_mumo_dir
+
+    if not is_mumo_dir(a.model):
+        model, tokenizer = load_model(a.model, a.dtype)
+        return None, model, tokenizer, HFDecoder(model, tokenizer)
+    # MuMo: its decoder on the source model it refers to (workflow_scripts.speed.mumo)
+    from workflow_scripts.mumo.decode import DecodeSettings
+    from workflow_scripts.mumo.head import load_mumo
+    from workflow_scripts.speed.mumo import MuMoDecoder
+
+    if a.choice_data:
+        raise SystemExit("--choice-data: a MuMo model is not evaluated on log-likelihood tasks (grid.MUMO_TASKS)")
+    mumo, tokenizer = load_mumo(a.model, a.dtype)
+    settings = DecodeSettings(k=a.mumo_k, verify=not a.mumo_no_verify, seed=a.seed)
+    return mumo, mumo.base, tokenizer, MuMoDecoder(mumo, tokenizer, settings)
+
+
+def finished_units(partial: Path, fingerprint: dict) -> dict[str, list[dict]]:
+    """The units a partial file of an interrupted run with the same arguments holds (none otherwise)."""
+    if not partial.is_file():
+        return {}
+    saved = json.loads(partial.read_text(encoding="utf-8"))
+    if saved.get("arguments") != json.loads(json.dumps(fingerprint)):
+        log.info("speed: %s was written with other arguments; timing every unit", partial)
+        return {}
+    log.info("speed: %s holds finished units %s; they are not timed again", partial, ", ".join(saved["units"]))
+    return saved["units"]
+
+
+def run_details(a: argparse.Namespace, items: dict, units: list[tuple[str, str]], model, mumo) -> dict:
+    """The ``details`` of the speed JSON: what was timed, on what, with which settings."""
+    details = {
+        "model_dir": str(a.model),
+        "source_tokenizer": str(a.source_tokenizer),
+        "pairs_file": str(a.pairs),
+        "language": a.lang,
+        "n": len(items["mt"]),
+        "n_items": {task: len(task_items) for task, task_items in items.items()},
+        "sum_data": a.sum_data,
+        "choice_data": a.choice_data or None,
+        "max_new_tokens": a.max_new_tokens,
+        "repeats": a.repeats,
+        "warmup": a.warmup,
+        "reference_chars": a.reference_chars or None,
+        "seed": a.seed,
+        "units": [f"{task}.{phase}" for task, phase in units],
+        "hardware": hardware(model),
+    }
+    if mumo is not None:
+        details["mumo"] = {"k": a.mumo_k, "verify": not a.mumo_no_verify, "v_mono": len(mumo.v_mono)}
+    if a.data_label:
+        details["data_label"] = a.data_label
+    return details
+
+
 def main(argv: list[str] | None = None) -> None:
+    """Time every unit, saving each unit's records as it finishes; a rerun with the same arguments skips the units
+    its partial file holds, so the final JSON is the one an uninterrupted run writes."""
+    import gc
+
     a = parse_args(argv)
     setup_logging(a.log)
     set_threads(a.threads)
     cell = read_cell(a.cell)
-    items = mt_items(a.pairs, a.lang, a.n, a.reference_chars or None)
     from transformers import AutoTokenizer
 
-    from workflow_scripts.mumo.head import is_mumo_dir
-
-    mumo = source = None
-    if is_mumo_dir(a.model):  # MuMo: its decoder on the source model it refers to (workflow_scripts.speed.mumo)
-        from workflow_scripts.mumo.decode import DecodeSettings
-        from workflow_scripts.mumo.head import load_mumo
-        from workflow_scripts.speed.mumo import MuMoDecoder
-
-        mumo, tokenizer = load_mumo(a.model, a.dtype)
-        model = mumo.base
-        decoder = MuMoDecoder(mumo, tokenizer, DecodeSettings(k=a.mumo_k, verify=not a.mumo_no_verify, seed=a.seed))
-    else:
-        model, tokenizer = load_model(a.model, a.dtype)
-        decoder = HFDecoder(model, tokenizer)
+    if a.paired and a.no_teacher_forced and not a.choice_data:
+        raise SystemExit("--paired needs teacher forcing or a log-likelihood task (drop --no-teacher-forced)")
+    mumo, model, tokenizer, decoder = load_decoder(a)
     settings = Settings(
         max_new_tokens=a.max_new_tokens,
         repeats=a.repeats,
@@ -103,46 +192,63 @@ def main(argv: list[str] | None = None) -> None:
         decodings=tuple(a.decodings),
         teacher_forced=not a.no_teacher_forced,
         seed=a.seed,
+        large_batch_decodings=tuple(a.large_batch_decodings or ()),
     )
-    source_decoder = None
-    if a.paired and not settings.teacher_forced:
-        raise SystemExit("--paired needs teacher forcing (drop --no-teacher-forced)")
-    if a.paired and mumo is not None:  # the frozen model under the head is Source's: time it, not a second copy
-        source_decoder = HFDecoder(mumo.base, tokenizer)
-    elif a.paired and Path(a.model).resolve() != Path(a.source_tokenizer).resolve():
-        source = load_model(a.source_tokenizer, a.dtype)
-        source_decoder = HFDecoder(*source)
-    # the source tokenizer re-counts text; loaded once (with Source's model when it is timed beside this one)
-    source_tokenizer = source[1] if source else AutoTokenizer.from_pretrained(a.source_tokenizer)
-    records = run_task(decoder, tokenizer, source_tokenizer, "mt", items, settings, source_decoder)
-    n_items = {"mt": len(items)}
+    source_tokenizer = AutoTokenizer.from_pretrained(a.source_tokenizer)
+    items = {"mt": mt_items(a.pairs, a.lang, a.n, a.reference_chars or None)}
     if a.sum_data:
-        summaries = sum_items(a.sum_data, a.lang, a.n, a.reference_chars or None, tokenizer)
-        records += run_task(decoder, tokenizer, source_tokenizer, "sum", summaries, settings, source_decoder)
-        n_items["sum"] = len(summaries)
-    details = {
-        "model_dir": str(a.model),
-        "source_tokenizer": str(a.source_tokenizer),
-        "pairs_file": str(a.pairs),
-        "language": a.lang,
-        "n": len(items),
-        "n_items": n_items,
-        "sum_data": a.sum_data,
-        "max_new_tokens": a.max_new_tokens,
-        "repeats": a.repeats,
-        "warmup": a.warmup,
-        "reference_chars": a.reference_chars or None,
-        "seed": a.seed,
-        "hardware": hardware(model),
-    }
-    if mumo is not None:
-        details["mumo"] = {"k": a.mumo_k, "verify": not a.mumo_no_verify, "v_mono": len(mumo.v_mono)}
-    if a.data_label:
-        details["data_label"] = a.data_label
+        items["sum"] = sum_items(a.sum_data, a.lang, a.n, a.reference_chars or None, tokenizer)
+    if a.choice_data:
+        from workflow_scripts.speed.choices import choice_items
+
+        for task, folder in a.choice_data.items():
+            items[task] = choice_items(task, a.lang, folder, a.n)
+
+    fingerprint = {k: v for k, v in sorted(vars(a).items()) if k not in ("log", "threads", "out")}
+    partial = partial_path(a.out)
+    done = finished_units(partial, fingerprint)
+    units = plan_units(a)
+    source_decoder = None
+    source_model = None
+    for task, phase in units:
+        key = f"{task}.{phase}"
+        if key in done:
+            continue
+        if phase == "paired" and a.paired and source_decoder is None:
+            # Source is loaded for the paired phase only, after generation: never two models beside a KV cache
+            if mumo is not None:  # the frozen model under the head is Source's: time it, not a second copy
+                source_decoder = HFDecoder(mumo.base, tokenizer)
+            elif Path(a.model).resolve() != Path(a.source_tokenizer).resolve():
+                source_model, source_tok = load_model(a.source_tokenizer, a.dtype)
+                source_decoder = HFDecoder(source_model, source_tok)
+        started = time.perf_counter()
+        if phase == "generate":
+            records = run_generation(decoder, tokenizer, source_tokenizer, task, items[task], settings)
+        elif task in CHOICE_TASKS:
+            records = run_choice_task(decoder, tokenizer, source_tokenizer, task, items[task], repeats=a.repeats,
+                                      warmup=a.warmup, source_decoder=source_decoder)  # fmt: skip
+        else:
+            records = run_teacher_forced(decoder, tokenizer, source_tokenizer, task, items[task], settings,
+                                         source_decoder)  # fmt: skip
+        done[key] = records
+        write_json(partial, {"arguments": fingerprint, "units": done})
+        log.info("speed: unit %s saved after %.1f s", key, time.perf_counter() - started)
+        _unit_finished(key)
+    if source_model is not None:  # freed before the next job step (and before the output is written)
+        del source_decoder, source_model
+        gc.collect()
+        if model.device.type == "cuda":
+            import torch
+
+            torch.cuda.empty_cache()
+    records = [r for task, phase in units for r in done[f"{task}.{phase}"]]
+    details = run_details(a, items, units, model, mumo)
     write_json(a.out, {"cell": cell, "records": records, "details": details})
+    partial.unlink(missing_ok=True)
     for r in records:
-        if r["metric"].endswith("per_second") or r["metric"] == "token_ratio_bound":
-            log.info("speed %s %s b%s %s: %.3f", r["mode"], r["decoding"], r["batch_size"], r["metric"], r["value"])
+        if r["metric"].endswith("per_second") or r["metric"] in ("token_ratio_bound", "paired_speedup"):
+            log.info("speed %s %s %s b%s %s: %.3f", r["task"], r["mode"], r["decoding"], r["batch_size"], r["metric"],
+                     r["value"])  # fmt: skip
 
 
 if __name__ == "__main__":

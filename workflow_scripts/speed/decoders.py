@@ -21,6 +21,14 @@ class Forced:
     matches: int  # target tokens the model's argmax predicted (a by-product, not a speed figure)
 
 
+@dataclass
+class Scored:
+    """One log-likelihood pass over an item's choices: the choices' log-probabilities and the synchronised seconds."""
+
+    logprobs: list[float]  # summed over each choice's tokens, given the context
+    seconds: float
+
+
 class Decoder(Protocol):
     """What the speed measurement needs from a decoding scheme."""
 
@@ -34,6 +42,10 @@ class Decoder(Protocol):
 
     def teacher_force(self, prompt_ids: list[int], target_ids: list[int]) -> Forced:
         """Feed ``target_ids`` one at a time after the prompt through the KV cache, timing those steps."""
+
+    def score_choices(self, context_ids: list[int], choice_ids: list[list[int]]) -> Scored:
+        """Log-probability of each choice after the context, in one forward pass over the context and the choices
+        (the log-likelihood tasks mc and gmmlu; MuMo cells are not evaluated on them)."""
 
     def own_tokens(self, ids: list[int]) -> int:
         """How many of the model's own tokens (decoding steps) ``ids`` (tokenizer ids) take: ``len(ids)`` for a plain
@@ -122,7 +134,8 @@ class HFDecoder:
         with torch.inference_mode():
             self.sync()
             t0 = time.perf_counter()
-            out = self.model(input_ids=torch.tensor([prompt_ids], device=device), use_cache=True)
+            # the prompt's last position is all a step needs: no logits over a 4K-token prompt's every position
+            out = self.model(input_ids=torch.tensor([prompt_ids], device=device), use_cache=True, logits_to_keep=1)
             predicted = [out.logits[:, -1].argmax(-1)]
             self.sync()
             t1 = time.perf_counter()
@@ -137,3 +150,40 @@ class HFDecoder:
         steps = self.forward_calls - before
         matches = int((torch.cat(predicted[: len(target_ids)]) == target[0]).sum())
         return Forced(steps=steps, seconds=t2 - t1, prefill_seconds=t1 - t0, matches=matches)
+
+    def score_choices(self, context_ids: list[int], choice_ids: list[list[int]]) -> Scored:
+        """The choices' log-probabilities after the context in one forward pass, timed between two device
+        synchronisations. Single-token choices (the lettered MCF answers of mc and gmmlu) are all scored by the
+        context's last position: one pass over the context. Longer choices: one batch of the ``context + choice``
+        sequences (right-padded), as LightEval's transformers backend batches an item's choices. Logits are computed
+        for the scored positions only (``logits_to_keep``)."""
+        import time
+
+        import torch
+
+        device = self.model.device
+        if all(len(c) == 1 for c in choice_ids):
+            ids = torch.tensor([context_ids], device=device)
+            mask = torch.ones_like(ids)
+            keep, rows = 1, [0] * len(choice_ids)
+        else:
+            seqs = [context_ids + c for c in choice_ids]
+            width = max(map(len, seqs))
+            pad = getattr(self.tokenizer, "pad_token_id", None) or 0  # masked out: any id will do
+            ids = torch.tensor([r + [pad] * (width - len(r)) for r in seqs], device=device)
+            mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in seqs], device=device)
+            # every row shares the context: kept logits start at the position predicting each choice's first token
+            keep, rows = width - len(context_ids) + 1, list(range(len(choice_ids)))
+        targets = [torch.tensor(c, device=device).view(-1, 1) for c in choice_ids]
+        with torch.inference_mode():
+            self.sync()
+            t0 = time.perf_counter()
+            logits = self.model(input_ids=ids, attention_mask=mask, logits_to_keep=keep, use_cache=False).logits
+            logprobs = []
+            for row, choice, target in zip(rows, choice_ids, targets, strict=True):
+                scored = torch.log_softmax(logits[row, : len(choice)].float(), dim=-1)
+                logprobs.append(scored.gather(-1, target).sum())
+            total = torch.stack(logprobs).tolist()
+            self.sync()
+            seconds = time.perf_counter() - t0
+        return Scored(logprobs=total, seconds=seconds)

@@ -196,6 +196,7 @@ class Settings:
     decodings: tuple[str, ...] = ("greedy",)
     teacher_forced: bool = True
     seed: int = 42
+    large_batch_decodings: tuple[str, ...] = ()  # decodings timed at the larger batch sizes (empty: every decoding)
 
 
 def run_task(
@@ -212,11 +213,22 @@ def run_task(
     The new-token shares (Figure 4) come from batch size 1 of the first decoding: its prompts and outputs.
     ``source_decoder`` (Source's model) makes teacher forcing paired: ``paired_speedup`` (``time_teacher_forced``).
     """
-    prompt_ids, target_ids = encode_items(tokenizer, items)
+    records = run_generation(decoder, tokenizer, source_tokenizer, task, items, settings)
+    if settings.teacher_forced:
+        records += run_teacher_forced(decoder, tokenizer, source_tokenizer, task, items, settings, source_decoder)
+    return records
+
+
+def run_generation(decoder: Decoder, tokenizer, source_tokenizer, task: str, items: list[Item], settings: Settings):
+    """The generation records of one task: every decoding at batch size 1, and the larger batch sizes for
+    ``settings.large_batch_decodings`` (every decoding when empty)."""
+    prompt_ids, _ = encode_items(tokenizer, items)
     source_vocab_size = len(source_tokenizer)
     records = []
     for decoding in settings.decodings:
         for batch_size in settings.batch_sizes:
+            if batch_size > 1 and settings.large_batch_decodings and decoding not in settings.large_batch_decodings:
+                continue
             variant = {"mode": "generate", "decoding": decoding, "batch_size": batch_size}
             timing = time_generation(
                 decoder,
@@ -233,15 +245,28 @@ def run_task(
             records += rate_records(task, timing, **variant)
             if decoding == settings.decodings[0] and batch_size == 1:
                 records += share_records(task, prompt_ids, timing["outputs"], source_vocab_size, **variant)
-    if settings.teacher_forced:
-        variant = {"mode": "teacher_forced", "decoding": "greedy", "batch_size": 1}
-        baseline = (source_decoder, *encode_items(source_tokenizer, items)) if source_decoder else None
-        timing = time_teacher_forced(decoder, tokenizer, source_tokenizer, prompt_ids, target_ids,
-                                     repeats=settings.repeats, warmup=settings.warmup, baseline=baseline)  # fmt: skip
-        records += rate_records(task, timing, **variant)
-        if timing["paired"]:
-            paired = timing["paired"]
-            records.append({"task": task, "metric": "paired_speedup", **summary(paired), "repeats": paired, **variant})
-        records.append({"task": task, "metric": "argmax_matches", "value": timing["matches"], **variant})
-        records.append({"task": task, "metric": "prefill_seconds", "value": timing["prefill_seconds"], **variant})
+    return records
+
+
+def run_teacher_forced(
+    decoder: Decoder,
+    tokenizer,
+    source_tokenizer,
+    task: str,
+    items: list[Item],
+    settings: Settings,
+    source_decoder: Decoder | None = None,
+) -> list[dict]:
+    """The teacher-forcing records of one task, paired with ``source_decoder`` when given."""
+    prompt_ids, target_ids = encode_items(tokenizer, items)
+    variant = {"mode": "teacher_forced", "decoding": "greedy", "batch_size": 1}
+    baseline = (source_decoder, *encode_items(source_tokenizer, items)) if source_decoder else None
+    timing = time_teacher_forced(decoder, tokenizer, source_tokenizer, prompt_ids, target_ids,
+                                 repeats=settings.repeats, warmup=settings.warmup, baseline=baseline)  # fmt: skip
+    records = rate_records(task, timing, **variant)
+    if timing["paired"]:
+        paired = timing["paired"]
+        records.append({"task": task, "metric": "paired_speedup", **summary(paired), "repeats": paired, **variant})
+    records.append({"task": task, "metric": "argmax_matches", "value": timing["matches"], **variant})
+    records.append({"task": task, "metric": "prefill_seconds", "value": timing["prefill_seconds"], **variant})
     return records

@@ -4,7 +4,7 @@ A speed record names its variant (``mode``, ``decoding``, ``batch_size``); in th
 ``metric@mode.decoding.bBATCH`` (e.g. ``chars_per_second@teacher_forced.greedy.b1``), with the repeats' ``min`` and
 ``max`` beside the median. The headline variant, generation at batch size 1 with the run's first decoding (the paper
 timed generation at batch size 1), is also written under the plain metric name, so the paper's views and older result
-files read the same names as before.
+files read the same names as before; a task that generates nothing (mc, gmmlu) has its log-likelihood pass there.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 HEADLINE_MODE = "generate"
+CHOICE_MODE = "loglikelihood"  # mc, gmmlu: the forward pass over prompt and choices (speed.choices)
 RATE_METRICS = ("chars_per_second", "source_tokens_per_second", "tokens_per_second")
 # (derived metric, metric it divides by Source's): speed-ups in each unit.
 SPEEDUPS = (
@@ -31,16 +32,21 @@ def variant_name(record: dict) -> str:
 
 
 def headline_variant(records: list[dict]) -> str | None:
-    """Generation at batch size 1 with the first decoding the run timed (None when it timed none)."""
+    """Generation at batch size 1 with the first decoding the run timed; for a task that generates nothing (mc,
+    gmmlu: ``speed.choices``), its log-likelihood pass (None when it timed neither)."""
     for r in records:
         if r.get("mode") == HEADLINE_MODE and r.get("batch_size") == 1:
+            return variant_name(r)
+    for r in records:
+        if r.get("mode") == CHOICE_MODE:
             return variant_name(r)
     return None
 
 
 def flatten(records: list[dict]) -> list[dict]:
     """Long-table rows (task, metric, value, min, max) of one result file's records; see the module docstring."""
-    headline = headline_variant([r for r in records if "mode" in r])
+    timed = [r for r in records if "mode" in r]
+    headlines = {task: headline_variant([r for r in timed if r["task"] == task]) for task in {r["task"] for r in timed}}
     rows = []
     for r in records:
         row = {"task": r["task"], "metric": r["metric"], "value": float(r["value"])}
@@ -50,7 +56,7 @@ def flatten(records: list[dict]) -> list[dict]:
             continue
         variant = variant_name(r)
         rows.append({**row, "metric": f"{r['metric']}@{variant}"})
-        if variant == headline:
+        if variant == headlines[r["task"]]:
             rows.append(row)
     return rows
 
