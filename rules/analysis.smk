@@ -29,11 +29,11 @@ rule init_analysis_cell:
         batch_size=config["evaluation"]["ppl"]["batch_size"],
         max_heldout=config["evaluation"]["ppl"]["n"],
     shell:
-        "python -m workflow_scripts.init_analysis cell --source-model {input.source} --aux {input.aux}"
-        " --corpus {input.corpus} --heldout {input.heldout} --k {wildcards.k} --seed {params.seed}"
-        " --batch-size {params.batch_size} --max-heldout {params.max_heldout} --model {wildcards.model}"
-        " --language {wildcards.lang} --aux-vocab-size {wildcards.aux} --out {output}"
-        " --threads {threads} 2>> {log}"
+        "python -m workflow_scripts.init_analysis cell --source-model {input.source:q} --aux {input.aux:q}"
+        " --corpus {input.corpus:q} --heldout {input.heldout:q} --k {wildcards.k:q} --seed {params.seed:q}"
+        " --batch-size {params.batch_size:q} --max-heldout {params.max_heldout:q} --model {wildcards.model:q}"
+        " --language {wildcards.lang:q} --aux-vocab-size {wildcards.aux:q} --out {output:q}"
+        " --threads {threads} 2>> {log:q}"
 
 
 rule init_analysis:
@@ -47,4 +47,4 @@ rule init_analysis:
     conda:
         "../envs/workflow.yaml"
     shell:
-        "python -m workflow_scripts.init_analysis collect --out {output} {input} 2>> {log}"
+        "python -m workflow_scripts.init_analysis collect --out {output:q} {input:q} 2>> {log:q}"

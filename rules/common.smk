@@ -228,7 +228,7 @@ def lapt_init_report(wc):
 def lapt_rows_arg(wc):
     m = METHOD_BY_SLUG[wc.method]
     return (
-        f"--init-report {init_dir(wc.model, wc.lang, m)}.report.json"
+        f"--init-report {shlex.quote(f'{init_dir(wc.model, wc.lang, m)}.report.json')}"
         if m.expands
         else ""
     )
@@ -369,11 +369,13 @@ def mumo_slugs():
 
 
 def fragmentation_tokenizers(wc):
-    return " ".join(f"{m}={source_model_dir(m)}" for m in MODELS)
+    return " ".join(shlex.quote(f"{m}={source_model_dir(m)}") for m in MODELS)
 
 
 def fragmentation_pairs(wc):
-    return " ".join(f"{lang}={data_file(lang, 'mt.tsv')}" for lang in LANGUAGES)
+    return " ".join(
+        shlex.quote(f"{lang}={data_file(lang, 'mt.tsv')}") for lang in LANGUAGES
+    )
 
 
 def fragmentation_label(wc):
@@ -456,7 +458,8 @@ def paper_report_files():
 
 def paper_sizes(wc):
     """--size arguments: each model's size class, for the requested hours of the cost table."""
-    return " ".join(f"--size {m}={config['models'][m]['size']}" for m in MODELS)
+    sizes = {m: config["models"][m]["size"] for m in MODELS}
+    return " ".join(f"--size {shlex.quote(f'{m}={size}')}" for m, size in sizes.items())
 
 
 # Evaluation data of the LightEval tasks (workflow_scripts/harness): hub datasets are mirrored once by the local rule
@@ -694,16 +697,12 @@ from workflow_scripts.hub_cache import is_hub_id  # noqa: E402
 
 def download_subsets(wc):
     """The subsets of a dataset that the configured tasks and languages read (English for the retention checks)."""
-    return " ".join(
-        sorted(needed_sources(config).get(wc.dataset, {}).get("subsets", []))
-    )
+    return sorted(needed_sources(config).get(wc.dataset, {}).get("subsets", []))
 
 
 def download_splits(wc):
     """Its evaluation and few-shot splits."""
-    return " ".join(
-        sorted(needed_sources(config).get(wc.dataset, {}).get("splits", ["test"]))
-    )
+    return sorted(needed_sources(config).get(wc.dataset, {}).get("splits", ["test"]))
 
 
 def model_role_spec(wc):
@@ -715,7 +714,7 @@ def model_role_spec(wc):
 def flores_codes(wc):
     from workflow_scripts.corpus import FLORES_ENGLISH, flores_code
 
-    return f"{FLORES_ENGLISH} {flores_code(wc.lang)}"
+    return [FLORES_ENGLISH, flores_code(wc.lang)]
 
 
 def download_targets():

@@ -18,8 +18,8 @@ rule extract_l10n_pairs:
     params:
         min_words=config["data"]["l10n_min_english_words"],
     shell:
-        "python -m workflow_scripts.l10n --deb {input.deb:q} --lang {wildcards.lang} --min-words {params.min_words}"
-        " --out {output.pairs} --report {output.report} 2>> {log}"
+        "python -m workflow_scripts.l10n --deb {input.deb:q} --lang {wildcards.lang:q} --min-words {params.min_words:q}"
+        " --out {output.pairs:q} --report {output.report:q} 2>> {log:q}"
 
 
 rule split_l10n:
@@ -45,10 +45,10 @@ rule split_l10n:
         seed=config["seed"],
         label=L10N_LABEL,
     shell:
-        "python -m workflow_scripts.corpus split --pairs {input.pairs} --n-train {params.n_train}"
-        " --n-heldout {params.n_heldout} --n-mt {params.n_mt} --seed {params.seed} --label {params.label:q}"
-        " --out-train {output.train} --out-heldout {output.heldout} --out-mt {output.mt}"
-        " --report {output.report} 2>> {log}"
+        "python -m workflow_scripts.corpus split --pairs {input.pairs:q} --n-train {params.n_train:q}"
+        " --n-heldout {params.n_heldout:q} --n-mt {params.n_mt:q} --seed {params.seed:q} --label {params.label:q}"
+        " --out-train {output.train:q} --out-heldout {output.heldout:q} --out-mt {output.mt:q}"
+        " --report {output.report:q} 2>> {log:q}"
 
 
 localrules:
@@ -66,8 +66,8 @@ rule download_cc100:
     params:
         url=cc100_url,
     shell:
-        "curl --fail --location --retry 3 --continue-at - --output {output}.part {params.url:q} 2>> {log}"
-        " && mv {output}.part {output}"
+        "curl --fail --location --retry 3 --continue-at - --output {output:q}.part {params.url:q} 2>> {log:q}"
+        " && mv {output:q}.part {output:q}"
 
 
 rule sample_cc100:
@@ -92,9 +92,9 @@ rule sample_cc100:
         n_heldout=config["data"]["n_heldout"],
         seed=config["seed"],
     shell:
-        "python -m workflow_scripts.corpus sample --input {input.corpus:q} --n {params.n_train}"
-        " --n-heldout {params.n_heldout} --seed {params.seed} --out-train {output.train}"
-        " --out-heldout {output.heldout} --report {output.report} 2>> {log}"
+        "python -m workflow_scripts.corpus sample --input {input.corpus:q} --n {params.n_train:q}"
+        " --n-heldout {params.n_heldout:q} --seed {params.seed:q} --out-train {output.train:q}"
+        " --out-heldout {output.heldout:q} --report {output.report:q} 2>> {log:q}"
 
 
 rule flores_mt:
@@ -116,8 +116,8 @@ rule flores_mt:
         seed=config["seed"],
         selection=config["evaluation"]["items"],
     shell:
-        "python -m workflow_scripts.corpus flores --root {params.root:q} --lang {wildcards.lang} --n {params.n}"
-        " --seed {params.seed} --items {params.selection} --out {output.mt} --ids {output.ids} 2>> {log}"
+        "python -m workflow_scripts.corpus flores --root {params.root:q} --lang {wildcards.lang:q} --n {params.n:q}"
+        " --seed {params.seed:q} --items {params.selection:q} --out {output.mt:q} --ids {output.ids:q} 2>> {log:q}"
 
 
 rule mc_proxy:
@@ -135,8 +135,8 @@ rule mc_proxy:
         n=config["evaluation"]["mc"]["n"],
         seed=config["seed"],
     shell:
-        "python -m workflow_scripts.harness.datasets mc-proxy --pairs {input.pairs} --heldout {input.heldout}"
-        " --lang {wildcards.lang} --n {params.n} --seed {params.seed} --out {output} 2>> {log}"
+        "python -m workflow_scripts.harness.datasets mc-proxy --pairs {input.pairs:q} --heldout {input.heldout:q}"
+        " --lang {wildcards.lang:q} --n {params.n:q} --seed {params.seed:q} --out {output:q} 2>> {log:q}"
 
 
 localrules:
@@ -160,8 +160,8 @@ rule download_dataset:
         subsets=download_subsets,
         splits=download_splits,
     shell:
-        "python -m workflow_scripts.harness.datasets download --name {wildcards.dataset} --hub-id {params.hub_id:q}"
-        " --subsets {params.subsets} --splits {params.splits} --out {output:q} 2>> {log:q}"
+        "python -m workflow_scripts.harness.datasets download --name {wildcards.dataset:q} --hub-id {params.hub_id:q}"
+        " --subsets {params.subsets:q} --splits {params.splits:q} --out {output:q} 2>> {log:q}"
 
 
 rule download_hub_model:
@@ -194,7 +194,7 @@ rule download_flores:
         root=flores_root,
         codes=flores_codes,
     shell:
-        "python -m workflow_scripts.hub_cache flores --root {params.root:q} --codes {params.codes}"
+        "python -m workflow_scripts.hub_cache flores --root {params.root:q} --codes {params.codes:q}"
         " --split devtest --out {output:q} 2>> {log:q}"
 
 

@@ -31,11 +31,11 @@ rule evaluate_mt:
         runs=config["evaluation"]["mt"]["runs"],
         seed=config["seed"],
     shell:
-        "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task mt --lang {wildcards.lang}"
-        " --model {input.model} --pairs {input.pairs} --n {params.n} --max-new-tokens {params.max_new_tokens}"
-        " --batch-size {params.batch_size} --decoding {params.decoding} --runs {params.runs} --seed {params.seed}"
-        " --cell {params.cell:q} --data-label {params.data_label:q} --out {output.result}"
-        " --predictions {output.predictions} --threads {threads} 2>> {log}"
+        "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task mt --lang {wildcards.lang:q}"
+        " --model {input.model:q} --pairs {input.pairs:q} --n {params.n:q} --max-new-tokens {params.max_new_tokens:q}"
+        " --batch-size {params.batch_size:q} --decoding {params.decoding:q} --runs {params.runs:q} --seed {params.seed:q}"
+        " --cell {params.cell:q} --data-label {params.data_label:q} --out {output.result:q}"
+        " --predictions {output.predictions:q} --threads {threads} 2>> {log:q}"
 
 
 rule evaluate_sum:
@@ -71,12 +71,13 @@ rule evaluate_sum:
         runs=config["evaluation"]["sum"]["runs"],
         seed=config["seed"],
         rouge=rouge_args,
+    # unquoted: params.data, params.rouge (harness_data_arg: a flag and its shlex-quoted folder; rouge_args: a flag and a shlex-quoted file)
     shell:
-        "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task sum --lang {wildcards.lang}"
-        " --model {input.model} {params.data} --n {params.n} --max-new-tokens {params.max_new_tokens}"
-        " --batch-size {params.batch_size} --decoding {params.decoding} --runs {params.runs} --seed {params.seed}"
-        " {params.rouge} --cell {params.cell:q} --out {output.result} --predictions {output.predictions}"
-        " --threads {threads} 2>> {log}"
+        "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task sum --lang {wildcards.lang:q}"
+        " --model {input.model:q} {params.data} --n {params.n:q} --max-new-tokens {params.max_new_tokens:q}"
+        " --batch-size {params.batch_size:q} --decoding {params.decoding:q} --runs {params.runs:q} --seed {params.seed:q}"
+        " {params.rouge} --cell {params.cell:q} --out {output.result:q} --predictions {output.predictions:q}"
+        " --threads {threads} 2>> {log:q}"
 
 
 rule score_bleurt:
@@ -106,7 +107,7 @@ rule score_bleurt:
         batch_size=config["evaluation"]["sum"]["bleurt_batch_size"],
     shell:
         "python -m workflow_scripts.bleurt --model {input.bleurt:q} --predictions {input.predictions:q}"
-        " --sum-result {input.sum_result:q} --batch-size {params.batch_size} --out {output.result:q}"
+        " --sum-result {input.sum_result:q} --batch-size {params.batch_size:q} --out {output.result:q}"
         " --items {output.per_item:q} --threads {threads} 2>> {log:q}"
 
 
@@ -133,10 +134,11 @@ rule evaluate_mc:
         args=harness_choice_args("mc"),
         cell=cell_json,
         data_label=mc_label,
+    # unquoted: params.args (harness_choice_args: flags and numbers, the data folder shlex-quoted)
     shell:
-        "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task mc --lang {wildcards.lang}"
-        " --model {input.model} {params.args} --cell {params.cell:q} --data-label {params.data_label:q}"
-        " --out {output.result} --threads {threads} 2>> {log}"
+        "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task mc --lang {wildcards.lang:q}"
+        " --model {input.model:q} {params.args} --cell {params.cell:q} --data-label {params.data_label:q}"
+        " --out {output.result:q} --threads {threads} 2>> {log:q}"
 
 
 use rule evaluate_mc as evaluate_gmmlu with:
@@ -227,9 +229,9 @@ rule evaluate_ppl:
         n=config["evaluation"]["ppl"]["n"],
         batch_size=config["evaluation"]["ppl"]["batch_size"],
     shell:
-        "python -m workflow_scripts.evaluate ppl --model {input.model} --text {input.text} --n {params.n}"
-        " --batch-size {params.batch_size} --cell {params.cell:q} --data-label {params.data_label:q} --out {output.result}"
-        " --threads {threads} 2>> {log}"
+        "python -m workflow_scripts.evaluate ppl --model {input.model:q} --text {input.text:q} --n {params.n:q}"
+        " --batch-size {params.batch_size:q} --cell {params.cell:q} --data-label {params.data_label:q} --out {output.result:q}"
+        " --threads {threads} 2>> {log:q}"
 
 
 rule measure_speed:
@@ -266,7 +268,7 @@ rule measure_speed:
         repeats=config["evaluation"]["speed"]["repeats"],
         warmup=config["evaluation"]["speed"]["warmup"],
         batch_size=config["evaluation"]["speed"]["batch_size"],
-        decodings=" ".join(config["evaluation"]["speed"]["decodings"]),
+        decodings=config["evaluation"]["speed"]["decodings"],
         teacher_forced=(
             ""
             if config["evaluation"]["speed"]["teacher_forced"]
@@ -279,11 +281,12 @@ rule measure_speed:
         sum_data=speed_sum_arg,
         choice_data=speed_choice_args,
         large_batch=speed_large_batch_args,
+    # unquoted: params.choice_data, params.large_batch, params.mumo, params.paired, params.sum_data, params.teacher_forced (speed_choice_args: flags and shlex-quoted values; speed_large_batch_args: a flag and schema-enum decodings; mumo_eval_args: fixed flags and a number; a fixed flag or nothing; speed_sum_arg: a flag and its shlex-quoted folder; a fixed flag or nothing)
     shell:
-        "python -m workflow_scripts.speed --model {input.model} --source-tokenizer {input.source}"
-        " --pairs {input.pairs} --lang {wildcards.lang} --n {params.n} --max-new-tokens {params.max_new_tokens}"
-        " --repeats {params.repeats} --warmup {params.warmup} --batch-size {params.batch_size}"
-        " --decodings {params.decodings} {params.teacher_forced} {params.paired} --reference-chars {params.reference_chars}"
-        " --seed {params.seed} {params.mumo} {params.sum_data} {params.choice_data} {params.large_batch}"
+        "python -m workflow_scripts.speed --model {input.model:q} --source-tokenizer {input.source:q}"
+        " --pairs {input.pairs:q} --lang {wildcards.lang:q} --n {params.n:q} --max-new-tokens {params.max_new_tokens:q}"
+        " --repeats {params.repeats:q} --warmup {params.warmup:q} --batch-size {params.batch_size:q}"
+        " --decodings {params.decodings:q} {params.teacher_forced} {params.paired} --reference-chars {params.reference_chars:q}"
+        " --seed {params.seed:q} {params.mumo} {params.sum_data} {params.choice_data} {params.large_batch}"
         " --cell {params.cell:q}"
-        " --data-label {params.data_label:q} --out {output.result} --threads {threads} 2>> {log}"
+        " --data-label {params.data_label:q} --out {output.result:q} --threads {threads} 2>> {log:q}"

@@ -24,10 +24,10 @@ rule initialize:
         seed=config["seed"],
         pad=config["tokenizer"]["pad_to_multiple_of"],
     shell:
-        "python -m workflow_scripts.initialize --source-model {input.source} --target-tokenizer {input.tokenizer}"
-        " --corpus {input.corpus}"
-        " --method {wildcards.init} --seed {params.seed} --pad-to-multiple-of {params.pad}"
-        " --out {output.model} --report {output.report} --threads {threads} 2>> {log}"
+        "python -m workflow_scripts.initialize --source-model {input.source:q} --target-tokenizer {input.tokenizer:q}"
+        " --corpus {input.corpus:q}"
+        " --method {wildcards.init:q} --seed {params.seed:q} --pad-to-multiple-of {params.pad:q}"
+        " --out {output.model:q} --report {output.report:q} --threads {threads} 2>> {log:q}"
 
 
 rule initialize_replace:
@@ -55,7 +55,7 @@ rule initialize_replace:
         seed=config["seed"],
         pad=config["tokenizer"]["pad_to_multiple_of"],
     shell:
-        "python -m workflow_scripts.initialize --vocab replace --source-model {input.source}"
-        " --target-tokenizer {input.tokenizer} --corpus {input.corpus}"
-        " --method {wildcards.init} --seed {params.seed} --pad-to-multiple-of {params.pad}"
-        " --out {output.model} --report {output.report} --threads {threads} 2>> {log}"
+        "python -m workflow_scripts.initialize --vocab replace --source-model {input.source:q}"
+        " --target-tokenizer {input.tokenizer:q} --corpus {input.corpus:q}"
+        " --method {wildcards.init:q} --seed {params.seed:q} --pad-to-multiple-of {params.pad:q}"
+        " --out {output.model:q} --report {output.report:q} --threads {threads} 2>> {log:q}"

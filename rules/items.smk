@@ -17,7 +17,7 @@ rule download_items_tokenizer:
     params:
         hub_id=config["evaluation"]["items_tokenizer"],
     shell:
-        "python -m workflow_scripts.items tokenizer --hub-id {params.hub_id:q} --out {output:q} 2>> {log}"
+        "python -m workflow_scripts.items tokenizer --hub-id {params.hub_id:q} --out {output:q} 2>> {log:q}"
 
 
 rule select_sum_items:
@@ -44,6 +44,7 @@ rule select_sum_items:
     params:
         n=config["evaluation"]["sum"]["n"],
         tokenizer=items_tokenizer_arg,
+    # unquoted: params.tokenizer (items_tokenizer_arg: a flag and its shlex-quoted folder)
     shell:
-        "python -m workflow_scripts.items sum --data {input.data:q} --lang {wildcards.lang}"
-        " --items {wildcards.selection} --n {params.n} {params.tokenizer} --out {output.data:q} --ids {output.ids:q} 2>> {log}"
+        "python -m workflow_scripts.items sum --data {input.data:q} --lang {wildcards.lang:q}"
+        " --items {wildcards.selection:q} --n {params.n:q} {params.tokenizer} --out {output.data:q} --ids {output.ids:q} 2>> {log:q}"

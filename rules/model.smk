@@ -18,8 +18,8 @@ rule prepare_source_model:
     params:
         spec=model_spec_json,
     shell:
-        "python -m workflow_scripts.source_model --spec {params.spec:q} --out {output.model}"
-        " --info {output.info} 2>> {log}"
+        "python -m workflow_scripts.source_model --spec {params.spec:q} --out {output.model:q}"
+        " --info {output.info:q} 2>> {log:q}"
 
 
 use rule prepare_source_model as prepare_chat_model with:

@@ -40,11 +40,12 @@ rule mumo_head:
             if config["mumo"]["max_words"]
             else ""
         ),
+    # unquoted: params.max_words (a flag and a schema-checked integer, or nothing)
     shell:
-        "python -m workflow_scripts.mumo train --source-model {input.source} --target-tokenizer {input.target_tokenizer}"
-        " --lang {wildcards.lang} --corpus {input.corpus} --init {wildcards.head_init} {params.max_words}"
-        " --hparams {params.hparams:q} --out {output.model} --stats {output.stats} --loss-curve {output.loss}"
-        " --threads {threads} 2>> {log}"
+        "python -m workflow_scripts.mumo train --source-model {input.source:q} --target-tokenizer {input.target_tokenizer:q}"
+        " --lang {wildcards.lang:q} --corpus {input.corpus:q} --init {wildcards.head_init:q} {params.max_words}"
+        " --hparams {params.hparams:q} --out {output.model:q} --stats {output.stats:q} --loss-curve {output.loss:q}"
+        " --threads {threads} 2>> {log:q}"
 
 
 rule evaluate_mt_mumo:
@@ -79,12 +80,13 @@ rule evaluate_mt_mumo:
         runs=config["evaluation"]["mt"]["runs"],
         seed=config["seed"],
         mumo=mumo_eval_args,
+    # unquoted: params.mumo (mumo_eval_args: fixed flags and a number)
     shell:
-        "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task mt --lang {wildcards.lang}"
-        " --model {input.model} --pairs {input.pairs} --n {params.n} --max-new-tokens {params.max_new_tokens}"
-        " --batch-size {params.batch_size} --decoding {params.decoding} --runs {params.runs} --seed {params.seed}"
-        " --cell {params.cell:q} --data-label {params.data_label:q} --out {output.result}"
-        " --predictions {output.predictions} {params.mumo} --threads {threads} 2>> {log}"
+        "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task mt --lang {wildcards.lang:q}"
+        " --model {input.model:q} --pairs {input.pairs:q} --n {params.n:q} --max-new-tokens {params.max_new_tokens:q}"
+        " --batch-size {params.batch_size:q} --decoding {params.decoding:q} --runs {params.runs:q} --seed {params.seed:q}"
+        " --cell {params.cell:q} --data-label {params.data_label:q} --out {output.result:q}"
+        " --predictions {output.predictions:q} {params.mumo} --threads {threads} 2>> {log:q}"
 
 
 rule evaluate_sum_mumo:
@@ -121,9 +123,10 @@ rule evaluate_sum_mumo:
         seed=config["seed"],
         mumo=mumo_eval_args,
         rouge=rouge_args,
+    # unquoted: params.data, params.mumo, params.rouge (harness_data_arg: a flag and its shlex-quoted folder; mumo_eval_args: fixed flags and a number; rouge_args: a flag and a shlex-quoted file)
     shell:
-        "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task sum --lang {wildcards.lang}"
-        " --model {input.model} {params.data} --n {params.n} --max-new-tokens {params.max_new_tokens}"
-        " --batch-size {params.batch_size} --decoding {params.decoding} --runs {params.runs} --seed {params.seed}"
-        " {params.rouge} --cell {params.cell:q} --out {output.result} --predictions {output.predictions} {params.mumo}"
-        " --threads {threads} 2>> {log}"
+        "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task sum --lang {wildcards.lang:q}"
+        " --model {input.model:q} {params.data} --n {params.n:q} --max-new-tokens {params.max_new_tokens:q}"
+        " --batch-size {params.batch_size:q} --decoding {params.decoding:q} --runs {params.runs:q} --seed {params.seed:q}"
+        " {params.rouge} --cell {params.cell:q} --out {output.result:q} --predictions {output.predictions:q} {params.mumo}"
+        " --threads {threads} 2>> {log:q}"

@@ -24,5 +24,5 @@ rule elchat:
         mem_mb=sized("elchat", "mem_mb"),
         runtime=sized("elchat", "runtime"),
     shell:
-        "python -m workflow_scripts.elchat --chat {input.chat} --adapted {input.adapted} --out {output.model}"
-        " --report {output.report} --threads {threads} 2>> {log}"
+        "python -m workflow_scripts.elchat --chat {input.chat:q} --adapted {input.adapted:q} --out {output.model:q}"
+        " --report {output.report:q} --threads {threads} 2>> {log:q}"

@@ -19,8 +19,8 @@ rule tables:
     conda:
         "../envs/workflow.yaml"
     shell:
-        "python -m workflow_scripts.tables --inputs {input} --csv {output.csv} --markdown {output.markdown}"
-        " 2>> {log}"
+        "python -m workflow_scripts.tables --inputs {input:q} --csv {output.csv:q} --markdown {output.markdown:q}"
+        " 2>> {log:q}"
 
 
 rule fragmentation:
@@ -38,9 +38,10 @@ rule fragmentation:
         tokenizers=fragmentation_tokenizers,
         pairs=fragmentation_pairs,
         label=fragmentation_label,
+    # unquoted: params.pairs, params.tokenizers (fragmentation_pairs: shlex-quoted lang=file values; fragmentation_tokenizers: shlex-quoted model=folder values)
     shell:
         "python -m workflow_scripts.fragmentation --tokenizers {params.tokenizers} --pairs {params.pairs}"
-        " --texts-label {params.label:q} --out {output} 2>> {log}"
+        " --texts-label {params.label:q} --out {output:q} 2>> {log:q}"
 
 
 rule paper_tables:
@@ -62,6 +63,7 @@ rule paper_tables:
     params:
         sizes=paper_sizes,
         data=fragmentation_label,
+    # unquoted: params.sizes (paper_sizes: flags and shlex-quoted model=size values)
     shell:
-        "python -m workflow_scripts.paper --results {input.results} --out results/paper {params.sizes}"
-        " 2>> {log}"
+        "python -m workflow_scripts.paper --results {input.results:q} --out results/paper {params.sizes}"
+        " 2>> {log:q}"

@@ -20,9 +20,9 @@ rule train_aux_tokenizer:
     params:
         seed=config["seed"],
     shell:
-        "python -m workflow_scripts.vocab aux --source-tokenizer {input.source} --corpus {input.corpus}"
-        " --vocab-size {wildcards.aux} --seed {params.seed} --out {output}"
-        " --threads {threads} 2>> {log}"
+        "python -m workflow_scripts.vocab aux --source-tokenizer {input.source:q} --corpus {input.corpus:q}"
+        " --vocab-size {wildcards.aux:q} --seed {params.seed:q} --out {output:q}"
+        " --threads {threads} 2>> {log:q}"
 
 
 rule expand_tokenizer:
@@ -49,9 +49,9 @@ rule expand_tokenizer:
         new_merges=config["tokenizer"]["new_merges"],
         selection=config["tokenizer"]["selection"],
     shell:
-        "python -m workflow_scripts.vocab expand --source-tokenizer {input.source} --aux {input.aux}"
-        " --corpus {input.corpus} --heldout {input.heldout} --k {wildcards.k} --out {output.tokenizer}"
-        " --new-merges {params.new_merges} --selection {params.selection} --report {output.report} 2>> {log}"
+        "python -m workflow_scripts.vocab expand --source-tokenizer {input.source:q} --aux {input.aux:q}"
+        " --corpus {input.corpus:q} --heldout {input.heldout:q} --k {wildcards.k:q} --out {output.tokenizer:q}"
+        " --new-merges {params.new_merges:q} --selection {params.selection:q} --report {output.report:q} 2>> {log:q}"
 
 
 rule replace_tokenizer:
@@ -77,6 +77,6 @@ rule replace_tokenizer:
     params:
         seed=config["seed"],
     shell:
-        "python -m workflow_scripts.vocab replace --source-tokenizer {input.source} --corpus {input.corpus}"
-        " --heldout {input.heldout} --vocab-size {wildcards.size} --seed {params.seed} --out {output.tokenizer}"
-        " --report {output.report} --threads {threads} 2>> {log}"
+        "python -m workflow_scripts.vocab replace --source-tokenizer {input.source:q} --corpus {input.corpus:q}"
+        " --heldout {input.heldout:q} --vocab-size {wildcards.size:q} --seed {params.seed:q} --out {output.tokenizer:q}"
+        " --report {output.report:q} --threads {threads} 2>> {log:q}"

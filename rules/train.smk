@@ -34,8 +34,9 @@ rule lapt:
         hparams=hparams_json,
         checkpoints="results/{model}/{lang}/{method}/checkpoints",
         rows=lapt_rows_arg,
+    # unquoted: params.rows (lapt_rows_arg: a flag and its shlex-quoted report path)
     shell:
-        "python -m workflow_scripts.lapt --model {input.model} --train {input.corpus} --procedure {params.procedure}"
-        " --objective {params.objective} --seq-len {params.seq_len} --hparams {params.hparams:q}"
-        " --out {output.model} --stats {output.stats} --loss-curve {output.loss}"
-        " --checkpoint-dir {params.checkpoints} {params.rows} --threads {threads} 2>> {log}"
+        "python -m workflow_scripts.lapt --model {input.model:q} --train {input.corpus:q} --procedure {params.procedure:q}"
+        " --objective {params.objective:q} --seq-len {params.seq_len:q} --hparams {params.hparams:q}"
+        " --out {output.model:q} --stats {output.stats:q} --loss-curve {output.loss:q}"
+        " --checkpoint-dir {params.checkpoints:q} {params.rows} --threads {threads} 2>> {log:q}"
