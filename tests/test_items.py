@@ -193,7 +193,10 @@ def test_harness_reads_exactly_the_selected_rows(tmp_path, sum_folder, bos_token
     with private_datasets_cache(tmp_path / "cache"):
         docs = LightevalTask(config).get_docs(4)
     summaries = sorted(d.choices[0] for d in docs)
-    assert summaries == sorted(f"summary {i.split('-')[1]}" for i in json.loads(ids.read_text())["ids"])
+    chosen = json.loads(ids.read_text())["ids"]
+    assert summaries == sorted(f"summary {i.split('-')[1]}" for i in chosen)
+    # each doc keeps the dataset's own id (LightEval's Doc.id is the row index): the predictions file names it
+    assert sorted(d.specific["item_id"] for d in docs) == sorted(chosen)
 
 
 @pytest.mark.slow

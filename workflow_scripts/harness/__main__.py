@@ -113,7 +113,8 @@ def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, lis
         for d in result.details:
             if a.task in GENERATIVE:
                 hyp = d.model_response.final_text[0].split("\n", 1)[0].strip()
-                fields = (str(run), str(d.doc.id), d.doc.get_golds()[0], hyp)
+                item = (d.doc.specific or {}).get("item_id", d.doc.id)  # the dataset's id where it has one
+                fields = (str(run), str(item), d.doc.get_golds()[0], hyp)
                 rows.append("\t".join(x.replace("\t", " ").replace("\n", " ") for x in fields))
         log.info("%s run %d (seed %d): %s", a.task, run, seed, result.scores)
     details = {

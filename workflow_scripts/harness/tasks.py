@@ -39,10 +39,20 @@ from workflow_scripts.harness.datasets import FLORES_CODES, HUB_IDS, Unavailable
 FEWSHOT = {"mt": 0, "sum": 0, "mc": 3, "gmmlu": 5}
 
 
+def item_id(line: dict) -> dict | None:
+    """The dataset's own id of an item, kept for the predictions file (LightEval sets ``Doc.id`` to the row index);
+    the ids files of ``workflow_scripts.items`` name the same ids."""
+    return {"item_id": str(line["id"])} if line.get("id") is not None else None
+
+
 def mt_doc(line: dict, task_name: str, lang: str) -> Doc:
     """One mt item: the paper's prompt on the English source; the target sentence is the reference."""
     return Doc(
-        query=prompts.mt_query(line["source"], lang), choices=[line["reference"]], gold_index=0, task_name=task_name
+        query=prompts.mt_query(line["source"], lang),
+        choices=[line["reference"]],
+        gold_index=0,
+        task_name=task_name,
+        specific=item_id(line),
     )
 
 
@@ -61,6 +71,7 @@ def sum_doc(line: dict, task_name: str, lang: str, tokenizer_dir: str | None = N
         choices=[line["summary"]],
         gold_index=0,
         task_name=task_name,
+        specific=item_id(line),
     )
 
 
