@@ -30,11 +30,11 @@ def thai_text() -> str:
 GARBAGE = {
     "utf16-bom": ("text.txt", "\ufeff".encode("utf-16-le") + thai_text().encode("utf-16-le"), "is UTF-16 text"),
     "utf16-no-bom": ("text.txt", "".join(f"{s}\n" for s in ENGLISH).encode("utf-16-be"), "is UTF-16 text"),
-    "gzip": ("text.txt", gzip.compress(thai_text().encode()), "is a gzip-compressed file"),
-    "bzip2": ("text.txt", bz2.compress(thai_text().encode()), "is a bzip2-compressed file"),
-    "zstd": ("text.txt", b"\x28\xb5\x2f\xfd" + b"\x00" * 40, "is a zstd-compressed file"),
-    "zip": ("text.txt", b"PK\x03\x04" + b"\x00" * 40, "is a zip-compressed file"),
-    "xz": ("text.txt", lzma.compress(thai_text().encode()), "is a xz-compressed file"),
+    "gzip": ("text.txt", gzip.compress(thai_text().encode()), "file is gzip-compressed"),
+    "bzip2": ("text.txt", bz2.compress(thai_text().encode()), "file is bzip2-compressed"),
+    "zstd": ("text.txt", b"\x28\xb5\x2f\xfd" + b"\x00" * 40, "file is zstd-compressed"),
+    "zip": ("text.txt", b"PK\x03\x04" + b"\x00" * 40, "file is zip-compressed"),
+    "xz": ("text.txt", lzma.compress(thai_text().encode()), "file is xz-compressed"),
     "all-nul": ("text.txt", b"\x00\x00\x00\n" * 5, "5 with NUL bytes"),
 }
 
@@ -98,13 +98,13 @@ def test_sample_keeps_reading_xz_and_refuses_a_misnamed_compression(tmp_path):
     assert report["script"] == "Thai" and report["script_share"] == 1.0
     gz_as_xz = tmp_path / "si.txt.xz"
     gz_as_xz.write_bytes(gzip.compress(thai_text().encode()))
-    assert_one_line_error(run(*sample_args(gz_as_xz, tmp_path)), gz_as_xz, "is a gzip-compressed file, not xz-")
+    assert_one_line_error(run(*sample_args(gz_as_xz, tmp_path)), gz_as_xz, "file is gzip-compressed, not xz-")
     plain_as_xz = tmp_path / "my.txt.xz"
     plain_as_xz.write_text(thai_text(), encoding="utf-8")
     assert_one_line_error(run(*sample_args(plain_as_xz, tmp_path)), plain_as_xz, "is not xz-compressed, as its name")
     utf16_in_xz = tmp_path / "te.txt.xz"
     utf16_in_xz.write_bytes(lzma.compress(GARBAGE["utf16-bom"][1]))
-    assert_one_line_error(run(*sample_args(utf16_in_xz, tmp_path)), utf16_in_xz, "decompressed corpus is UTF-16")
+    assert_one_line_error(run(*sample_args(utf16_in_xz, tmp_path)), utf16_in_xz, "decompressed corpus file is UTF-16")
 
 
 def test_sample_skips_and_counts_nul_lines(tmp_path):

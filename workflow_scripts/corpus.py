@@ -101,7 +101,10 @@ def split_pairs(
     want = n_mt + n_heldout + (n_train or 1)  # "all remaining" still needs at least one line of D
     if len(pairs) < want:
         asked = f"n_mt={n_mt} + n_heldout={n_heldout} + n_train={n_train or 'all remaining (at least 1)'}"
-        raise ValueError(f"too few pairs: {len(pairs)} available, {want} asked for ({asked})")
+        raise ValueError(
+            f"too few pairs: {len(pairs)} available, {want} asked for ({asked}); give more pairs or ask for fewer "
+            "(data.n_mt, data.n_heldout, data.n_train)"
+        )
     order = sorted(pairs)
     random.Random(seed).shuffle(order)
     mt = order[:n_mt]

@@ -114,11 +114,11 @@ def check_text_head(path: str | Path, head: bytes, *, what: str, expect: str | N
         return
     if kind == "UTF-16":
         raise UserError(
-            f"{path}: the {what} is UTF-16 text, not UTF-8; convert it (iconv -f UTF-16 -t UTF-8) and rerun"
+            f"{path}: the {what} file is UTF-16 text, not UTF-8; convert it (iconv -f UTF-16 -t UTF-8) and rerun"
         )
     hint = {"zip": "unzip it", "gzip": "gunzip it", "bzip2": "bunzip2 it", "zstd": "unzstd it", "xz": "unxz it"}[kind]
     expected = f"{expect}-compressed or plain UTF-8 text" if expect else "plain UTF-8 text"
-    raise UserError(f"{path}: the {what} is a {kind}-compressed file, not {expected}; {hint} and give the text file")
+    raise UserError(f"{path}: the {what} file is {kind}-compressed, not {expected}; {hint} and give the text file")
 
 
 def check_text_file(path: str | Path, *, what: str, expect: str | None = None) -> None:
