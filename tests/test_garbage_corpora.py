@@ -221,3 +221,9 @@ def test_vocab_aux_skips_and_logs_nul_lines(tmp_path, smollm2_tokenizer_dir, tha
     result = run("workflow_scripts.vocab", *args)
     assert result.returncode == 0, result.stderr
     assert "skipped 3 line(s) that contain NUL bytes (first: line 301)" in log.read_text()
+
+
+def test_l10n_package_of_another_language_is_one_line(tmp_path):
+    deb = next((REPO / "resources" / "l10n").glob("libreoffice-l10n-th_*.deb"))
+    args = ["--deb", str(deb), "--lang", "si", "--out", str(tmp_path / "p.tsv"), "--report", str(tmp_path / "r.json")]
+    assert_one_line_error(run("workflow_scripts.l10n", *args), deb, "no .mo catalogues for language 'si'")

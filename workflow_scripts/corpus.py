@@ -404,7 +404,7 @@ def flores_code(lang: str) -> str:
         return FLORES_CODES[lang]
     if re.fullmatch(r"[a-z]{3}_[A-Z][a-z]{3}", lang):
         return lang
-    raise ValueError(f"unknown language {lang!r}: use one of {sorted(FLORES_CODES)} or a FLORES code like 'tha_Thai'")
+    raise UserError(f"unknown language {lang!r}: use one of {sorted(FLORES_CODES)} or a FLORES code like 'tha_Thai'")
 
 
 def _flores_files(root: Path, split: str, code: str) -> list[Path]:
@@ -463,15 +463,15 @@ def flores_table(en, tgt):
     for name, df in (("English", en), ("target", tgt)):
         text_col = "text" if "text" in df.columns else "sentence"  # flores_plus says text, facebook/flores sentence
         if "id" not in df.columns or text_col not in df.columns:
-            raise ValueError(f"FLORES {name} table needs 'id' and 'text' columns, has {list(df.columns)}")
+            raise UserError(f"FLORES {name} table needs 'id' and 'text' columns, has {list(df.columns)}")
         if df["id"].duplicated().any():
-            raise ValueError(f"FLORES {name} table has duplicate ids")
+            raise UserError(f"FLORES {name} table has duplicate ids")
         cols.append(dict(zip(df["id"].tolist(), df[text_col].tolist(), strict=True)))
         in_order.append(bool(df["id"].is_monotonic_increasing))
     en_by_id, tgt_by_id = cols
     if set(en_by_id) != set(tgt_by_id):
         only_en, only_tgt = len(set(en_by_id) - set(tgt_by_id)), len(set(tgt_by_id) - set(en_by_id))
-        raise ValueError(f"FLORES tables are not aligned: {only_en} ids only in English, {only_tgt} only in the target")
+        raise UserError(f"FLORES tables are not aligned: {only_en} ids only in English, {only_tgt} only in the target")
     ids = sorted(en_by_id)
     table = pd.DataFrame(
         {
@@ -489,7 +489,7 @@ def select_flores(table, *, items: str = "shuffle", n: int | None = None, seed: 
     sample order; ``first``; ``shuffle`` = ``n`` drawn with ``seed``, in release order), with a ``position`` column
     (0-based row of the release)."""
     if n is not None and n > len(table):
-        raise ValueError(f"too few FLORES sentences: {len(table)} available, n={n} asked for")
+        raise UserError(f"too few FLORES sentences: {len(table)} available, n={n} asked for")
     positions = select_positions(len(table), items, n, seed)
     out = table.iloc[positions].copy()
     out.insert(0, "position", positions)
