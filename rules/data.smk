@@ -47,6 +47,7 @@ rule split_l10n:
     shell:
         "python -m workflow_scripts.corpus split --pairs {input.pairs:q} --n-train {params.n_train:q}"
         " --n-heldout {params.n_heldout:q} --n-mt {params.n_mt:q} --seed {params.seed:q} --label {params.label:q}"
+        " --lang {wildcards.lang:q}"
         " --out-train {output.train:q} --out-heldout {output.heldout:q} --out-mt {output.mt:q}"
         " --report {output.report:q} 2>> {log:q}"
 
@@ -93,7 +94,7 @@ rule sample_cc100:
         seed=config["seed"],
     shell:
         "python -m workflow_scripts.corpus sample --input {input.corpus:q} --n {params.n_train:q}"
-        " --n-heldout {params.n_heldout:q} --seed {params.seed:q} --out-train {output.train:q}"
+        " --n-heldout {params.n_heldout:q} --seed {params.seed:q} --lang {wildcards.lang:q} --out-train {output.train:q}"
         " --out-heldout {output.heldout:q} --report {output.report:q} 2>> {log:q}"
 
 

@@ -26,7 +26,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from workflow_scripts.io import MAX_LINE_CHARS, read_pairs_with_stats, setup_logging, write_json, write_text
+from workflow_scripts.io import (
+    MAX_LINE_CHARS,
+    UserError,
+    check_script,
+    check_text_head,
+    cli_main,
+    read_pairs_with_stats,
+    script_name,
+    setup_logging,
+    sniff_encoding,
+    write_json,
+    write_text,
+)
 from workflow_scripts.selection import select_positions, selection_note
 
 # The paper's ten languages (ISO 639-1) and their FLORES-200 / FLORES+ codes ({iso_639_3}_{iso_15924}).
@@ -89,7 +101,10 @@ def split_pairs(
     want = n_mt + n_heldout + (n_train or 1)  # "all remaining" still needs at least one line of D
     if len(pairs) < want:
         asked = f"n_mt={n_mt} + n_heldout={n_heldout} + n_train={n_train or 'all remaining (at least 1)'}"
-        raise ValueError(f"too few pairs: {len(pairs)} available, {want} asked for ({asked})")
+        raise ValueError(
+            f"too few pairs: {len(pairs)} available, {want} asked for ({asked}); give more pairs or ask for fewer "
+            "(data.n_mt, data.n_heldout, data.n_train)"
+        )
     order = sorted(pairs)
     random.Random(seed).shuffle(order)
     mt = order[:n_mt]
@@ -192,6 +207,7 @@ class _Counts:
     short: int = 0  # includes the empty lines until the end of the stream
     long: int = 0
     invalid: int = 0
+    nul: int = 0
     cr: int = 0
     nbytes: int = 0
 
@@ -199,6 +215,14 @@ class _Counts:
 def _usable_lines(block: bytes, counts: _Counts, min_chars: int, max_chars: int) -> list[str]:
     """The usable lines of one block, cleaned as ``sample_lines`` documents; what was skipped goes into ``counts``."""
     counts.nbytes += len(block)
+    if b"\x00" in block:  # rare: a line with NUL bytes is valid UTF-8 but not text (a binary record); skip it
+        raws = (block[:-1] if block.endswith(b"\n") else block).split(b"\n")
+        kept = [r for r in raws if b"\x00" not in r]
+        counts.nul += len(raws) - len(kept)
+        counts.total += len(raws) - len(kept)
+        if not kept:
+            return []
+        block = b"\n".join(kept) + b"\n"
     parts, bad = _decode_block(block)
     counts.invalid += bad
     counts.total += len(parts) + bad
@@ -238,21 +262,38 @@ class _AlgorithmL:
         self.seen = end
 
 
+def _check_stream_head(path: str | Path) -> None:
+    """Refuse (UserError naming the file) a corpus whose first bytes show UTF-16 text or another compression than its
+    suffix promises (open_text_stream decompresses .xz and .gz, as CC-100 ships .xz)."""
+    path = Path(path)
+    expect = {".xz": "xz", ".gz": "gzip"}.get(path.suffix)
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    check_text_head(path, head, what="corpus", expect=expect)
+    if expect and head and sniff_encoding(head) != expect:
+        raise UserError(
+            f"{path}: the corpus is not {expect}-compressed, as its name says; give the {path.suffix} file as "
+            "downloaded, or rename it to match what it holds"
+        )
+
+
 def _check_enough(
     path: str | Path, c: _Counts, seen: int, want: int, min_chars: int, max_chars: int, n: int, n_heldout: int
 ) -> None:
     """Errors naming the file: no usable line at all, or fewer than ``n + n_heldout``."""
     if seen == 0:
-        raise ValueError(
+        raise UserError(
             f"{path}: the CC-100 corpus has no usable line ({c.total} line(s): {c.empty} blank or whitespace-only, "
-            f"{c.invalid} not valid UTF-8, {c.short} shorter than {min_chars} and {c.long} longer than {max_chars} "
-            "characters); it must be UTF-8 text, one paragraph a line: check or download the file again"
+            f"{c.invalid} not valid UTF-8, {c.nul} with NUL bytes, {c.short} shorter than {min_chars} and {c.long} "
+            f"longer than {max_chars} characters); it must be UTF-8 text, one paragraph a line: check or download the "
+            "file again"
         )
     if seen < want:
-        raise ValueError(
+        raise UserError(
             f"{path}: too few valid lines: {seen} (of {c.total} lines; {c.empty} empty, {c.invalid} invalid UTF-8, "
-            f"{c.short} shorter than {min_chars} characters, {c.long} longer than {max_chars}), but n={n} + "
-            f"n_heldout={n_heldout} = {want} asked for"
+            f"{c.nul} with NUL bytes, {c.short} shorter than {min_chars} characters, {c.long} longer than "
+            f"{max_chars}), but n={n} + n_heldout={n_heldout} = {want} asked for; give a larger corpus or lower "
+            "data.n_train / data.n_heldout"
         )
 
 
@@ -281,6 +322,7 @@ def sample_lines(
     oversample: float = 0.05,
     block_bytes: int = _BLOCK_BYTES,
     external: bool = True,
+    lang: str | None = None,
 ) -> tuple[list[str], list[str], dict]:
     """Sample ``n`` lines (D) and ``n_heldout`` more (held-out) uniformly at random in one pass over a large text file.
 
@@ -292,7 +334,9 @@ def sample_lines(
     order, keeping the first occurrence of each string, the first ``n`` for D and the next ``n_heldout`` for the
     held-out set. So both sets are duplicate-free and disjoint by string as well as by position, and a string that
     occurs m times in the file is proportionally likelier to be drawn (as in the corpus). The result does not depend
-    on ``block_bytes`` nor on ``external`` (see open_text_stream).
+    on ``block_bytes`` nor on ``external`` (see open_text_stream). Lines with NUL bytes are skipped and counted. With
+    ``lang``, the sampled lines must be mostly in the language's script (io.check_script; the sample is uniform, so
+    its share estimates the corpus's), and the share is reported.
     """
     if n < 1 or n_heldout < 0 or min_chars < 1 or max_chars < min_chars or oversample < 0:
         raise ValueError(
@@ -303,9 +347,12 @@ def sample_lines(
     rng = random.Random(seed)
     reservoir = _AlgorithmL(want + math.ceil(want * oversample), rng)
     counts = _Counts()
+    _check_stream_head(path)
     start = time.perf_counter()
     with open_text_stream(path, external=external) as f:
-        for block in _blocks(f, block_bytes):
+        for i, block in enumerate(_blocks(f, block_bytes)):
+            if i == 0:  # UTF-16 inside a compressed file shows only once decompressed
+                check_text_head(path, block[:4096], what="decompressed corpus")
             reservoir.feed(_usable_lines(block, counts, min_chars, max_chars))
     seconds = time.perf_counter() - start
     counts.short -= counts.empty
@@ -313,11 +360,12 @@ def sample_lines(
     rng.shuffle(reservoir.items)
     unique, duplicates = _first_distinct(reservoir.items, want)
     if len(unique) < want:
-        raise ValueError(
+        raise UserError(
             f"{path}: only {len(unique)} distinct lines among the {len(reservoir.items)} sampled ({reservoir.seen} "
             f"valid lines), but {want} asked for; raise oversample (now {oversample}) or ask for fewer"
         )
     sample, heldout = unique[:n], unique[n:]
+    share = check_script(path, sample + heldout, lang, what="CC-100 sample") if lang else None
     stats = {
         "input": str(path),
         "seed": seed,
@@ -325,11 +373,14 @@ def sample_lines(
         "lines_valid": reservoir.seen,
         "skipped_empty": counts.empty,
         "skipped_invalid_utf8": counts.invalid,
+        "skipped_nul": counts.nul,
         "skipped_short": counts.short,
         "skipped_long": counts.long,
         "min_chars": min_chars,
         "max_chars": max_chars,
         "carriage_returns_replaced": counts.cr,
+        "script": script_name(lang) if lang else None,
+        "script_share": share,
         "reservoir_size": len(reservoir.items),
         "duplicates_skipped": duplicates,
         "n_sample": len(sample),
@@ -353,7 +404,7 @@ def flores_code(lang: str) -> str:
         return FLORES_CODES[lang]
     if re.fullmatch(r"[a-z]{3}_[A-Z][a-z]{3}", lang):
         return lang
-    raise ValueError(f"unknown language {lang!r}: use one of {sorted(FLORES_CODES)} or a FLORES code like 'tha_Thai'")
+    raise UserError(f"unknown language {lang!r}: use one of {sorted(FLORES_CODES)} or a FLORES code like 'tha_Thai'")
 
 
 def _flores_files(root: Path, split: str, code: str) -> list[Path]:
@@ -412,15 +463,15 @@ def flores_table(en, tgt):
     for name, df in (("English", en), ("target", tgt)):
         text_col = "text" if "text" in df.columns else "sentence"  # flores_plus says text, facebook/flores sentence
         if "id" not in df.columns or text_col not in df.columns:
-            raise ValueError(f"FLORES {name} table needs 'id' and 'text' columns, has {list(df.columns)}")
+            raise UserError(f"FLORES {name} table needs 'id' and 'text' columns, has {list(df.columns)}")
         if df["id"].duplicated().any():
-            raise ValueError(f"FLORES {name} table has duplicate ids")
+            raise UserError(f"FLORES {name} table has duplicate ids")
         cols.append(dict(zip(df["id"].tolist(), df[text_col].tolist(), strict=True)))
         in_order.append(bool(df["id"].is_monotonic_increasing))
     en_by_id, tgt_by_id = cols
     if set(en_by_id) != set(tgt_by_id):
         only_en, only_tgt = len(set(en_by_id) - set(tgt_by_id)), len(set(tgt_by_id) - set(en_by_id))
-        raise ValueError(f"FLORES tables are not aligned: {only_en} ids only in English, {only_tgt} only in the target")
+        raise UserError(f"FLORES tables are not aligned: {only_en} ids only in English, {only_tgt} only in the target")
     ids = sorted(en_by_id)
     table = pd.DataFrame(
         {
@@ -438,7 +489,7 @@ def select_flores(table, *, items: str = "shuffle", n: int | None = None, seed: 
     sample order; ``first``; ``shuffle`` = ``n`` drawn with ``seed``, in release order), with a ``position`` column
     (0-based row of the release)."""
     if n is not None and n > len(table):
-        raise ValueError(f"too few FLORES sentences: {len(table)} available, n={n} asked for")
+        raise UserError(f"too few FLORES sentences: {len(table)} available, n={n} asked for")
     positions = select_positions(len(table), items, n, seed)
     out = table.iloc[positions].copy()
     out.insert(0, "position", positions)
@@ -512,6 +563,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out-mt", required=True)
     s.add_argument("--report", required=True)
     s.add_argument("--label", help="what the data is, e.g. 'stand-in for CC-100 / FLORES-200: ...'")
+    s.add_argument("--lang", help="the target language: its side must be mostly in its script (io.check_script)")
     s.add_argument("--log")
 
     c = sub.add_parser("sample", help="uniform sample of D and held-out lines from a CC-100 file (plain, .gz, .xz)")
@@ -524,6 +576,7 @@ def parser() -> argparse.ArgumentParser:
         "--max-chars", type=int, default=MAX_LINE_CHARS, help="longer lines are skipped and counted (see io.py)"
     )
     c.add_argument("--oversample", type=float, default=0.05, help="extra reservoir share that absorbs duplicates")
+    c.add_argument("--lang", help="the corpus's language: its lines must be mostly in its script (io.check_script)")
     c.add_argument("--out-train", required=True)
     c.add_argument("--out-heldout", required=True)
     c.add_argument("--report", required=True)
@@ -548,12 +601,18 @@ def main(argv: list[str] | None = None) -> None:
     log = setup_logging(a.log)
     if a.command == "split":
         pairs, lines = read_pairs_with_stats(a.pairs)
-        train, heldout, mt = split_pairs(pairs, n_train=a.n_train, n_heldout=a.n_heldout, n_mt=a.n_mt, seed=a.seed)
+        share = check_script(a.pairs, [t for _, t in pairs], a.lang, what="pairs' target side") if a.lang else None
+        try:
+            train, heldout, mt = split_pairs(pairs, n_train=a.n_train, n_heldout=a.n_heldout, n_mt=a.n_mt, seed=a.seed)
+        except ValueError as e:  # too few or duplicate pairs: the file's fault, not a bug
+            raise UserError(f"{a.pairs}: {e}") from e
         report = {
             "source": a.label,
             "pairs_file": str(a.pairs),
             "pairs_in": len(pairs),
             "pairs_file_lines": lines,
+            "target_script": script_name(a.lang) if a.lang else None,
+            "target_script_share": share,
             "seed": a.seed,
             "counts": {"train": len(train), "heldout": len(heldout), "mt": len(mt)},
             "mean_chars_per_line": {
@@ -576,6 +635,7 @@ def main(argv: list[str] | None = None) -> None:
             min_chars=a.min_chars,
             max_chars=a.max_chars,
             oversample=a.oversample,
+            lang=a.lang,
         )
         _write_lines(a.out_train, sample)
         _write_lines(a.out_heldout, heldout)
@@ -592,4 +652,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli_main(main)

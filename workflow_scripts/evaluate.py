@@ -400,9 +400,11 @@ def main(argv: list[str] | None = None) -> None:
     set_threads(a.threads)
     cell = read_cell(a.cell)
     t0 = time.time()
+    # The text is read first, so a bad file is refused before the model is loaded.
+    pairs = read_pairs(a.pairs, a.n) if a.task == "mt" else None
+    sentences = read_sentences(a.text, a.n) if a.task == "ppl" else None
     model, tokenizer = load_model(a.model, a.dtype)
     if a.task == "mt":
-        pairs = read_pairs(a.pairs, a.n)
         result = evaluate_mt(
             model,
             tokenizer,
@@ -416,7 +418,6 @@ def main(argv: list[str] | None = None) -> None:
         write_predictions(a.predictions, result.pop("predictions"))
         result["details"]["pairs_file"] = str(a.pairs)
     else:
-        sentences = read_sentences(a.text, a.n)
         result = evaluate_ppl(model, tokenizer, sentences, batch_size=a.batch_size)
         result["details"]["text_file"] = str(a.text)
     details = {"model_dir": str(a.model), **result["details"], "seconds": round(time.time() - t0, 2)}
@@ -427,4 +428,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from workflow_scripts.io import cli_main
+
+    cli_main(main)  # expected failures (bad input files) as one line, exit 1

@@ -10,7 +10,7 @@ import random
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,111 @@ def read_json(path: str | Path) -> Any:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
+class UserError(ValueError):
+    """An expected failure caused by the user's input (a missing, empty, compressed or wrong-language file): the
+    step's command line prints its message as one line and exits 1 (``cli_main``); any other exception is a bug and
+    keeps its traceback. A ValueError, so callers that catch bad input as ValueError still do."""
+
+
+def cli_main(main: Callable[[], Any]) -> None:
+    """Run a step's ``main()``; a UserError or a missing input file becomes one line ``error: ...`` on stderr (the
+    rule's log) and exit status 1."""
+    try:
+        code = main()
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
+    except FileNotFoundError as e:
+        name = e.filename if e.filename is not None else str(e)
+        print(f"error: {name}: no such file; check the path (or rerun the step that writes it)", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+# What a text reader can tell from a file's first bytes. Compressed data and UTF-16 are not UTF-8 text; read line by
+# line they would be skipped as invalid UTF-8 (or, UTF-16 of ASCII-range text, kept with a NUL every other byte).
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bzip2"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"PK\x03\x04", "zip"),
+)
+_SNIFF_BYTES = 4096
+
+
+def sniff_encoding(head: bytes) -> str | None:
+    """What the first bytes of a file say it is, when that is not plain text: "xz", "gzip", "bzip2", "zstd", "zip",
+    "UTF-16" (a byte order mark, or a NUL at every other byte of the first ones); None for anything else."""
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    # UTF-16 has its NUL bytes (the high byte of every ASCII-range character: Latin text, and the spaces and line ends
+    # of any script) at one parity only; NULs in UTF-8 text fall anywhere. With a byte order mark, one UTF-16 line
+    # end is enough (a stray FF FE before UTF-8 text is an invalid line, not UTF-16).
+    even, odd = head[::2].count(0), head[1::2].count(0)
+    if max(even, odd) >= max(4, 0.05 * len(head) / 2) and min(even, odd) <= 0.02 * max(even, odd):
+        return "UTF-16"
+    if (head.startswith(b"\xff\xfe") and b"\n\x00" in head) or (head.startswith(b"\xfe\xff") and b"\x00\n" in head):
+        return "UTF-16"
+    return None
+
+
+def check_text_head(path: str | Path, head: bytes, *, what: str, expect: str | None = None) -> None:
+    """Refuse (UserError naming the file) a file whose first bytes ``head`` show it is compressed in a way the reader
+    does not expect (``expect``: the compression it decompresses, e.g. "xz" for a CC-100 file) or UTF-16 text."""
+    kind = sniff_encoding(head)
+    if kind is None or kind == expect:
+        return
+    if kind == "UTF-16":
+        raise UserError(
+            f"{path}: the {what} file is UTF-16 text, not UTF-8; convert it (iconv -f UTF-16 -t UTF-8) and rerun"
+        )
+    hint = {"zip": "unzip it", "gzip": "gunzip it", "bzip2": "bunzip2 it", "zstd": "unzstd it", "xz": "unxz it"}[kind]
+    expected = f"{expect}-compressed or plain UTF-8 text" if expect else "plain UTF-8 text"
+    raise UserError(f"{path}: the {what} file is {kind}-compressed, not {expected}; {hint} and give the text file")
+
+
+def check_text_file(path: str | Path, *, what: str, expect: str | None = None) -> None:
+    """``check_text_head`` on the first bytes of ``path``; a missing file raises FileNotFoundError."""
+    with open(path, "rb") as f:
+        check_text_head(path, f.read(_SNIFF_BYTES), what=what, expect=expect)
+
+
+# The share of lines in a language's script: English text given as the Thai corpus is valid UTF-8, so only the script
+# tells it apart. A line counts when it holds one letter of the script (l10n.SCRIPT_RANGES, the table the planning
+# check uses); CC-100 lines mix in Latin names, numbers and URLs, so the share of a right corpus is below 1.
+MIN_SCRIPT_SHARE = 0.5
+
+
+def script_share(lines: list[str], lang: str) -> float | None:
+    """The share of ``lines`` with a letter of ``lang``'s script; None for a language without a script table."""
+    from workflow_scripts.l10n import SCRIPT_RANGES, in_script  # l10n imports this module
+
+    if lang not in SCRIPT_RANGES or not lines:
+        return None
+    return round(sum(in_script(s, lang) for s in lines) / len(lines), 4)
+
+
+def script_name(lang: str) -> str:
+    """The ISO 15924 script of ``lang`` (``th`` → ``Thai``), from its FLORES code."""
+    from workflow_scripts.corpus import FLORES_CODES
+
+    return FLORES_CODES.get(lang, f"{lang}_?").split("_")[-1]
+
+
+def check_script(path: str | Path, lines: list[str], lang: str, *, what: str) -> float | None:
+    """The script share of ``lines`` (see ``script_share``); a UserError naming the file when under MIN_SCRIPT_SHARE."""
+    share = script_share(lines, lang)
+    if share is not None and share < MIN_SCRIPT_SHARE:
+        raise UserError(
+            f"{path}: only {share:.1%} of the {what}'s {len(lines)} lines contain {script_name(lang)} script, the "
+            f"script of language {lang!r} (at least {MIN_SCRIPT_SHARE:.0%} needed); is it the text of another "
+            "language? Give the file of this language"
+        )
+    return share
+
+
 def read_lines(path: str | Path) -> list[str]:
     """Read a one-sentence-per-line UTF-8 text file, without the line ends."""
     with open(path, encoding="utf-8") as f:
@@ -77,23 +182,27 @@ MAX_LINE_CHARS = 10_000
 _log = logging.getLogger("vocabexp.io")
 
 
-def _new_corpus_stats(path: str | Path, max_chars: int) -> dict[str, Any]:
+def _new_corpus_stats(path: str | Path, max_chars: int, what: str) -> dict[str, Any]:
     return {
         "file": str(path),
+        "what": what,
         "lines_total": 0,
         "lines_kept": 0,
         "skipped_blank": 0,
         "skipped_invalid_utf8": 0,
         "skipped_long": 0,
+        "skipped_nul": 0,
         "max_chars": max_chars,
         "carriage_returns_replaced": 0,
         "first_invalid_utf8_line": None,
         "first_long_line": None,
+        "first_nul_line": None,
     }
 
 
 def _scan_corpus(path: str | Path, stats: dict[str, Any], max_chars: int) -> Iterator[tuple[int, str]]:
     """(line number, text) of each usable line of ``path``, counting what is skipped into ``stats`` as it goes."""
+    check_text_file(path, what=stats["what"])
     with open(path, "rb") as f:
         for number, raw in enumerate(f, 1):
             stats["lines_total"] += 1
@@ -101,6 +210,10 @@ def _scan_corpus(path: str | Path, stats: dict[str, Any], max_chars: int) -> Ite
             raw = raw[:-1] if raw.endswith(b"\r") else raw  # CRLF files
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]  # a UTF-8 byte order mark is not text
+            if b"\x00" in raw:  # valid UTF-8, but no text: a binary record or a stray NUL breaks tokenizers
+                stats["skipped_nul"] += 1
+                stats["first_nul_line"] = stats["first_nul_line"] or number
+                continue
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -124,8 +237,8 @@ def _scan_corpus(path: str | Path, stats: dict[str, Any], max_chars: int) -> Ite
 def _skipped_summary(stats: dict[str, Any]) -> str:
     return (
         f"{stats['lines_total']} line(s) ({stats['skipped_blank']} blank or whitespace-only, "
-        f"{stats['skipped_invalid_utf8']} not valid UTF-8, {stats['skipped_long']} longer than "
-        f"{stats['max_chars']} characters)"
+        f"{stats['skipped_invalid_utf8']} not valid UTF-8, {stats['skipped_nul']} with NUL bytes, "
+        f"{stats['skipped_long']} longer than {stats['max_chars']} characters)"
     )
 
 
@@ -135,6 +248,11 @@ def _report_skips(stats: dict[str, Any], what: str) -> None:
             "%s (%s): skipped %d line(s) that are not valid UTF-8 (first: line %d); re-encode the file as UTF-8 "
             "to keep them",
             stats["file"], what, stats["skipped_invalid_utf8"], stats["first_invalid_utf8_line"],
+        )  # fmt: skip
+    if stats["skipped_nul"]:
+        _log.warning(
+            "%s (%s): skipped %d line(s) that contain NUL bytes (first: line %d)",
+            stats["file"], what, stats["skipped_nul"], stats["first_nul_line"],
         )  # fmt: skip
     if stats["skipped_long"]:
         _log.warning(
@@ -149,10 +267,10 @@ def corpus_lines(path: str | Path, *, what: str, max_chars: int = MAX_LINE_CHARS
     ``what`` names the file's role in messages (e.g. "corpus D", "held-out text"). Raises ValueError naming the file
     when no line is left: an empty, whitespace-only or non-UTF-8 corpus is never passed on as an empty one.
     """
-    stats = _new_corpus_stats(path, max_chars)
+    stats = _new_corpus_stats(path, max_chars, what)
     lines = [text for _, text in _scan_corpus(path, stats, max_chars)]
     if not lines:
-        raise ValueError(
+        raise UserError(
             f"{path}: the {what} is empty: no usable line among {_skipped_summary(stats)}; it must hold UTF-8 "
             "text, one sentence a line: check the file or rerun the step that wrote it"
         )
@@ -172,17 +290,17 @@ def read_pairs_with_stats(
     path: str | Path, n: int | None = None, *, max_chars: int = MAX_LINE_CHARS
 ) -> tuple[list[tuple[str, str]], dict[str, Any]]:
     """``read_pairs`` and the counts of the lines it skipped (blank, not valid UTF-8, too long), as ``corpus_lines``."""
-    stats = _new_corpus_stats(path, max_chars)
+    stats = _new_corpus_stats(path, max_chars, "sentence pairs")
     pairs = []
     for i, line in _scan_corpus(path, stats, max_chars):
         fields = line.split("\t")
         if len(fields) != 2:
-            raise ValueError(f"{path}:{i}: expected 'English<TAB>target', found {len(fields)} tab-separated field(s)")
+            raise UserError(f"{path}:{i}: expected 'English<TAB>target', found {len(fields)} tab-separated field(s)")
         pairs.append((fields[0], fields[1]))
         if n is not None and len(pairs) >= n:
             break
     if not pairs:
-        raise ValueError(
+        raise UserError(
             f"{path}: no sentence pairs among {_skipped_summary(stats)}; expected UTF-8 lines 'English<TAB>target'"
         )
     _report_skips(stats, "sentence pairs")

@@ -22,7 +22,7 @@ import unicodedata
 from collections import Counter
 from pathlib import Path
 
-from workflow_scripts.io import atomic_path, setup_logging, write_json
+from workflow_scripts.io import UserError, atomic_path, setup_logging, write_json
 
 STAND_IN_LABEL = "stand-in for CC-100 / FLORES-200: LibreOffice UI translations (Debian libreoffice-l10n-{lang})"
 
@@ -46,7 +46,7 @@ _PLACEHOLDER = re.compile(r"\$\(|\$\d|%\d|%[sdu]|%[A-Z_]+%?|<[^>]*>|\{[^}]*\}|\\
 def _ar_members(data: bytes, name: str) -> dict[str, bytes]:
     """Members of a Unix ``ar`` archive (the container format of a .deb)."""
     if not data.startswith(b"!<arch>\n"):
-        raise ValueError(f"{name}: not a Debian package (missing ar magic)")
+        raise UserError(f"{name}: not a Debian package (missing ar magic)")
     pos, out = 8, {}
     while pos + 60 <= len(data):
         header = data[pos : pos + 60]
@@ -62,9 +62,9 @@ def read_mo_catalogues(deb: str | Path, lang: str) -> dict[str, bytes]:
     members = _ar_members(Path(deb).read_bytes(), str(deb))
     data_name = next((n for n in members if n.startswith("data.tar")), None)
     if data_name is None:
-        raise ValueError(f"{deb}: no data.tar.* member")
+        raise UserError(f"{deb}: no data.tar.* member")
     if data_name.endswith(".zst"):
-        raise ValueError(f"{deb}: zstd-compressed packages are not supported; use a Debian 12 package (xz)")
+        raise UserError(f"{deb}: zstd-compressed packages are not supported; use a Debian 12 package (xz)")
     root = "usr/lib/libreoffice/program/resource/"
     prefix = f"{root}{lang}/LC_MESSAGES/"
     out = {}
@@ -78,7 +78,7 @@ def read_mo_catalogues(deb: str | Path, lang: str) -> dict[str, bytes]:
                     out[Path(name).name] = tar.extractfile(m).read()
     if not out:
         held = f"it holds catalogues for {sorted(present)}" if present else "it holds no LibreOffice catalogues"
-        raise ValueError(
+        raise UserError(
             f"{deb}: no .mo catalogues for language {lang!r} under {prefix} ({held}): use the package "
             f"libreoffice-l10n-{lang}"
         )
@@ -143,7 +143,7 @@ def extract(deb: str | Path, lang: str, min_words: int = 4) -> tuple[list[tuple[
     raw = raw_pairs(mo)
     pairs, dropped = clean_pairs(raw, lang, min_words)
     if not pairs:
-        raise ValueError(
+        raise UserError(
             f"{deb}: no {lang!r} pairs left after cleaning ({len(raw)} raw pairs; dropped: "
             f"{dict(sorted(dropped.items()))})"
         )
@@ -177,4 +177,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from workflow_scripts.io import cli_main
+
+    cli_main(main)  # expected failures (bad input files) as one line, exit 1

@@ -87,4 +87,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from workflow_scripts.io import cli_main
+
+    cli_main(main)  # expected failures (bad input files) as one line, exit 1

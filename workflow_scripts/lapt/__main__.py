@@ -2,10 +2,11 @@
 
 import sys
 
+from workflow_scripts.io import cli_main
 from workflow_scripts.lapt.cli import main
 from workflow_scripts.lapt.loop import TrainingInterrupted
 
 try:
-    sys.exit(main())
+    cli_main(main)  # expected failures (bad input files) as one line, exit 1
 except TrainingInterrupted as e:  # a stop request (Slurm's USR1 before the time limit, TERM): checkpointed, resumable
     sys.exit(f"lapt: {e}; rerun to resume")
