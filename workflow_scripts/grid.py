@@ -239,11 +239,15 @@ _TYPE_NAMES = {
 def _relevant(error):
     """For a oneOf failure, the error of the alternative whose type matched (the enum, not 'not an array'); when no
     alternative has the value's type, an error that says which types are expected."""
-    if error.validator != "oneOf" or not error.context:
+    if error.validator not in ("oneOf", "anyOf") or not error.context:
         return error
     alternatives: dict[int, list] = {}
     for e in error.context:
         alternatives.setdefault(e.relative_schema_path[0], []).append(e)
+    if isinstance(error.instance, float) and error.instance.is_integer():
+        for errs in alternatives.values():
+            if any(e.validator == "type" and "integer" in e.validator_value for e in errs):
+                return errs[0]
     typed = [errs for errs in alternatives.values() if not any(e.validator == "type" and not e.path for e in errs)]
     if len(typed) == 1:
         return _relevant(typed[0][0])
@@ -254,20 +258,39 @@ def _relevant(error):
     return error
 
 
+# JSON Schema counts 1000.0 as an integer, but the steps' argparse (type=int) refuses "1000.0" inside a job: one
+# policy, applied at planning time.
+WHOLE_NUMBER_POLICY = "an integer setting is written without a decimal point"
+
+
+def _is_integer(checker, instance) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _strict_integers():
+    """Draft 2020-12 whose 'integer' is a Python int (not a whole float, not a bool)."""
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+    return jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _is_integer))
+
+
 def schema_errors(config: dict, schema_path: str | Path) -> list[str]:
     """Validate ``config`` against the YAML JSON-schema; one short line per problem, naming the key path."""
-    import jsonschema
     import yaml
 
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _strict_integers()(schema)
     lines = []
     for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
         error = _relevant(error)
         path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
         if "propertyNames" in error.schema_path:
             path = f"{path}.{error.instance}" if path else str(error.instance)
-        lines.append(f"{path or '<top level>'}: {error.message}")
+        message = error.message
+        if isinstance(error.instance, float) and error.instance.is_integer() and "integer" in message:
+            message += f"; {WHOLE_NUMBER_POLICY} ({int(error.instance)}, not {error.instance})"
+        lines.append(f"{path or '<top level>'}: {message}")
     return lines
 
 

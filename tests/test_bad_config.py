@@ -1,0 +1,64 @@
+"""Broken configs through the real Snakefile (`snakemake -n --configfile`): planning stops with one message naming
+the key (and the line, for a duplicate key), before any job, and without a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, snakemake, tiny_config
+
+
+def plan(tmp_path: Path, text: str | None = None, mutate=None) -> tuple[int, str]:
+    """Dry-run the test config (mutated, or replaced by ``text``) in a fresh working directory: (exit code, stderr)."""
+    path = tiny_config(tmp_path)
+    if mutate is not None:
+        config = yaml.safe_load(path.read_text())
+        mutate(config)
+        path.write_text(yaml.safe_dump(config))
+    if text is not None:
+        path.write_text(text)
+    run = snakemake(["-n", "-q", "--configfile", str(path)], tmp_path)
+    return run.returncode, run.stdout + run.stderr
+
+
+def refused(tmp_path: Path, *needles: str, **kwargs) -> str:
+    code, out = plan(tmp_path, **kwargs)
+    assert code != 0, out
+    assert "Traceback" not in out, out
+    for needle in needles:
+        assert needle in out, out
+    return out
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "configs/paper.yaml"])
+def test_shipped_configs_still_plan(name):
+    # in the repository: their package and corpus paths are relative to it
+    run = snakemake(["-n", "-q", "--configfile", str(REPO / name)], REPO)
+    assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.parametrize(
+    ("mutate", "key", "shown"),
+    [
+        (lambda c: c["data"].update(n_train=1000.0), "data.n_train", "(1000, not 1000.0)"),
+        (lambda c: c["evaluation"]["ppl"].update(batch_size=8.0), "evaluation.ppl.batch_size", "(8, not 8.0)"),
+        (lambda c: c["training"].update(max_steps=6.0), "training.max_steps", "(6, not 6.0)"),
+        (lambda c: c["training"].update(micro_batch=2.0), "training.micro_batch", "(2, not 2.0)"),
+        (lambda c: c["methods"][1].update(k=50.0), "methods[1].k", "(50, not 50.0)"),
+    ],
+)
+def test_whole_number_floats_are_refused_where_an_integer_is_expected(tmp_path, mutate, key, shown):
+    out = refused(tmp_path, f"{key}: ", shown, "without a decimal point", mutate=mutate)
+    assert out.count("without a decimal point") == 1, out
+
+
+def test_true_is_not_an_integer(tmp_path):
+    refused(tmp_path, "seed: True is not of type 'integer'", mutate=lambda c: c.update(seed=True))
+
+
+def test_floats_stay_accepted_where_the_schema_asks_for_a_number(tmp_path):
+    code, out = plan(tmp_path, mutate=lambda c: c["training"].update(epochs=1.0, lr=1.0))
+    assert code == 0, out
