@@ -62,3 +62,23 @@ def test_true_is_not_an_integer(tmp_path):
 def test_floats_stay_accepted_where_the_schema_asks_for_a_number(tmp_path):
     code, out = plan(tmp_path, mutate=lambda c: c["training"].update(epochs=1.0, lr=1.0))
     assert code == 0, out
+
+
+def two_stage(config: dict, split: list[float]) -> None:
+    config["method_defaults"]["procedure"] = "2-stage"
+    config["training"]["stage_split"] = split
+
+
+@pytest.mark.parametrize(("split", "total"), [([0.5, 0.6], "1.1"), ([0.2, 0.2], "0.4")])
+def test_stage_split_must_sum_to_one(tmp_path, split, total):
+    refused(
+        tmp_path,
+        f"training.stage_split: {split} sums to {total}",
+        "must sum to 1",
+        mutate=lambda c: two_stage(c, split),
+    )
+
+
+def test_stage_split_summing_to_one_plans(tmp_path):
+    code, out = plan(tmp_path, mutate=lambda c: two_stage(c, [0.3, 0.7]))
+    assert code == 0, out

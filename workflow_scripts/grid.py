@@ -370,6 +370,12 @@ def _check_cells(config: dict) -> list[str]:
                 f"model {model}) has {len(stages)} stage(s) {stages}; give {len(stages)} fractions, or null for "
                 "equal shares (set it in the methods entry of that procedure)"
             )
+        if split is not None and abs(sum(split) - 1) > 1e-9:
+            # lapt would renormalize them silently; a typo such as [0.5, 0.6] should not change the schedule unseen
+            errors.append(
+                f"{split_key}: {split} sums to {sum(split):g}; the fractions of the total steps per stage must sum "
+                "to 1 (or null for equal shares)"
+            )
         max_steps, steps_key = _hparam(config, model, first[m.slug], "max_steps")
         if max_steps is not None and max_steps < len(stages):
             errors.append(
