@@ -33,6 +33,7 @@ from workflow_scripts.grid import (
     check_config,
     config_warnings,
     deferred_checks,
+    duplicate_keys,
     schema_errors,
     slug_regex,
     with_adapted,
@@ -57,7 +58,9 @@ from workflow_scripts.paper.specs import (
 )  # noqa: E402
 
 SCHEMA = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
-_problems = schema_errors(config, SCHEMA)
+# the config files as written: a key given twice is refused before the merged config is validated
+_problems = [d for f in workflow.configfiles for d in duplicate_keys(f)]
+_problems = _problems or schema_errors(config, SCHEMA)
 if _problems:
     raise WorkflowError("invalid configuration:\n  - " + "\n  - ".join(_problems))
 validate(config, schema=str(SCHEMA), set_default=True)  # fills the schema's defaults

@@ -82,3 +82,26 @@ def test_stage_split_must_sum_to_one(tmp_path, split, total):
 def test_stage_split_summing_to_one_plans(tmp_path):
     code, out = plan(tmp_path, mutate=lambda c: two_stage(c, [0.3, 0.7]))
     assert code == 0, out
+
+
+def with_duplicate(tmp_path: Path, block: str) -> str:
+    """The test config's text (its package paths absolute) with ``block`` appended at the end; returns the text."""
+    return tiny_config(tmp_path).read_text() + block
+
+
+@pytest.mark.parametrize(
+    ("block", "key"),
+    [("seed: 7\n", "seed"), ("data: {n_train: 300, n_heldout: 40, n_mt: 8, l10n_min_english_words: 3}\n", "data")],
+)
+def test_a_key_given_twice_is_refused_with_both_lines(tmp_path, block, key):
+    text = with_duplicate(tmp_path, block)
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines, 1) if line.startswith(f"{key}:"))
+    out = refused(tmp_path, f"key {key!r} is given twice", f"(line {first} and line {len(lines)})", text=text)
+    assert "config.yaml" in out
+
+
+def test_a_nested_key_given_twice_is_refused(tmp_path):
+    text = tiny_config(tmp_path).read_text().replace("n_train: 400\n", "n_train: 400\n  n_train: 300\n", 1)
+    assert text.count("n_train:") == 2
+    refused(tmp_path, "key 'n_train' is given twice", text=text)

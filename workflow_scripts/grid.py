@@ -258,6 +258,33 @@ def _relevant(error):
     return error
 
 
+def duplicate_keys(path: str | Path) -> list[str]:
+    """One line per key given twice in the same mapping of a YAML (or JSON) config file, with both lines: Snakemake's
+    loader keeps the last value silently."""
+    import yaml
+
+    found: list[str] = []
+
+    class StrictLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    found.append(
+                        f"{path}: key {key!r} is given twice in the same mapping (line {seen[key]} and line {line}); "
+                        "the second would silently replace the first: keep one"
+                    )
+                else:
+                    seen[key] = line
+            return super().construct_mapping(node, deep=deep)
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, StrictLoader.construct_mapping)
+    yaml.load(Path(path).read_text(encoding="utf-8"), Loader=StrictLoader)
+    return found
+
+
 # JSON Schema counts 1000.0 as an integer, but the steps' argparse (type=int) refuses "1000.0" inside a job: one
 # policy, applied at planning time.
 WHOLE_NUMBER_POLICY = "an integer setting is written without a decimal point"
