@@ -105,3 +105,9 @@ def test_a_nested_key_given_twice_is_refused(tmp_path):
     text = tiny_config(tmp_path).read_text().replace("n_train: 400\n", "n_train: 400\n  n_train: 300\n", 1)
     assert text.count("n_train:") == 2
     refused(tmp_path, "key 'n_train' is given twice", text=text)
+
+
+@pytest.mark.parametrize("key", ["models", "languages", "methods"])
+def test_the_grid_keys_are_required(tmp_path, key):
+    out = refused(tmp_path, f"<top level>: '{key}' is a required property", mutate=lambda c: c.pop(key))
+    assert "KeyError" not in out
