@@ -111,3 +111,39 @@ def test_a_nested_key_given_twice_is_refused(tmp_path):
 def test_the_grid_keys_are_required(tmp_path, key):
     out = refused(tmp_path, f"<top level>: '{key}' is a required property", mutate=lambda c: c.pop(key))
     assert "KeyError" not in out
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (
+            lambda c: c["evaluation"]["mc"].update(fewshot=1000),
+            "evaluation.mc.fewshot: 1000 is greater than the maximum of 25",
+        ),
+        (
+            lambda c: c["evaluation"].update(gmmlu={"fewshot": 26}),
+            "evaluation.gmmlu.fewshot: 26 is greater than the maximum of 25",
+        ),
+        (
+            lambda c: c["tokenizer"].update(pad_to_multiple_of=10**9),
+            "tokenizer.pad_to_multiple_of: 1000000000 is greater than the maximum of 1024",
+        ),
+        (lambda c: c["models"].update(hubby={"kind": "hub", "path": ""}), "models.hubby.path: '' should be non-empty"),
+        (
+            lambda c: c["models"]["tiny"].update(chat={"kind": "hub", "path": ""}),
+            "models.tiny.chat.path: '' should be non-empty",
+        ),
+        (lambda c: c["models"].update({"-tiny": c["models"]["tiny"]}), "models.-tiny: '-tiny' does not match"),
+    ],
+)
+def test_out_of_range_settings_are_refused_by_the_schema(tmp_path, mutate, message):
+    refused(tmp_path, message, mutate=mutate)
+
+
+def test_the_bounds_themselves_are_accepted(tmp_path):
+    def at_bounds(config):
+        config["evaluation"]["mc"]["fewshot"] = 25
+        config["tokenizer"]["pad_to_multiple_of"] = 1024
+
+    code, out = plan(tmp_path, mutate=at_bounds)
+    assert code == 0, out

@@ -220,6 +220,8 @@ def _describe(schema: dict) -> str:
                 word += f" >= {schema['minimum']}"
             if "exclusiveMinimum" in schema:
                 word += f" > {schema['exclusiveMinimum']}"
+            if "maximum" in schema:
+                word += f" <= {schema['maximum']}"
             words.append(word)
         elif t is not None:
             words.append({"string": "a string", "boolean": "true or false", "null": "null", "object": "a mapping"}[t])
