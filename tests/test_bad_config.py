@@ -147,3 +147,13 @@ def test_the_bounds_themselves_are_accepted(tmp_path):
 
     code, out = plan(tmp_path, mutate=at_bounds)
     assert code == 0, out
+
+
+def test_a_high_l10n_min_english_words_is_named_rather_than_n_train(tmp_path):
+    out = refused(
+        tmp_path,
+        "data.l10n_min_english_words: 50 leaves",
+        "lower l10n_min_english_words",
+        mutate=lambda c: c["data"].update(l10n_min_english_words=50),
+    )
+    assert "data.n_train: n_train" not in out
