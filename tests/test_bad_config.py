@@ -170,3 +170,25 @@ def test_replace_on_a_small_corpus_names_replace_vocab_size(smollm2_tokenizer_di
     assert "aux" not in str(err.value)
     most = int(re.search(r"replace_vocab_size <= (\d+)", str(err.value)).group(1))
     assert train_replacement_tokenizer(small, smollm2_tokenizer_dir, most)[0].get_vocab_size() == most
+
+
+def with_mumo(config: dict, target: str) -> None:
+    config["methods"].append({"init": "none", "procedure": "MuMo"})
+    config["mumo"] = {"target_tokenizer": target}
+
+
+def test_a_missing_mumo_target_tokenizer_is_named_at_planning(tmp_path):
+    refused(
+        tmp_path,
+        "mumo.target_tokenizer: ",
+        "missing/th/tokenizer.json",
+        "(language th)",
+        mutate=lambda c: with_mumo(c, str(tmp_path / "missing" / "{lang}" / "tokenizer.json")),
+    )
+
+
+def test_a_mumo_target_tokenizer_that_exists_plans(tmp_path, smollm2_tokenizer_dir):
+    code, out = plan(tmp_path, mutate=lambda c: with_mumo(c, str(smollm2_tokenizer_dir / "tokenizer.json")))
+    assert code == 0, out
+    code, out = plan(tmp_path, mutate=lambda c: with_mumo(c, str(smollm2_tokenizer_dir)))
+    assert code == 0, out

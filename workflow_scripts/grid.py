@@ -560,6 +560,7 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
         try:
             errors += _check_cells(config)
             errors += _check_posthoc(config)
+            errors += _check_mumo_target(config, workdir)
         except ConfigError as e:
             errors.append(str(e))
     if errors:
@@ -574,6 +575,22 @@ def with_adapted(methods: list[Method]) -> list[Method]:
     for m in methods:
         out.setdefault(m.adapted.slug, m.adapted)
     return list(out.values())
+
+
+def _check_mumo_target(config: dict, workdir: Path) -> list[str]:
+    """mumo.target_tokenizer, where a MuMo cell reads it: a tokenizer.json, or a folder holding one, per language."""
+    target = (config.get("mumo") or {}).get("target_tokenizer")
+    if not target:
+        return []
+    errors = []
+    for lang in dict.fromkeys(lang for _, lang, m in expand_grid(config) if m.is_mumo):
+        path = workdir / target.replace("{lang}", lang)
+        if not (path.is_file() or (path / "tokenizer.json").is_file()):
+            errors.append(
+                f"mumo.target_tokenizer: {str(path)!r} (language {lang}) is neither a tokenizer.json nor a folder "
+                "holding one; fix the path, or null for the language's auxiliary tokenizer trained on D"
+            )
+    return errors
 
 
 def _check_mumo(methods: list[Method]) -> list[str]:
