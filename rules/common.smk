@@ -38,6 +38,7 @@ from workflow_scripts.grid import (
     slug_regex,
     with_adapted,
     tasks_of,
+    unset_evaluation,
 )  # noqa: E402
 from workflow_scripts.gpu_fit import gpu_fit_problems  # noqa: E402
 from workflow_scripts.resources import (
@@ -63,6 +64,7 @@ _problems = [d for f in workflow.configfiles for d in duplicate_keys(f)]
 _problems = _problems or schema_errors(config, SCHEMA)
 if _problems:
     raise WorkflowError("invalid configuration:\n  - " + "\n  - ".join(_problems))
+_unset = unset_evaluation(config, SCHEMA)  # before the defaults fill it in
 validate(config, schema=str(SCHEMA), set_default=True)  # fills the schema's defaults
 try:
     # paths resolve against the working directory, as Snakemake does
@@ -72,7 +74,7 @@ try:
 except ConfigError as e:
     raise WorkflowError(str(e)) from None
 # Printed with the plan: settings that run but are probably not meant, and the data checks that happen later.
-for _line in config_warnings(config):
+for _line in [*_unset, *config_warnings(config)]:
     print(f"config warning: {_line}", file=sys.stderr)
 for _line in deferred_checks(config):
     print(f"checked later: {_line}", file=sys.stderr)

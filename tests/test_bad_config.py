@@ -192,3 +192,12 @@ def test_a_mumo_target_tokenizer_that_exists_plans(tmp_path, smollm2_tokenizer_d
     assert code == 0, out
     code, out = plan(tmp_path, mutate=lambda c: with_mumo(c, str(smollm2_tokenizer_dir)))
     assert code == 0, out
+
+
+def test_no_evaluation_block_is_said_at_planning(tmp_path):
+    code, out = plan(tmp_path, mutate=lambda c: c.pop("evaluation"))
+    assert code == 0, out
+    assert "config warning: evaluation: not set, so the schema's paper-scale defaults apply" in out
+    assert "mt.n 500" in out
+    code, out = plan(tmp_path)
+    assert code == 0 and "evaluation: not set" not in out, out

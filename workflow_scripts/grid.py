@@ -437,6 +437,26 @@ def config_warnings(config: dict) -> list[str]:
     return list(dict.fromkeys(warnings))
 
 
+def unset_evaluation(config: dict, schema_path: str | Path) -> list[str]:
+    """A warning when the config (as written, before the schema's defaults) has no ``evaluation`` block: the
+    schema's defaults are paper-scale (item counts of the paper's runs), easy to start without meaning to."""
+    import yaml
+
+    if "evaluation" in config:
+        return []
+    evaluation = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))["properties"]["evaluation"]
+    tasks = evaluation["properties"]["tasks"]["default"]
+    sizes = []
+    for task in tasks:
+        spec = evaluation["properties"].get(task, {}).get("properties", {})
+        if "n" in spec and "default" in spec["n"]:
+            sizes.append(f"{task}.n {spec['n']['default']}")
+    return [
+        f"evaluation: not set, so the schema's paper-scale defaults apply (tasks {tasks}; {', '.join(sizes)}); "
+        "give an evaluation block for a smaller run"
+    ]
+
+
 def deferred_checks(config: dict) -> list[str]:
     """What cannot be checked at planning time without downloading or streaming, and when it is checked."""
     data = config.get("data", {})
