@@ -3,13 +3,14 @@ the key (and the line, for a duplicate key), before any job, and without a trace
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.conftest import REPO, snakemake, tiny_config
+
+pytestmark = pytest.mark.slow  # each test is a Snakemake dry run (3-9 s)
 
 
 def plan(tmp_path: Path, text: str | None = None, mutate=None) -> tuple[int, str]:
@@ -158,18 +159,6 @@ def test_a_high_l10n_min_english_words_is_named_rather_than_n_train(tmp_path):
         mutate=lambda c: c["data"].update(l10n_min_english_words=50),
     )
     assert "data.n_train: n_train" not in out
-
-
-def test_replace_on_a_small_corpus_names_replace_vocab_size(smollm2_tokenizer_dir, thai_lines):
-    """Checked when the tokenizer is trained, as the aux vocabulary is: planning cannot know how far BPE gets."""
-    from workflow_scripts.vocab.replace import train_replacement_tokenizer
-
-    small = thai_lines[:40]
-    with pytest.raises(ValueError, match=r"^tokenizer\.replace_vocab_size: corpus too small") as err:
-        train_replacement_tokenizer(small, smollm2_tokenizer_dir, 32_000)
-    assert "aux" not in str(err.value)
-    most = int(re.search(r"replace_vocab_size <= (\d+)", str(err.value)).group(1))
-    assert train_replacement_tokenizer(small, smollm2_tokenizer_dir, most)[0].get_vocab_size() == most
 
 
 def with_mumo(config: dict, target: str) -> None:
