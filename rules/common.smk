@@ -33,10 +33,12 @@ from workflow_scripts.grid import (
     check_config,
     config_warnings,
     deferred_checks,
+    duplicate_keys,
     schema_errors,
     slug_regex,
     with_adapted,
     tasks_of,
+    unset_evaluation,
 )  # noqa: E402
 from workflow_scripts.gpu_fit import gpu_fit_problems  # noqa: E402
 from workflow_scripts.resources import (
@@ -57,9 +59,12 @@ from workflow_scripts.paper.specs import (
 )  # noqa: E402
 
 SCHEMA = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
-_problems = schema_errors(config, SCHEMA)
+# the config files as written: a key given twice is refused before the merged config is validated
+_problems = [d for f in workflow.configfiles for d in duplicate_keys(f)]
+_problems = _problems or schema_errors(config, SCHEMA)
 if _problems:
     raise WorkflowError("invalid configuration:\n  - " + "\n  - ".join(_problems))
+_unset = unset_evaluation(config, SCHEMA)  # before the defaults fill it in
 validate(config, schema=str(SCHEMA), set_default=True)  # fills the schema's defaults
 try:
     # paths resolve against the working directory, as Snakemake does
@@ -69,7 +74,7 @@ try:
 except ConfigError as e:
     raise WorkflowError(str(e)) from None
 # Printed with the plan: settings that run but are probably not meant, and the data checks that happen later.
-for _line in config_warnings(config):
+for _line in [*_unset, *config_warnings(config)]:
     print(f"config warning: {_line}", file=sys.stderr)
 for _line in deferred_checks(config):
     print(f"checked later: {_line}", file=sys.stderr)

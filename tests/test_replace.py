@@ -97,6 +97,16 @@ def test_too_small_size_is_refused(smollm2_tokenizer_dir, thai_lines):
         train_replacement_tokenizer(thai_lines, smollm2_tokenizer_dir, 200)
 
 
+def test_replace_on_a_small_corpus_names_replace_vocab_size(smollm2_tokenizer_dir, thai_lines):
+    """Checked when the tokenizer is trained, as the aux vocabulary is: planning cannot know how far BPE gets."""
+    small = thai_lines[:40]
+    with pytest.raises(ValueError, match=r"^tokenizer\.replace_vocab_size: corpus too small") as err:
+        train_replacement_tokenizer(small, smollm2_tokenizer_dir, 32_000)
+    assert "aux" not in str(err.value)
+    most = int(re.search(r"replace_vocab_size <= (\d+)", str(err.value)).group(1))
+    assert train_replacement_tokenizer(small, smollm2_tokenizer_dir, most)[0].get_vocab_size() == most
+
+
 # ---------------------------------------------------------------------------------------------- 2. initialization
 
 

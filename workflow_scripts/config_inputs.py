@@ -9,6 +9,7 @@ import functools
 from pathlib import Path
 
 CC100_PEEK_BYTES = 1 << 20  # decompressed bytes of a local CC-100 file read at planning time
+DEFAULT_MIN_WORDS = 4  # the schema's default data.l10n_min_english_words
 
 
 @functools.lru_cache(maxsize=32)
@@ -24,14 +25,28 @@ def check_l10n_deb(deb: Path, lang: str, config: dict) -> list[str]:
     data = config.get("data", {})
     try:
         st = deb.stat()
-        n = _l10n_pair_count(deb.resolve(), st.st_mtime_ns, st.st_size, lang, data.get("l10n_min_english_words", 4))
+        n = _l10n_pair_count(
+            deb.resolve(), st.st_mtime_ns, st.st_size, lang, data.get("l10n_min_english_words", DEFAULT_MIN_WORDS)
+        )
     except Exception as e:  # a wrong-language or broken package fails the same way in the extract_l10n_pairs job
         return [f"{key}: {e}"]
     sizes = {k: data.get(k) for k in ("n_train", "n_heldout", "n_mt")}
     if None in sizes.values() or n >= sum(sizes.values()):
         return []
+    min_words = data.get("l10n_min_english_words", DEFAULT_MIN_WORDS)
+    if min_words > DEFAULT_MIN_WORDS:
+        # the filter, not the sizes, is what a config raising it changed: blame it when the default would do
+        at_default = _l10n_pair_count(deb.resolve(), st.st_mtime_ns, st.st_size, lang, DEFAULT_MIN_WORDS)
+        if at_default >= sum(sizes.values()):
+            return [
+                f"data.l10n_min_english_words: {min_words} leaves {n} {lang!r} pairs in {key} {str(deb)!r} (English "
+                f"msgids of fewer words are dropped), fewer than the {sum(sizes.values())} asked for by data.n_train "
+                f"+ n_heldout + n_mt; {DEFAULT_MIN_WORDS} leaves {at_default}: lower l10n_min_english_words"
+            ]
     room = n - sizes["n_heldout"] - sizes["n_mt"]
     fix = f"lower data.n_train to at most {room}" if room >= 1 else "lower data.n_heldout and data.n_mt"
+    if min_words > DEFAULT_MIN_WORDS:
+        fix += f", or data.l10n_min_english_words ({min_words})"
     return [
         f"data.n_train: n_train {sizes['n_train']} + n_heldout {sizes['n_heldout']} + n_mt {sizes['n_mt']} = "
         f"{sum(sizes.values())} pairs asked for, but {key} {str(deb)!r} holds {n} {lang!r} pairs after cleaning; "

@@ -220,6 +220,8 @@ def _describe(schema: dict) -> str:
                 word += f" >= {schema['minimum']}"
             if "exclusiveMinimum" in schema:
                 word += f" > {schema['exclusiveMinimum']}"
+            if "maximum" in schema:
+                word += f" <= {schema['maximum']}"
             words.append(word)
         elif t is not None:
             words.append({"string": "a string", "boolean": "true or false", "null": "null", "object": "a mapping"}[t])
@@ -239,11 +241,15 @@ _TYPE_NAMES = {
 def _relevant(error):
     """For a oneOf failure, the error of the alternative whose type matched (the enum, not 'not an array'); when no
     alternative has the value's type, an error that says which types are expected."""
-    if error.validator != "oneOf" or not error.context:
+    if error.validator not in ("oneOf", "anyOf") or not error.context:
         return error
     alternatives: dict[int, list] = {}
     for e in error.context:
         alternatives.setdefault(e.relative_schema_path[0], []).append(e)
+    if isinstance(error.instance, float) and error.instance.is_integer():
+        for errs in alternatives.values():
+            if any(e.validator == "type" and "integer" in e.validator_value for e in errs):
+                return errs[0]
     typed = [errs for errs in alternatives.values() if not any(e.validator == "type" and not e.path for e in errs)]
     if len(typed) == 1:
         return _relevant(typed[0][0])
@@ -254,20 +260,66 @@ def _relevant(error):
     return error
 
 
+def duplicate_keys(path: str | Path) -> list[str]:
+    """One line per key given twice in the same mapping of a YAML (or JSON) config file, with both lines: Snakemake's
+    loader keeps the last value silently."""
+    import yaml
+
+    found: list[str] = []
+
+    class StrictLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    found.append(
+                        f"{path}: key {key!r} is given twice in the same mapping (line {seen[key]} and line {line}); "
+                        "the second would silently replace the first: keep one"
+                    )
+                else:
+                    seen[key] = line
+            return super().construct_mapping(node, deep=deep)
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, StrictLoader.construct_mapping)
+    yaml.load(Path(path).read_text(encoding="utf-8"), Loader=StrictLoader)
+    return found
+
+
+# JSON Schema counts 1000.0 as an integer, but the steps' argparse (type=int) refuses "1000.0" inside a job: one
+# policy, applied at planning time.
+WHOLE_NUMBER_POLICY = "an integer setting is written without a decimal point"
+
+
+def _is_integer(checker, instance) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _strict_integers():
+    """Draft 2020-12 whose 'integer' is a Python int (not a whole float, not a bool)."""
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+    return jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _is_integer))
+
+
 def schema_errors(config: dict, schema_path: str | Path) -> list[str]:
     """Validate ``config`` against the YAML JSON-schema; one short line per problem, naming the key path."""
-    import jsonschema
     import yaml
 
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _strict_integers()(schema)
     lines = []
     for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
         error = _relevant(error)
         path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
         if "propertyNames" in error.schema_path:
             path = f"{path}.{error.instance}" if path else str(error.instance)
-        lines.append(f"{path or '<top level>'}: {error.message}")
+        message = error.message
+        if isinstance(error.instance, float) and error.instance.is_integer() and "integer" in message:
+            message += f"; {WHOLE_NUMBER_POLICY} ({int(error.instance)}, not {error.instance})"
+        lines.append(f"{path or '<top level>'}: {message}")
     return lines
 
 
@@ -347,6 +399,12 @@ def _check_cells(config: dict) -> list[str]:
                 f"model {model}) has {len(stages)} stage(s) {stages}; give {len(stages)} fractions, or null for "
                 "equal shares (set it in the methods entry of that procedure)"
             )
+        if split is not None and abs(sum(split) - 1) > 1e-9:
+            # lapt would renormalize them silently; a typo such as [0.5, 0.6] should not change the schedule unseen
+            errors.append(
+                f"{split_key}: {split} sums to {sum(split):g}; the fractions of the total steps per stage must sum "
+                "to 1 (or null for equal shares)"
+            )
         max_steps, steps_key = _hparam(config, model, first[m.slug], "max_steps")
         if max_steps is not None and max_steps < len(stages):
             errors.append(
@@ -377,6 +435,26 @@ def config_warnings(config: dict) -> list[str]:
                 f"training; lower checkpoint_every"
             )
     return list(dict.fromkeys(warnings))
+
+
+def unset_evaluation(config: dict, schema_path: str | Path) -> list[str]:
+    """A warning when the config (as written, before the schema's defaults) has no ``evaluation`` block: the
+    schema's defaults are paper-scale (item counts of the paper's runs), easy to start without meaning to."""
+    import yaml
+
+    if "evaluation" in config:
+        return []
+    evaluation = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))["properties"]["evaluation"]
+    tasks = evaluation["properties"]["tasks"]["default"]
+    sizes = []
+    for task in tasks:
+        spec = evaluation["properties"].get(task, {}).get("properties", {})
+        if "n" in spec and "default" in spec["n"]:
+            sizes.append(f"{task}.n {spec['n']['default']}")
+    return [
+        f"evaluation: not set, so the schema's paper-scale defaults apply (tasks {tasks}; {', '.join(sizes)}); "
+        "give an evaluation block for a smaller run"
+    ]
 
 
 def deferred_checks(config: dict) -> list[str]:
@@ -502,6 +580,7 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
         try:
             errors += _check_cells(config)
             errors += _check_posthoc(config)
+            errors += _check_mumo_target(config, workdir)
         except ConfigError as e:
             errors.append(str(e))
     if errors:
@@ -516,6 +595,22 @@ def with_adapted(methods: list[Method]) -> list[Method]:
     for m in methods:
         out.setdefault(m.adapted.slug, m.adapted)
     return list(out.values())
+
+
+def _check_mumo_target(config: dict, workdir: Path) -> list[str]:
+    """mumo.target_tokenizer, where a MuMo cell reads it: a tokenizer.json, or a folder holding one, per language."""
+    target = (config.get("mumo") or {}).get("target_tokenizer")
+    if not target:
+        return []
+    errors = []
+    for lang in dict.fromkeys(lang for _, lang, m in expand_grid(config) if m.is_mumo):
+        path = workdir / target.replace("{lang}", lang)
+        if not (path.is_file() or (path / "tokenizer.json").is_file()):
+            errors.append(
+                f"mumo.target_tokenizer: {str(path)!r} (language {lang}) is neither a tokenizer.json nor a folder "
+                "holding one; fix the path, or null for the language's auxiliary tokenizer trained on D"
+            )
+    return errors
 
 
 def _check_mumo(methods: list[Method]) -> list[str]:

@@ -14,6 +14,7 @@ Gemma's whitespace runs) are ordinary text for the new BPE: they are dropped and
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -115,7 +116,19 @@ def train_replacement_tokenizer(
             f"replace_vocab_size={vocab_size} leaves no room for BPE pieces after {reserve} special tokens and "
             "256 byte symbols"
         )
-    aux = train_aux_tokenizer(lines, source_tokenizer_dir, vocab_size - reserve, seed, threads)
+    try:
+        aux = train_aux_tokenizer(lines, source_tokenizer_dir, vocab_size - reserve, seed, threads)
+    except ValueError as e:
+        # the same BPE route as the aux tokenizer, but the size a user can change is replace_vocab_size
+        limit = re.search(r"corpus too small .* use aux vocab size <= (\d+)", str(e))
+        if limit is None:
+            raise
+        most = int(limit.group(1)) + reserve
+        raise ValueError(
+            f"tokenizer.replace_vocab_size: corpus too small for a replacement vocabulary of {vocab_size} "
+            f"({reserve} special tokens included): BPE on {len(lines)} lines reaches at most {most}; use "
+            f"replace_vocab_size <= {most} or more text"
+        ) from None
     out, mapping = build_replacement_json(tj, family, aux, vocab_size)
     text = json.dumps(out, ensure_ascii=False)
     return Tokenizer.from_str(text), mapping, text

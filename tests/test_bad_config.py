@@ -1,0 +1,192 @@
+"""Broken configs through the real Snakefile (`snakemake -n --configfile`): planning stops with one message naming
+the key (and the line, for a duplicate key), before any job, and without a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, snakemake, tiny_config
+
+pytestmark = pytest.mark.slow  # each test is a Snakemake dry run (3-9 s)
+
+
+def plan(tmp_path: Path, text: str | None = None, mutate=None) -> tuple[int, str]:
+    """Dry-run the test config (mutated, or replaced by ``text``) in a fresh working directory: (exit code, stderr)."""
+    path = tiny_config(tmp_path)
+    if mutate is not None:
+        config = yaml.safe_load(path.read_text())
+        mutate(config)
+        path.write_text(yaml.safe_dump(config))
+    if text is not None:
+        path.write_text(text)
+    run = snakemake(["-n", "-q", "--configfile", str(path)], tmp_path)
+    return run.returncode, run.stdout + run.stderr
+
+
+def refused(tmp_path: Path, *needles: str, **kwargs) -> str:
+    code, out = plan(tmp_path, **kwargs)
+    assert code != 0, out
+    assert "Traceback" not in out, out
+    for needle in needles:
+        assert needle in out, out
+    return out
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "configs/paper.yaml"])
+def test_shipped_configs_still_plan(name):
+    # in the repository: their package and corpus paths are relative to it
+    run = snakemake(["-n", "-q", "--configfile", str(REPO / name)], REPO)
+    assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.parametrize(
+    ("mutate", "key", "shown"),
+    [
+        (lambda c: c["data"].update(n_train=1000.0), "data.n_train", "(1000, not 1000.0)"),
+        (lambda c: c["evaluation"]["ppl"].update(batch_size=8.0), "evaluation.ppl.batch_size", "(8, not 8.0)"),
+        (lambda c: c["training"].update(max_steps=6.0), "training.max_steps", "(6, not 6.0)"),
+        (lambda c: c["training"].update(micro_batch=2.0), "training.micro_batch", "(2, not 2.0)"),
+        (lambda c: c["methods"][1].update(k=50.0), "methods[1].k", "(50, not 50.0)"),
+    ],
+)
+def test_whole_number_floats_are_refused_where_an_integer_is_expected(tmp_path, mutate, key, shown):
+    out = refused(tmp_path, f"{key}: ", shown, "without a decimal point", mutate=mutate)
+    assert out.count("without a decimal point") == 1, out
+
+
+def test_true_is_not_an_integer(tmp_path):
+    refused(tmp_path, "seed: True is not of type 'integer'", mutate=lambda c: c.update(seed=True))
+
+
+def test_floats_stay_accepted_where_the_schema_asks_for_a_number(tmp_path):
+    code, out = plan(tmp_path, mutate=lambda c: c["training"].update(epochs=1.0, lr=1.0))
+    assert code == 0, out
+
+
+def two_stage(config: dict, split: list[float]) -> None:
+    config["method_defaults"]["procedure"] = "2-stage"
+    config["training"]["stage_split"] = split
+
+
+@pytest.mark.parametrize(("split", "total"), [([0.5, 0.6], "1.1"), ([0.2, 0.2], "0.4")])
+def test_stage_split_must_sum_to_one(tmp_path, split, total):
+    refused(
+        tmp_path,
+        f"training.stage_split: {split} sums to {total}",
+        "must sum to 1",
+        mutate=lambda c: two_stage(c, split),
+    )
+
+
+def test_stage_split_summing_to_one_plans(tmp_path):
+    code, out = plan(tmp_path, mutate=lambda c: two_stage(c, [0.3, 0.7]))
+    assert code == 0, out
+
+
+def with_duplicate(tmp_path: Path, block: str) -> str:
+    """The test config's text (its package paths absolute) with ``block`` appended at the end; returns the text."""
+    return tiny_config(tmp_path).read_text() + block
+
+
+@pytest.mark.parametrize(
+    ("block", "key"),
+    [("seed: 7\n", "seed"), ("data: {n_train: 300, n_heldout: 40, n_mt: 8, l10n_min_english_words: 3}\n", "data")],
+)
+def test_a_key_given_twice_is_refused_with_both_lines(tmp_path, block, key):
+    text = with_duplicate(tmp_path, block)
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines, 1) if line.startswith(f"{key}:"))
+    out = refused(tmp_path, f"key {key!r} is given twice", f"(line {first} and line {len(lines)})", text=text)
+    assert "config.yaml" in out
+
+
+def test_a_nested_key_given_twice_is_refused(tmp_path):
+    text = tiny_config(tmp_path).read_text().replace("n_train: 400\n", "n_train: 400\n  n_train: 300\n", 1)
+    assert text.count("n_train:") == 2
+    refused(tmp_path, "key 'n_train' is given twice", text=text)
+
+
+@pytest.mark.parametrize("key", ["models", "languages", "methods"])
+def test_the_grid_keys_are_required(tmp_path, key):
+    out = refused(tmp_path, f"<top level>: '{key}' is a required property", mutate=lambda c: c.pop(key))
+    assert "KeyError" not in out
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (
+            lambda c: c["evaluation"]["mc"].update(fewshot=1000),
+            "evaluation.mc.fewshot: 1000 is greater than the maximum of 25",
+        ),
+        (
+            lambda c: c["evaluation"].update(gmmlu={"fewshot": 26}),
+            "evaluation.gmmlu.fewshot: 26 is greater than the maximum of 25",
+        ),
+        (
+            lambda c: c["tokenizer"].update(pad_to_multiple_of=10**9),
+            "tokenizer.pad_to_multiple_of: 1000000000 is greater than the maximum of 1024",
+        ),
+        (lambda c: c["models"].update(hubby={"kind": "hub", "path": ""}), "models.hubby.path: '' should be non-empty"),
+        (
+            lambda c: c["models"]["tiny"].update(chat={"kind": "hub", "path": ""}),
+            "models.tiny.chat.path: '' should be non-empty",
+        ),
+        (lambda c: c["models"].update({"-tiny": c["models"]["tiny"]}), "models.-tiny: '-tiny' does not match"),
+    ],
+)
+def test_out_of_range_settings_are_refused_by_the_schema(tmp_path, mutate, message):
+    refused(tmp_path, message, mutate=mutate)
+
+
+def test_the_bounds_themselves_are_accepted(tmp_path):
+    def at_bounds(config):
+        config["evaluation"]["mc"]["fewshot"] = 25
+        config["tokenizer"]["pad_to_multiple_of"] = 1024
+
+    code, out = plan(tmp_path, mutate=at_bounds)
+    assert code == 0, out
+
+
+def test_a_high_l10n_min_english_words_is_named_rather_than_n_train(tmp_path):
+    out = refused(
+        tmp_path,
+        "data.l10n_min_english_words: 50 leaves",
+        "lower l10n_min_english_words",
+        mutate=lambda c: c["data"].update(l10n_min_english_words=50),
+    )
+    assert "data.n_train: n_train" not in out
+
+
+def with_mumo(config: dict, target: str) -> None:
+    config["methods"].append({"init": "none", "procedure": "MuMo"})
+    config["mumo"] = {"target_tokenizer": target}
+
+
+def test_a_missing_mumo_target_tokenizer_is_named_at_planning(tmp_path):
+    refused(
+        tmp_path,
+        "mumo.target_tokenizer: ",
+        "missing/th/tokenizer.json",
+        "(language th)",
+        mutate=lambda c: with_mumo(c, str(tmp_path / "missing" / "{lang}" / "tokenizer.json")),
+    )
+
+
+def test_a_mumo_target_tokenizer_that_exists_plans(tmp_path, smollm2_tokenizer_dir):
+    code, out = plan(tmp_path, mutate=lambda c: with_mumo(c, str(smollm2_tokenizer_dir / "tokenizer.json")))
+    assert code == 0, out
+    code, out = plan(tmp_path, mutate=lambda c: with_mumo(c, str(smollm2_tokenizer_dir)))
+    assert code == 0, out
+
+
+def test_no_evaluation_block_is_said_at_planning(tmp_path):
+    code, out = plan(tmp_path, mutate=lambda c: c.pop("evaluation"))
+    assert code == 0, out
+    assert "config warning: evaluation: not set, so the schema's paper-scale defaults apply" in out
+    assert "mt.n 500" in out
+    code, out = plan(tmp_path)
+    assert code == 0 and "evaluation: not set" not in out, out
