@@ -207,6 +207,8 @@ def test_report_on_the_paper_grid(tmp_path):
                 minutes += n * speed_plan.runtime_minutes(validated, spec["size"])
             else:
                 minutes += n * sized_resources(task_rule(task), spec["size"])["runtime"]
+            if task == "sum" and validated["evaluation"]["sum"]["bleurt"]:  # BLEURT scores each sum cell's output
+                minutes += n * sized_resources("score_bleurt", spec["size"])["runtime"]
         assert report["by_model"][model]["gpu_hours"] == pytest.approx(minutes / 60, abs=1e-3)
     assert report["sizes"] == {"llama2": "7B", "llama3": "8B", "gemma2": "9B"}
     assert report["local"]["download_cc100"] == len(grid["languages"])
