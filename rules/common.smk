@@ -33,13 +33,12 @@ from workflow_scripts.grid import (
     check_config,
     config_warnings,
     deferred_checks,
-    duplicate_keys,
     schema_errors,
     slug_regex,
     with_adapted,
     tasks_of,
-    unset_evaluation,
 )  # noqa: E402
+from workflow_scripts.config_files import duplicate_keys, unset_evaluation  # noqa: E402
 from workflow_scripts.gpu_fit import gpu_fit_problems  # noqa: E402
 from workflow_scripts.resources import (
     rule_gpus,

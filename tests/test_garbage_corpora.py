@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import l10n_pairs
 
-from workflow_scripts.io import MIN_SCRIPT_SHARE, UserError, cli_main, corpus_lines, sniff_encoding
+from workflow_scripts.io import UserError, cli_main, corpus_lines, sniff_encoding
+from workflow_scripts.languages import MIN_SCRIPT_SHARE
 
 REPO = Path(__file__).resolve().parent.parent
 

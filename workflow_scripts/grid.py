@@ -260,33 +260,6 @@ def _relevant(error):
     return error
 
 
-def duplicate_keys(path: str | Path) -> list[str]:
-    """One line per key given twice in the same mapping of a YAML (or JSON) config file, with both lines: Snakemake's
-    loader keeps the last value silently."""
-    import yaml
-
-    found: list[str] = []
-
-    class StrictLoader(yaml.SafeLoader):
-        def construct_mapping(self, node, deep=False):
-            seen: dict = {}
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=True)
-                line = key_node.start_mark.line + 1
-                if key in seen:
-                    found.append(
-                        f"{path}: key {key!r} is given twice in the same mapping (line {seen[key]} and line {line}); "
-                        "the second would silently replace the first: keep one"
-                    )
-                else:
-                    seen[key] = line
-            return super().construct_mapping(node, deep=deep)
-
-    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, StrictLoader.construct_mapping)
-    yaml.load(Path(path).read_text(encoding="utf-8"), Loader=StrictLoader)
-    return found
-
-
 # JSON Schema counts 1000.0 as an integer, but the steps' argparse (type=int) refuses "1000.0" inside a job: one
 # policy, applied at planning time.
 WHOLE_NUMBER_POLICY = "an integer setting is written without a decimal point"
@@ -435,26 +408,6 @@ def config_warnings(config: dict) -> list[str]:
                 f"training; lower checkpoint_every"
             )
     return list(dict.fromkeys(warnings))
-
-
-def unset_evaluation(config: dict, schema_path: str | Path) -> list[str]:
-    """A warning when the config (as written, before the schema's defaults) has no ``evaluation`` block: the
-    schema's defaults are paper-scale (item counts of the paper's runs), easy to start without meaning to."""
-    import yaml
-
-    if "evaluation" in config:
-        return []
-    evaluation = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))["properties"]["evaluation"]
-    tasks = evaluation["properties"]["tasks"]["default"]
-    sizes = []
-    for task in tasks:
-        spec = evaluation["properties"].get(task, {}).get("properties", {})
-        if "n" in spec and "default" in spec["n"]:
-            sizes.append(f"{task}.n {spec['n']['default']}")
-    return [
-        f"evaluation: not set, so the schema's paper-scale defaults apply (tasks {tasks}; {', '.join(sizes)}); "
-        "give an evaluation block for a smaller run"
-    ]
 
 
 def deferred_checks(config: dict) -> list[str]:

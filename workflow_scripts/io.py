@@ -127,40 +127,6 @@ def check_text_file(path: str | Path, *, what: str, expect: str | None = None) -
         check_text_head(path, f.read(_SNIFF_BYTES), what=what, expect=expect)
 
 
-# The share of lines in a language's script: English text given as the Thai corpus is valid UTF-8, so only the script
-# tells it apart. A line counts when it holds one letter of the script (l10n.SCRIPT_RANGES, the table the planning
-# check uses); CC-100 lines mix in Latin names, numbers and URLs, so the share of a right corpus is below 1.
-MIN_SCRIPT_SHARE = 0.5
-
-
-def script_share(lines: list[str], lang: str) -> float | None:
-    """The share of ``lines`` with a letter of ``lang``'s script; None for a language without a script table."""
-    from workflow_scripts.l10n import SCRIPT_RANGES, in_script  # l10n imports this module
-
-    if lang not in SCRIPT_RANGES or not lines:
-        return None
-    return round(sum(in_script(s, lang) for s in lines) / len(lines), 4)
-
-
-def script_name(lang: str) -> str:
-    """The ISO 15924 script of ``lang`` (``th`` → ``Thai``), from its FLORES code."""
-    from workflow_scripts.corpus import FLORES_CODES
-
-    return FLORES_CODES.get(lang, f"{lang}_?").split("_")[-1]
-
-
-def check_script(path: str | Path, lines: list[str], lang: str, *, what: str) -> float | None:
-    """The script share of ``lines`` (see ``script_share``); a UserError naming the file when under MIN_SCRIPT_SHARE."""
-    share = script_share(lines, lang)
-    if share is not None and share < MIN_SCRIPT_SHARE:
-        raise UserError(
-            f"{path}: only {share:.1%} of the {what}'s {len(lines)} lines contain {script_name(lang)} script, the "
-            f"script of language {lang!r} (at least {MIN_SCRIPT_SHARE:.0%} needed); is it the text of another "
-            "language? Give the file of this language"
-        )
-    return share
-
-
 def read_lines(path: str | Path) -> list[str]:
     """Read a one-sentence-per-line UTF-8 text file, without the line ends."""
     with open(path, encoding="utf-8") as f:
