@@ -429,9 +429,9 @@ def sum_asset_rows(config: dict, online: bool, downloads: Path) -> list[Row]:
         elif not online:
             rows.append(Row(NOT_CHECKED, item, OFFLINE_NOTE + ": access, files"))
         else:
-            repo_id, _, revision = value.partition("@")
+            repo_id, revision = hub_cache.split_id(value)
             try:
-                repo = hub_cache.HubRepo(repo_id, "model", revision or None)
+                repo = hub_cache.HubRepo(repo_id, "model", revision)
                 repo.check_access()
                 files = repo.files()
             except hub_cache.AccessError as e:

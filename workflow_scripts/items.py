@@ -142,9 +142,9 @@ def download_tokenizer(hub_id: str, out: str | Path) -> Path:
     """Fetch a hub model's tokenizer files only (no weights) into ``out``, atomically (run where the network is)."""
     from huggingface_hub import snapshot_download
 
-    revision = None
-    if "@" in hub_id:
-        hub_id, revision = hub_id.split("@", 1)
+    from workflow_scripts.hub_cache import split_id
+
+    hub_id, revision = split_id(hub_id)
     with atomic_path(out) as tmp:
         # meta-llama/Llama-2-7b-hf is gated: accept its licence on the hub once and provide a token (HF_TOKEN).
         snapshot_download(hub_id, revision=revision, local_dir=tmp, allow_patterns=TOKENIZER_FILES)

@@ -14,6 +14,7 @@ import logging
 import re
 from pathlib import Path
 
+from workflow_scripts.hub_cache import split_id
 from workflow_scripts.io import atomic_path, setup_logging
 
 log = logging.getLogger("vocabexp")
@@ -69,16 +70,11 @@ def special_ids(sp, model_file: str | Path) -> tuple[int, int]:
     return ids[0], ids[1]
 
 
-def _split_revision(hub_id: str) -> tuple[str, str | None]:
-    repo, _, revision = hub_id.partition("@")
-    return repo, revision or None
-
-
 def download_file(hub_id: str, filename: str, out: str | Path) -> Path:
     """Fetch one file of a hub model repository (mT5's spiece.model) once, atomically."""
     from huggingface_hub import hf_hub_download
 
-    repo, revision = _split_revision(hub_id)
+    repo, revision = split_id(hub_id)
     with atomic_path(out) as tmp:
         tmp.write_bytes(Path(hf_hub_download(repo, filename, revision=revision)).read_bytes())
     return Path(out)
@@ -89,7 +85,7 @@ def download_bleurt(hub_id: str, out: str | Path) -> Path:
     part fails here, not in every scoring job."""
     from huggingface_hub import snapshot_download
 
-    repo, revision = _split_revision(hub_id)
+    repo, revision = split_id(hub_id)
     with atomic_path(out) as tmp:
         snapshot_download(repo, revision=revision, local_dir=tmp, allow_patterns=list(BLEURT_FILES))
         lacking = bleurt_folder_problems(tmp)
