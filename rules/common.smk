@@ -363,8 +363,8 @@ def mumo_eval_args(wc):
     return args
 
 
-def mumo_speed_args(wc):
-    """The same decoding arguments for the speed step of a MuMo cell (none for other cells)."""
+def mumo_args(wc):
+    """A MuMo cell's decoding arguments for its mt, sum and speed jobs (none for other cells)."""
     return mumo_eval_args(wc) if METHOD_BY_SLUG[wc.method].is_mumo else ""
 
 

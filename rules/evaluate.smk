@@ -2,7 +2,9 @@
 
 
 rule evaluate_mt:
-    """English->target translation with the paper's prompt through LightEval; chrF per sentence, averaged (and corpus)."""
+    """English->target translation with the paper's prompt through LightEval; chrF per sentence, averaged (and corpus).
+    A MuMo cell's model is its MuMo folder: its decoder behind LightEval's generate (verification unless noverify).
+    """
     input:
         model=evaluated_model,
         pairs=mt_file,
@@ -30,12 +32,14 @@ rule evaluate_mt:
         decoding=config["evaluation"]["mt"]["decoding"],
         runs=config["evaluation"]["mt"]["runs"],
         seed=config["seed"],
+        mumo=mumo_args,
+    # unquoted: params.mumo (mumo_args: fixed flags and a number, or nothing)
     shell:
         "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task mt --lang {wildcards.lang:q}"
         " --model {input.model:q} --pairs {input.pairs:q} --n {params.n:q} --max-new-tokens {params.max_new_tokens:q}"
         " --batch-size {params.batch_size:q} --decoding {params.decoding:q} --runs {params.runs:q} --seed {params.seed:q}"
         " --cell {params.cell:q} --data-label {params.data_label:q} --out {output.result:q}"
-        " --predictions {output.predictions:q} --threads {threads} 2>> {log:q}"
+        " --predictions {output.predictions:q} {params.mumo} --threads {threads} 2>> {log:q}"
 
 
 rule evaluate_sum:
@@ -71,12 +75,13 @@ rule evaluate_sum:
         runs=config["evaluation"]["sum"]["runs"],
         seed=config["seed"],
         rouge=rouge_args,
-    # unquoted: params.data, params.rouge (harness_data_arg: a flag and its shlex-quoted folder; rouge_args: a flag and a shlex-quoted file)
+        mumo=mumo_args,
+    # unquoted: params.data, params.mumo, params.rouge (harness_data_arg: a flag and its shlex-quoted folder; mumo_args: fixed flags and a number, or nothing; rouge_args: a flag and a shlex-quoted file)
     shell:
         "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task sum --lang {wildcards.lang:q}"
         " --model {input.model:q} {params.data} --n {params.n:q} --max-new-tokens {params.max_new_tokens:q}"
         " --batch-size {params.batch_size:q} --decoding {params.decoding:q} --runs {params.runs:q} --seed {params.seed:q}"
-        " {params.rouge} --cell {params.cell:q} --out {output.result:q} --predictions {output.predictions:q}"
+        " {params.rouge} --cell {params.cell:q} --out {output.result:q} --predictions {output.predictions:q} {params.mumo}"
         " --threads {threads} 2>> {log:q}"
 
 
@@ -277,11 +282,11 @@ rule measure_speed:
         paired="--paired" if config["evaluation"]["speed"]["paired"] else "",
         reference_chars=config["evaluation"]["speed"]["reference_chars"] or 0,
         seed=config["seed"],
-        mumo=mumo_speed_args,
+        mumo=mumo_args,
         sum_data=speed_sum_arg,
         choice_data=speed_choice_args,
         large_batch=speed_large_batch_args,
-    # unquoted: params.choice_data, params.large_batch, params.mumo, params.paired, params.sum_data, params.teacher_forced (speed_choice_args: flags and shlex-quoted values; speed_large_batch_args: a flag and schema-enum decodings; mumo_eval_args: fixed flags and a number; a fixed flag or nothing; speed_sum_arg: a flag and its shlex-quoted folder; a fixed flag or nothing)
+    # unquoted: params.choice_data, params.large_batch, params.mumo, params.paired, params.sum_data, params.teacher_forced (speed_choice_args: flags and shlex-quoted values; speed_large_batch_args: a flag and schema-enum decodings; mumo_args: fixed flags and a number, or nothing; a fixed flag or nothing; speed_sum_arg: a flag and its shlex-quoted folder; a fixed flag or nothing)
     shell:
         "python -m workflow_scripts.speed --model {input.model:q} --source-tokenizer {input.source:q}"
         " --pairs {input.pairs:q} --lang {wildcards.lang:q} --n {params.n:q} --max-new-tokens {params.max_new_tokens:q}"
@@ -290,3 +295,141 @@ rule measure_speed:
         " --seed {params.seed:q} {params.mumo} {params.sum_data} {params.choice_data} {params.large_batch}"
         " --cell {params.cell:q}"
         " --data-label {params.data_label:q} --out {output.result:q} --threads {threads} 2>> {log:q}"
+
+
+# evaluation.one_job_per_cell: a cell's ppl, mt, mc and speed steps in one job (workflow_scripts/harness/cell.py), so
+# that torch, transformers and LightEval are imported once per cell, not once per task (docs/speed.md). Each step
+# writes the files its own rule writes; the rules above still serve every other cell and task.
+CELL_STEPS = ("ppl", "mt", "mc", "speed")
+
+
+def cell_job_slugs():
+    """A wildcard constraint: the methods whose cells evaluate_cell evaluates (none unless one_job_per_cell)."""
+    if not config["evaluation"]["one_job_per_cell"]:
+        return "^$"
+    methods = [m for m in METHODS if set(CELL_STEPS) <= set(tasks_of(m, TASKS))]
+    return slug_regex(methods) or "^$"
+
+
+def eval_file(wc, name):
+    return f"results/{wc.model}/{wc.lang}/{wc.method}/eval/{name}"
+
+
+def cli(**options):
+    """Options as one shell-quoted string: max_new_tokens=40 -> --max-new-tokens 40."""
+    return shlex.join(
+        x for k, v in options.items() for x in (f"--{k.replace('_', '-')}", str(v))
+    )
+
+
+def cell_ppl_args(wc):
+    ppl = config["evaluation"]["ppl"]
+    return cli(
+        text=corpus_heldout_file(wc),
+        n=ppl["n"],
+        batch_size=ppl["batch_size"],
+        data_label=data_label_of(wc),
+        out=eval_file(wc, "ppl.json"),
+    )
+
+
+def cell_mt_args(wc):
+    mt = config["evaluation"]["mt"]
+    return cli(
+        lang=wc.lang,
+        pairs=mt_file(wc),
+        n=mt["n"],
+        max_new_tokens=mt["max_new_tokens"],
+        batch_size=mt["batch_size"],
+        decoding=mt["decoding"],
+        runs=mt["runs"],
+        seed=config["seed"],
+        data_label=data_label_of(wc),
+        out=eval_file(wc, "mt.json"),
+        predictions=eval_file(wc, "mt_predictions.tsv"),
+    )
+
+
+def cell_mc_args(wc):
+    # harness_choice_args: flags and numbers, its data folder already shlex-quoted
+    out = cli(data_label=mc_label(wc), out=eval_file(wc, "mc.json"))
+    return f"{cli(lang=wc.lang)} {harness_choice_args('mc')(wc)} {out}"
+
+
+def cell_speed_args(wc):
+    """measure_speed's arguments (its shell, less --model, --cell and --threads)."""
+    speed = config["evaluation"]["speed"]
+    args = cli(
+        source_tokenizer=source_model_of(wc),
+        pairs=mt_file(wc),
+        lang=wc.lang,
+        n=speed["n"],
+        max_new_tokens=speed["max_new_tokens"],
+        repeats=speed["repeats"],
+        warmup=speed["warmup"],
+        batch_size=speed["batch_size"],
+        reference_chars=speed["reference_chars"] or 0,
+        seed=config["seed"],
+        data_label=data_label_of(wc),
+        out=eval_file(wc, "speed.json"),
+    )
+    flags = [
+        "--decodings " + shlex.join(speed["decodings"]),
+        "" if speed["teacher_forced"] else "--no-teacher-forced",
+        "--paired" if speed["paired"] else "",
+        speed_sum_arg(wc),  # these three: flags and shlex-quoted values
+        speed_choice_args(wc),
+        speed_large_batch_args(wc),
+    ]
+    return " ".join([args, *filter(None, flags)])
+
+
+ruleorder: evaluate_cell > evaluate_ppl
+ruleorder: evaluate_cell > evaluate_mt
+ruleorder: evaluate_cell > evaluate_mc
+ruleorder: evaluate_cell > measure_speed
+
+
+rule evaluate_cell:
+    """One cell's ppl, mt, mc and speed in one process (evaluation.one_job_per_cell): each writes the file, in the
+    format, of evaluate_ppl, evaluate_mt, evaluate_mc and measure_speed. One thread: two cells side by side on two
+    cores finish sooner than one after the other with two threads each (docs/speed.md).
+    """
+    input:
+        model=evaluated_model,
+        text=corpus_heldout_file,
+        pairs=mt_file,
+        mc=harness_data("mc"),
+        source=source_model_of,
+        sum_data=speed_sum_data,
+        choice_data=speed_choice_data,
+    output:
+        ppl="results/{model}/{lang}/{method}/eval/ppl.json",
+        mt="results/{model}/{lang}/{method}/eval/mt.json",
+        predictions="results/{model}/{lang}/{method}/eval/mt_predictions.tsv",
+        mc="results/{model}/{lang}/{method}/eval/mc.json",
+        speed="results/{model}/{lang}/{method}/eval/speed.json",
+    log:
+        "results/logs/evaluate_cell/{model}.{lang}.{method}.log",
+    benchmark:
+        "results/benchmarks/evaluate_cell/{model}.{lang}.{method}.tsv"
+    wildcard_constraints:
+        method=cell_job_slugs(),
+    conda:
+        "../envs/workflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=sized("evaluate_cell", "mem_mb"),
+        runtime=sized("evaluate_cell", "runtime"),
+        cpus_per_gpu=sized("evaluate_cell", "cpus_per_gpu"),
+        gpu=gpus("evaluate_cell"),
+    params:
+        cell=cell_json,
+        ppl=cell_ppl_args,
+        mt=cell_mt_args,
+        mc=cell_mc_args,
+        speed=cell_speed_args,
+    shell:
+        "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness.cell --model {input.model:q}"
+        " --cell {params.cell:q} --ppl {params.ppl:q} --mt {params.mt:q} --mc {params.mc:q} --speed {params.speed:q}"
+        " --threads {threads} 2>> {log:q}"

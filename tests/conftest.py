@@ -300,7 +300,7 @@ def tiny_config(tmp_path: Path, source: str = "configs/test.yaml", **changes) ->
 def expected_counts(config: dict) -> dict[str, int]:
     """Jobs per rule, counted from the grid's cells independently of Snakemake."""
     cells = expand_grid(config)
-    # vocab: replace cells have their own rules (replace_tokenizer, initialize_replace); MuMo cells: rules/mumo.smk
+    # vocab: replace cells have their own rules (replace_tokenizer, initialize_replace); MuMo heads: rules/mumo.smk
     expanded = [(model, lang, m) for model, lang, m in cells if m.expands and m.vocab == "expand"]
     mumo = [(model, lang, m.init) for model, lang, m in cells if m.is_mumo]
     counts = {
@@ -309,11 +309,18 @@ def expected_counts(config: dict) -> dict[str, int]:
         "lapt": len({(model, lang, m.adapted.slug) for model, lang, m in cells if m.trains and not m.is_mumo}),
         "initialize": len({(model, lang, m.init, m.k) for model, lang, m in expanded}),
         "expand_tokenizer": len({(model, lang, m.k) for model, lang, m in expanded}),
-        "evaluate_mt": len(cells) - len(mumo),
-        "measure_speed": len(cells),
     }
+    # evaluation.one_job_per_cell: the non-MuMo cells' ppl, mt, mc and speed run in evaluate_cell; MuMo cells keep
+    # evaluate_mt and measure_speed
+    evaluation = config.get("evaluation", {})
+    tasks = set(evaluation.get("tasks", []))
+    fused = evaluation.get("one_job_per_cell", False) and {"ppl", "mt", "mc", "speed"} <= tasks
+    per_cell = len(cells) - len(mumo) if fused else 0
+    counts |= {"evaluate_mt": len(cells) - per_cell, "measure_speed": len(cells) - per_cell}
+    if per_cell:
+        counts["evaluate_cell"] = per_cell
     if mumo:
-        counts |= {"mumo_head": len(set(mumo)), "evaluate_mt_mumo": len(mumo)}
+        counts["mumo_head"] = len(set(mumo))
     return counts
 
 

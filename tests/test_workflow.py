@@ -94,6 +94,9 @@ def test_end_to_end_killed_and_resumed(tmp_path):
     the interruption always lands mid-training, at a known step, however loaded the machine is.
     """
     config = tiny_config(tmp_path)
+    settings = yaml.safe_load(config.read_text())
+    settings["evaluation"]["one_job_per_cell"] = True  # as the default demo runs: one evaluation job per cell
+    config.write_text(yaml.safe_dump(settings))
     held = tmp_path / "held_at_step"
     env = {
         **os.environ,
@@ -124,6 +127,9 @@ def test_end_to_end_killed_and_resumed(tmp_path):
     stats = yaml.safe_load((method_dir / "train_stats.json").read_text())
     assert stats["resumed_from"] == [HOLD_STEP], stats
 
+    cell_jobs = sorted(p.name for p in (tmp_path / "results/benchmarks/evaluate_cell").glob("*.tsv"))
+    assert cell_jobs == [f"tiny.th.{m}.tsv" for m in ("CPT-only.2x2LS.clm.L64", "Mean.k50.2x2LS.clm.L64", "Source")]
+    assert not (tmp_path / "results/benchmarks/evaluate_mt").exists()  # ppl, mt, mc, speed: one job per cell
     table = pd.read_csv(tmp_path / "results/tables/results.csv")
     assert set(table["label"]) == {"Source", "CPT-only", "Mean"}
     assert {"chrF", "bits_per_char", "tokens_per_second", "speedup", "acc", "acc_char"} <= set(table["metric"])

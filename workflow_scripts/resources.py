@@ -26,10 +26,9 @@ GPU_RULES = (
     "evaluate_gmmlu_en",
     "evaluate_ppl",
     "measure_speed",
+    "evaluate_cell",
     "init_analysis_cell",
     "mumo_head",
-    "evaluate_mt_mumo",
-    "evaluate_sum_mumo",
     "score_bleurt",
 )
 
@@ -77,6 +76,8 @@ SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
     # the time limit of 7B/8B/9B jobs follows their planned workload (workflow_scripts/speed/plan.py, rule
     # measure_speed's speed_runtime: 144-189 min for configs/paper.yaml); these limits serve the smaller sizes
     "measure_speed": _row((2000, 15), (8000, 30), (48000, 120), (48000, 120), (64000, 150)),
+    # evaluation.one_job_per_cell: ppl, mt, mc and speed of one cell in one job (rules/evaluate.smk evaluate_cell)
+    "evaluate_cell": _row((2000, 45), (8000, 90), (48000, 300), (48000, 300), (64000, 360)),
     # MuMo head: forward passes of the frozen model only (1,500 steps x 128 sentences x <= 512 tokens, about 100M
     # tokens at the paper's budget: a few GPU-hours for 7B); mt / sum / speed jobs of MuMo cells use the rows above
     "mumo_head": _row((2000, 20), (8000, 60), (64000, 360), (64000, 360), (80000, 420)),
@@ -84,8 +85,6 @@ SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
     # evaluated model's size
     "score_bleurt": _row((4000, 20), (16000, 30), (16000, 30), (16000, 30), (16000, 30)),
 }
-# MuMo cells' generation and speed jobs (rules/mumo.smk) cost what the generic ones cost.
-SIZE_RESOURCES |= {f"{rule}_mumo": SIZE_RESOURCES[rule] for rule in ("evaluate_mt", "evaluate_sum")}
 # CPUs per GPU of GPU jobs (tokenization and data loading only; the demo size fits a 2-CPU CI node).
 CPUS_PER_GPU = {"demo": 2, "135M": 4, "7B": 8, "8B": 8, "9B": 8}
 
