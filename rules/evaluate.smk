@@ -297,7 +297,7 @@ rule measure_speed:
         " --data-label {params.data_label:q} --out {output.result:q} --threads {threads} 2>> {log:q}"
 
 
-# evaluation.one_job_per_cell: a cell's ppl, mt, mc and speed steps in one job (workflow_scripts/harness/cell.py), so
+# evaluation.one_job_per_cell: a cell's ppl, mt, mc and speed steps in one job (workflow_scripts/evaluate_cell.py), so
 # that torch, transformers and LightEval are imported once per cell, not once per task (docs/speed.md). Each step
 # writes the files its own rule writes; the rules above still serve every other cell and task.
 CELL_STEPS = ("ppl", "mt", "mc", "speed")
@@ -430,6 +430,6 @@ rule evaluate_cell:
         mc=cell_mc_args,
         speed=cell_speed_args,
     shell:
-        "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness.cell --model {input.model:q}"
+        "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.evaluate_cell --model {input.model:q}"
         " --cell {params.cell:q} --ppl {params.ppl:q} --mt {params.mt:q} --mc {params.mc:q} --speed {params.speed:q}"
         " --threads {threads} 2>> {log:q}"

@@ -1,4 +1,4 @@
-"""One evaluation job per cell (workflow_scripts/harness/cell.py): every step gets its own arguments plus the shared
+"""One evaluation job per cell (workflow_scripts/evaluate_cell.py): every step gets its own arguments plus the shared
 ones, in a fixed order, and writes what its own command line writes."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from workflow_scripts.harness import cell
+from workflow_scripts import evaluate_cell as cell
 
 
 def test_steps_run_in_order_with_the_shared_arguments(monkeypatch):

@@ -1,0 +1,102 @@
+"""One evaluation job for one cell: its steps (ppl, mt, mc, speed) run one after another in one Python process.
+
+    python -m workflow_scripts.evaluate_cell --model DIR --cell JSON --threads 1 \\
+        --ppl "--text heldout.txt --n 100 --out ppl.json" --mt "--lang th --pairs mt.tsv ... --out mt.json" ...
+
+Each ``--STEP`` takes the arguments of that step's own command line (``workflow_scripts.evaluate ppl``,
+``workflow_scripts.harness --task mt|mc``, ``workflow_scripts.speed``) without ``--model``, ``--cell`` and
+``--threads``, which this command passes to every step; each step writes the file it writes when run alone, in the
+same format. What the single process saves is the start-up each separate job pays: importing torch, transformers and
+LightEval (about 11 s of CPU for LightEval alone on a 2-core machine, docs/speed.md), which for a 135M model costs
+more than the evaluation itself. A module of its own: it runs steps of both the harness and the speed package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import time
+from collections.abc import Callable
+
+from workflow_scripts.io import set_threads, setup_logging
+
+log = logging.getLogger("vocabexp")
+
+STEPS = ("ppl", "mt", "mc", "speed")  # cheapest first: a bad input file stops the job before the long steps
+
+
+def _ppl(argv: list[str]) -> None:
+    from workflow_scripts.evaluate import main
+
+    main(["ppl", *argv])
+
+
+def _harness(task: str) -> Callable[[list[str]], None]:
+    def run(argv: list[str]) -> None:
+        from workflow_scripts.harness.__main__ import main
+
+        main(["--task", task, *argv])
+
+    return run
+
+
+def _speed(argv: list[str]) -> None:
+    from workflow_scripts.speed.__main__ import main
+
+    main(argv)
+
+
+RUNNERS: dict[str, Callable[[list[str]], None]] = {
+    "ppl": _ppl,
+    "mt": _harness("mt"),
+    "mc": _harness("mc"),
+    "speed": _speed,
+}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, help="the cell's model folder")
+    p.add_argument("--cell", required=True, help="grid cell as JSON, or a JSON file")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--log")
+    for step in STEPS:
+        p.add_argument(f"--{step}", default=None, metavar="ARGS", help=f"the {step} step's own arguments (one string)")
+    a = p.parse_args(argv)
+    if not any(getattr(a, step) for step in STEPS):
+        p.error(f"nothing to run: give at least one of {', '.join('--' + s for s in STEPS)}")
+    return a
+
+
+def step_argv(a: argparse.Namespace, step: str) -> list[str]:
+    """The full argument list of one step: its own arguments and the ones every step shares."""
+    shared = ["--model", a.model, "--cell", a.cell]
+    if a.threads is not None:
+        shared += ["--threads", str(a.threads)]
+    if a.log:
+        shared += ["--log", a.log]
+    return [*shlex.split(getattr(a, step)), *shared]
+
+
+def main(argv: list[str] | None = None) -> None:
+    a = parse_args(argv)
+    setup_logging(a.log)
+    set_threads(a.threads)
+    steps = [s for s in STEPS if getattr(a, s)]
+    argvs = {s: step_argv(a, s) for s in steps}  # every string split before any model loads
+    for step in steps:
+        started = time.process_time(), time.perf_counter()
+        RUNNERS[step](argvs[step])
+        log.info(
+            "cell step %s: %.1f s CPU, %.1f s wall",
+            step,
+            time.process_time() - started[0],
+            time.perf_counter() - started[1],
+        )
+
+
+if __name__ == "__main__":
+    from workflow_scripts.io import cli_main
+
+    cli_main(main)  # expected failures (bad input files) as one line, exit 1
