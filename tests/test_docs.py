@@ -55,8 +55,6 @@ def test_layout_names_every_package():
 
 
 def test_layout_names_every_rule_file():
-    # The layout uses the rule files' names after the rename to their packages (lapt.smk, vocab.smk, elchat.smk):
-    # this test fails until rules/train.smk, rules/tokenizer.smk and rules/posthoc.smk carry those names.
     files = {f"rules/{p.name}" for p in (REPO / "rules").glob("*.smk")}
     named = {p for p in layout_paths(README.read_text(encoding="utf-8")) if p.startswith("rules/")}
     assert files == named, (
