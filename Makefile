@@ -19,11 +19,11 @@ $(VENV)/.installed: requirements.txt
 	$(BIN)/pip install --quiet --no-deps llama-models==0.3.0 mistral-common==1.13.1
 	touch $@
 
-# The default (config.yaml): Thai and Sinhala, Source, CPT-only and Mean + 2x2 LS; about 10 min on 2 idle cores.
+# The default (config.yaml): Thai and Sinhala; Source, CPT-only and Mean + 2x2 LS; mt, ppl, speed; about 10 min, 2 cores.
 demo: setup
 	$(BIN)/snakemake --cores 2
 
-# The default and MuMo with and without verification (configs/demo-full.yaml; its cost: docs/speed.md).
+# The default with MuMo (with and without verification) and the mc proxy (configs/demo-full.yaml; its cost: docs/measurements.md).
 demo-full: setup
 	$(BIN)/snakemake --cores 2 --configfile configs/demo-full.yaml
 

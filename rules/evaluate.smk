@@ -298,17 +298,50 @@ rule measure_speed:
 
 
 # evaluation.one_job_per_cell: a cell's ppl, mt, mc and speed steps in one job (workflow_scripts/evaluate_cell.py), so
-# that torch, transformers and LightEval are imported once per cell, not once per task (docs/speed.md). Each step
+# that torch, transformers and LightEval are imported once per cell, not once per task (docs/measurements.md). Each step
 # writes the files its own rule writes; the rules above still serve every other cell and task.
 CELL_STEPS = ("ppl", "mt", "mc", "speed")
+# the files each step writes (those of evaluate_ppl, evaluate_mt, evaluate_mc, measure_speed)
+CELL_STEP_FILES = {
+    "ppl": ["ppl.json"],
+    "mt": ["mt.json", "mt_predictions.tsv"],
+    "mc": ["mc.json"],
+    "speed": ["speed.json"],
+}
+CELL_JOB_STEPS = [s for s in CELL_STEPS if s in TASKS]
 
 
 def cell_job_slugs():
-    """A wildcard constraint: the methods whose cells evaluate_cell evaluates (none unless one_job_per_cell)."""
-    if not config["evaluation"]["one_job_per_cell"]:
+    """A wildcard constraint: the methods whose cells evaluate_cell evaluates (none unless one_job_per_cell; MuMo
+    cells, evaluated on fewer tasks, keep the per-task jobs)."""
+    if not config["evaluation"]["one_job_per_cell"] or not CELL_JOB_STEPS:
         return "^$"
-    methods = [m for m in METHODS if set(CELL_STEPS) <= set(tasks_of(m, TASKS))]
-    return slug_regex(methods) or "^$"
+    return slug_regex([m for m in METHODS if not m.is_mumo]) or "^$"
+
+
+def cell_job_outputs():
+    return [
+        f"results/{{model}}/{{lang}}/{{method}}/eval/{name}"
+        for step in CELL_JOB_STEPS
+        for name in CELL_STEP_FILES[step]
+    ]
+
+
+def cell_mc_data(wc):
+    return harness_data("mc")(wc) if "mc" in TASKS else []
+
+
+def cell_step_args(wc):
+    """--STEP 'ARGS' for each configured step (each ARGS one shell-quoted string)."""
+    args = {
+        "ppl": cell_ppl_args,
+        "mt": cell_mt_args,
+        "mc": cell_mc_args,
+        "speed": cell_speed_args,
+    }
+    return " ".join(
+        f"--{step} {shlex.quote(args[step](wc))}" for step in CELL_JOB_STEPS
+    )
 
 
 def eval_file(wc, name):
@@ -391,24 +424,20 @@ ruleorder: evaluate_cell > measure_speed
 
 
 rule evaluate_cell:
-    """One cell's ppl, mt, mc and speed in one process (evaluation.one_job_per_cell): each writes the file, in the
-    format, of evaluate_ppl, evaluate_mt, evaluate_mc and measure_speed. One thread: two cells side by side on two
-    cores finish sooner than one after the other with two threads each (docs/speed.md).
+    """One cell's ppl, mt, mc and speed (those of evaluation.tasks) in one process (evaluation.one_job_per_cell):
+    each writes the files, in the format, of evaluate_ppl, evaluate_mt, evaluate_mc and measure_speed. One thread: two
+    cells side by side on two cores finish sooner than one after the other with two threads each (docs/measurements.md).
     """
     input:
         model=evaluated_model,
         text=corpus_heldout_file,
         pairs=mt_file,
-        mc=harness_data("mc"),
+        mc=cell_mc_data,
         source=source_model_of,
         sum_data=speed_sum_data,
         choice_data=speed_choice_data,
     output:
-        ppl="results/{model}/{lang}/{method}/eval/ppl.json",
-        mt="results/{model}/{lang}/{method}/eval/mt.json",
-        predictions="results/{model}/{lang}/{method}/eval/mt_predictions.tsv",
-        mc="results/{model}/{lang}/{method}/eval/mc.json",
-        speed="results/{model}/{lang}/{method}/eval/speed.json",
+        cell_job_outputs(),
     log:
         "results/logs/evaluate_cell/{model}.{lang}.{method}.log",
     benchmark:
@@ -425,11 +454,8 @@ rule evaluate_cell:
         gpu=gpus("evaluate_cell"),
     params:
         cell=cell_json,
-        ppl=cell_ppl_args,
-        mt=cell_mt_args,
-        mc=cell_mc_args,
-        speed=cell_speed_args,
+        steps=cell_step_args,
+    # unquoted: params.steps (cell_step_args: fixed flags, each followed by one shlex-quoted string)
     shell:
         "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.evaluate_cell --model {input.model:q}"
-        " --cell {params.cell:q} --ppl {params.ppl:q} --mt {params.mt:q} --mc {params.mc:q} --speed {params.speed:q}"
-        " --threads {threads} 2>> {log:q}"
+        " --cell {params.cell:q} {params.steps} --threads {threads} 2>> {log:q}"

@@ -310,11 +310,11 @@ def expected_counts(config: dict) -> dict[str, int]:
         "initialize": len({(model, lang, m.init, m.k) for model, lang, m in expanded}),
         "expand_tokenizer": len({(model, lang, m.k) for model, lang, m in expanded}),
     }
-    # evaluation.one_job_per_cell: the non-MuMo cells' ppl, mt, mc and speed run in evaluate_cell; MuMo cells keep
-    # evaluate_mt and measure_speed
+    # evaluation.one_job_per_cell: the non-MuMo cells' ppl, mt, mc and speed (those configured) run in evaluate_cell;
+    # MuMo cells keep evaluate_mt and measure_speed
     evaluation = config.get("evaluation", {})
-    tasks = set(evaluation.get("tasks", []))
-    fused = evaluation.get("one_job_per_cell", False) and {"ppl", "mt", "mc", "speed"} <= tasks
+    tasks = set(evaluation.get("tasks", ["mt", "ppl", "speed"]))
+    fused = evaluation.get("one_job_per_cell", False) and {"ppl", "mt", "mc", "speed"} & tasks
     per_cell = len(cells) - len(mumo) if fused else 0
     counts |= {"evaluate_mt": len(cells) - per_cell, "measure_speed": len(cells) - per_cell}
     if per_cell:

@@ -7,7 +7,7 @@ Each ``--STEP`` takes the arguments of that step's own command line (``workflow_
 ``workflow_scripts.harness --task mt|mc``, ``workflow_scripts.speed``) without ``--model``, ``--cell`` and
 ``--threads``, which this command passes to every step; each step writes the file it writes when run alone, in the
 same format. What the single process saves is the start-up each separate job pays: importing torch, transformers and
-LightEval (about 11 s of CPU for LightEval alone on a 2-core machine, docs/speed.md), which for a 135M model costs
+LightEval (about 11 s of CPU for LightEval alone on a 2-core machine, docs/measurements.md), which for a 135M model costs
 more than the evaluation itself. A module of its own: it runs steps of both the harness and the speed package.
 """
 
