@@ -46,6 +46,7 @@ from workflow_scripts.resources import (
     slurm_signal,
     workflow_gpu_class,
     workflow_gpu_problems,
+    workflow_node_gpus,
 )  # noqa: E402
 from workflow_scripts.speed.plan import (
     problems as speed_plan_problems,
@@ -90,8 +91,12 @@ if _gpu_problems:
         "GPU requests do not fit the workflow:\n  - " + "\n  - ".join(_gpu_problems)
     )
 # Every LAPT job of a GPU size class against the memory of the GPU class the profiles ask for rule lapt (80 GB
-# unless set-resources names an H200): refused before any job, naming the key to change.
-_fit_problems = gpu_fit_problems(config, workflow_gpu_class(workflow.resource_settings))
+# unless set-resources names an H200), sharded over up to node_gpus GPUs: refused before any job, naming the key.
+_fit_problems = gpu_fit_problems(
+    config,
+    workflow_gpu_class(workflow.resource_settings),
+    workflow_node_gpus(workflow.resource_settings),
+)
 if _fit_problems:
     raise WorkflowError(
         "LAPT jobs do not fit the GPU:\n  - " + "\n  - ".join(_fit_problems)

@@ -53,15 +53,10 @@ from workflow_scripts.lapt.checkpoint import CHECKPOINT_FILE, load_checkpoint, r
 from workflow_scripts.lapt.cli import STOP_SIGNALS, main
 from workflow_scripts.lapt.data import build_blocks, pack_blocks
 from workflow_scripts.lapt.hparams import DEFAULT_HPARAMS, resolve_hparams, schedule_lengths, stage_ends
-from workflow_scripts.lapt.loop import (
-    HOLD_AT_STEP_ENV,
-    KILL_AT_STEP_ENV,
-    SIGNAL_AT_STEP_ENV,
-    TrainingInterrupted,
-    train,
-)
+from workflow_scripts.lapt.loop import TrainingInterrupted, train
 from workflow_scripts.lapt.objective import OBJECTIVES, LossComputer
 from workflow_scripts.lapt.procedures import EEVE_STAGES, PROCEDURES, Procedure, Stage, StageContext
+from workflow_scripts.lapt.testhooks import HOLD_AT_STEP_ENV, KILL_AT_STEP_ENV, SIGNAL_AT_STEP_ENV
 
 __all__ = [
     "CHECKPOINT_FILE",
