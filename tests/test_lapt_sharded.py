@@ -73,8 +73,8 @@ def test_micro_share_gives_every_rank_the_same_number_of_passes():
     batches = [blocks[:2], blocks[2:4], blocks[4:]]
     one = list(shard.micro_share(batches, 2, shard.Ranks()))
     assert [b.tolist() for b, _ in one] == [b.tolist() for b in batches] and {w for _, w in one} == {1.0}
-    r0 = list(shard.micro_share(batches, 2, shard.Ranks(0, 2)))
-    r1 = list(shard.micro_share(batches, 2, shard.Ranks(1, 2)))
+    r0 = list(shard.micro_share(batches, 2, shard.Ranks(0, 2, sharded=True)))
+    r1 = list(shard.micro_share(batches, 2, shard.Ranks(1, 2, sharded=True)))
     assert [b.tolist() for b, _ in r0] == [blocks[:2].tolist(), blocks[2:3].tolist()]
     assert [w for _, w in r0] == [1.0, 1.0]
     # rank 1 holds blocks 3-4, one pass; the second pass repeats a block with weight 0 (no gradient, no loss)
@@ -86,8 +86,8 @@ def test_micro_share_gives_every_rank_the_same_number_of_passes():
 
 def test_local_rows_follow_fsdp_dim0_chunks():
     # torch.chunk of 10 rows over 4 ranks: rows 0-2, 3-5, 6-8, 9; over 2: rows 0-4, 5-9
-    assert [shard.frozen_rows_held(10, 7, shard.Ranks(r, 4)) for r in range(4)] == [3, 3, 1, 0]
-    assert [shard.frozen_rows_held(10, 7, shard.Ranks(r, 2)) for r in range(2)] == [5, 2]
+    assert [shard.frozen_rows_held(10, 7, shard.Ranks(r, 4, sharded=True)) for r in range(4)] == [3, 3, 1, 0]
+    assert [shard.frozen_rows_held(10, 7, shard.Ranks(r, 2, sharded=True)) for r in range(2)] == [5, 2]
     assert [len(c) for c in torch.zeros(10).chunk(4)] == [3, 3, 3, 1]
     w = torch.zeros(10, 2)
     assert shard.local_rows(w, 7, shard.Ranks()) == (w, 7)
@@ -162,7 +162,7 @@ def test_one_process_checkpoint_resumes_on_two(tmp_path, tiny_llama_dir, thai_fi
 
 
 def test_lora_procedures_refuse_to_shard(tmp_path, tiny_llama_dir, thai_file, monkeypatch):
-    monkeypatch.setattr(shard, "init_ranks", lambda: shard.Ranks(0, 2))
+    monkeypatch.setattr(shard, "init_ranks", lambda: shard.Ranks(0, 2, sharded=True))
     with pytest.raises(ValueError, match="adds LoRA modules"):
         lapt.train(tiny_llama_dir, thai_file, tmp_path / "out", procedure="LoRA", seq_len=16,
                    hparams={"max_steps": 1}, checkpoint_dir=tmp_path / "ckpt")  # fmt: skip

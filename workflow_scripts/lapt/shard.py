@@ -4,7 +4,8 @@ PyTorch FSDP (``torch.distributed.fsdp.fully_shard``, the FSDP2 API PyTorch reco
 The loop (``loop.py``) is the same for one process and for N: ``Ranks`` says which process this is; with one process
 every function here is the identity, so a one-process run computes exactly what it computed before. Launched by
 ``torchrun --standalone --nproc-per-node N`` (rules/train.smk), which sets RANK, LOCAL_RANK and WORLD_SIZE; the
-backend is NCCL on GPUs and gloo on the CPU (the tests).
+backend is NCCL on GPUs and gloo on the CPU (the tests). Any torchrun launch takes the FSDP path, also with one
+process (the GPU check on a single GPU, tools/gpu_fsdp_check.py); a plain ``python -m`` launch never does.
 
 Sharding follows FSDP2's layout: every transformer layer is its own FSDP unit, the root (embeddings, final norm, LM
 head, tied or not) another, the mtp head a third; each parameter is split along dim 0 in ``torch.chunk`` pieces, rank r
@@ -23,15 +24,13 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Ranks:
-    """This process's place in the run: rank, number of processes, local rank (its GPU on the node)."""
+    """This process's place in the run: rank, number of processes, local rank (its GPU on the node), and whether
+    the run is sharded (launched by torchrun: a process group exists)."""
 
     rank: int = 0
     world: int = 1
     local: int = 0
-
-    @property
-    def sharded(self) -> bool:
-        return self.world > 1
+    sharded: bool = False
 
     @property
     def main(self) -> bool:
@@ -40,9 +39,9 @@ class Ranks:
 
 
 def init_ranks() -> Ranks:
-    """The process group of a torchrun launch (WORLD_SIZE > 1), started once; a plain launch is one process."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world == 1:
+    """The process group of a torchrun launch (it sets WORLD_SIZE and LOCAL_RANK), started once; a plain launch is
+    one unsharded process."""
+    if "WORLD_SIZE" not in os.environ or "LOCAL_RANK" not in os.environ:
         return Ranks()
     import torch
     import torch.distributed as dist
@@ -52,7 +51,7 @@ def init_ranks() -> Ranks:
         if torch.cuda.is_available():
             torch.cuda.set_device(local)
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-    return Ranks(dist.get_rank(), dist.get_world_size(), local)
+    return Ranks(dist.get_rank(), dist.get_world_size(), local, sharded=True)
 
 
 def device(ranks: Ranks):
