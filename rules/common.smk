@@ -29,16 +29,23 @@ shell.prefix(
 )
 from workflow_scripts.grid import (
     ConfigError,
+    cell_hparams,
     expand_grid,
-    check_config,
-    config_warnings,
-    deferred_checks,
-    schema_errors,
+    first_entries,
     slug_regex,
+    vocab_size,
     with_adapted,
     tasks_of,
 )  # noqa: E402
-from workflow_scripts.config_files import duplicate_keys, unset_evaluation  # noqa: E402
+from workflow_scripts.config_checks import (
+    check_config,
+    config_warnings,
+    deferred_checks,
+    duplicate_keys,
+    schema_errors,
+    unset_evaluation,
+    unwritable_output,
+)  # noqa: E402
 from workflow_scripts.gpu_fit import gpu_fit_problems  # noqa: E402
 from workflow_scripts.resources import (
     rule_gpus,
@@ -79,6 +86,22 @@ for _line in deferred_checks(config):
     print(f"checked later: {_line}", file=sys.stderr)
 
 METHOD_BY_SLUG = {m.slug: m for m in METHODS}
+# the methods entry whose hparams each method trains with
+FIRST_ENTRY = first_entries(config)
+
+
+# The output folder: a path under a file stops any run here; a folder a real run cannot write (a dry run writes
+# nothing) stops it when it starts, not in its first job.
+if unwritable_output("results", write=False):
+    raise WorkflowError(f"results: {unwritable_output('results', write=False)}")
+
+
+onstart:
+    _unwritable = unwritable_output("results")
+    if _unwritable:
+        raise WorkflowError(f"results: {_unwritable}")
+
+
 MODELS = list(config["models"])
 # The profiles' GPU requests (set-resources, default-resources) against the rules and the models' size classes,
 # before any job runs: a GPU on a rule that cannot use one, or a GPU profile leaving a 7B/8B/9B model's GPU rule without.
@@ -123,16 +146,12 @@ wildcard_constraints:
 
 def aux_vocab(lang):
     """|V_aux| for a language: its own setting, else the global one (small corpora support fewer merges)."""
-    return config["languages"][lang].get(
-        "aux_vocab_size", config["tokenizer"]["aux_vocab_size"]
-    )
+    return vocab_size(config, lang, "aux")[0]
 
 
 def replace_vocab(lang):
     """Size of the replacement tokenizer (vocab: replace) for a language: its own setting, else the global one."""
-    return config["languages"][lang].get(
-        "replace_vocab_size", config["tokenizer"]["replace_vocab_size"]
-    )
+    return vocab_size(config, lang, "replace")[0]
 
 
 def corpus_kind(lang):
@@ -289,15 +308,10 @@ def data_label_of(wc):
 
 
 def hparams_json(wc):
+    """The LAPT job's hparams (grid.cell_hparams, the precedence the planning checks read too) and the seed."""
     m = METHOD_BY_SLUG[wc.method]
-    model_hparams = config["models"][wc.model].get("hparams", {})
-    hparams = {
-        **config["training"],
-        **model_hparams,
-        **dict(m.hparams),
-        "seed": config["seed"],
-    }
-    return json.dumps(hparams, sort_keys=True)
+    hparams = cell_hparams(config, wc.model, m, FIRST_ENTRY[m.slug])
+    return json.dumps({**hparams, "seed": config["seed"]}, sort_keys=True)
 
 
 def model_spec_json(wc):

@@ -8,12 +8,11 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from workflow_scripts.config_checks import check_config, schema_errors
 from workflow_scripts.grid import (
     ConfigError,
-    check_config,
     expand_grid,
     expand_methods,
-    schema_errors,
     slug_regex,
     with_adapted,
 )

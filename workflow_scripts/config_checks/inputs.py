@@ -1,6 +1,7 @@
 """Planning-time checks of a config's input files: local models, Debian l10n packages, local CC-100 files.
 
-Called by ``grid.check_config``; cheap (a .deb read once and cached, the first MiB of a CC-100 file), no torch.
+Called by ``config_checks.check_config``; cheap (a .deb read once and cached, the first MiB of a CC-100 file), no
+torch.
 """
 
 from __future__ import annotations
@@ -129,3 +130,50 @@ def check_model(name: str, spec: dict, workdir: Path) -> list[str]:
         if problem:
             errors.append(f"models.{name}.random.num_heads: {problem}")
     return errors
+
+
+# The keys each model kind needs beside ``kind`` (an instruction-tuned sibling ``chat`` is checked as a model).
+_MODEL_KEYS = {
+    "hub": ["path"],
+    "local": ["path"],
+    "gguf_package": ["package", "file"],
+    "random_llama": ["package", "file"],
+}
+
+
+def check_sources(config: dict, workdir: Path) -> list[str]:
+    """The models and the languages' corpora and MT sources: required keys, files that exist, cheap content checks."""
+    errors: list[str] = []
+    chats = [(f"{n}.chat", s["chat"]) for n, s in config["models"].items() if isinstance(s.get("chat"), dict)]
+    for name, spec in [*config["models"].items(), *chats]:
+        kind = spec["kind"]
+        for key in _MODEL_KEYS[kind]:
+            if key not in spec:
+                errors.append(f"models.{name}.{key} is required for kind {kind!r}")
+        errors += check_model(name, spec, workdir)
+    for lang, spec in config["languages"].items():
+        errors += _check_corpus(config, lang, spec["corpus"], workdir)
+        mt = spec.get("mt", {"kind": "l10n"})
+        if mt["kind"] == "l10n" and spec["corpus"]["kind"] != "l10n":
+            errors.append(
+                f"languages.{lang}.mt.kind 'l10n' needs corpus kind 'l10n' (the MT pairs come from the same package)"
+            )
+        if mt["kind"] == "flores" and "root" not in mt:
+            errors.append(f"languages.{lang}.mt.root is required for mt kind 'flores'")
+    return errors
+
+
+def _check_corpus(config: dict, lang: str, corpus: dict, workdir: Path) -> list[str]:
+    if corpus["kind"] == "l10n":
+        if "deb" not in corpus:
+            return [f"languages.{lang}.corpus.deb is required for corpus kind 'l10n'"]
+        if not (workdir / corpus["deb"]).is_file():
+            return [f"languages.{lang}.corpus.deb: file {corpus['deb']!r} does not exist"]
+        return check_l10n_deb(workdir / corpus["deb"], lang, config)
+    if ("path" in corpus) == ("url" in corpus):
+        return [f"languages.{lang}.corpus: give exactly one of path and url for corpus kind 'cc100'"]
+    if "path" in corpus and not (workdir / corpus["path"]).is_file():
+        return [f"languages.{lang}.corpus.path: file {corpus['path']!r} does not exist"]
+    if "path" in corpus:
+        return check_cc100_file(workdir / corpus["path"], lang)
+    return []
