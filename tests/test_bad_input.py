@@ -193,13 +193,13 @@ def test_k_larger_than_the_auxiliary_vocabulary_can_supply():
 
 
 def test_a_replacement_vocabulary_larger_than_the_corpus_supplies_is_named():
-    # 2,000 l10n sentences: BPE on D reaches about 256 + 12 tokens a sentence; the paper's 32K replacement is more
+    # 2,000 l10n sentences: byte-level BPE on D reaches about 256 + 12 tokens a sentence; the paper's 32K is more
     config = test_config()
     config["data"]["n_train"] = 2000
     config["methods"].append({"init": "Mean", "vocab": "replace"})
     assert only_error(config) == (
-        "tokenizer.replace_vocab_size: 32000 is more than the corpus D of language th can supply: BPE on data.n_train "
-        "2000 sentences reaches about 256 byte symbols + at most 12 tokens a sentence = 24256; lower "
+        "tokenizer.replace_vocab_size: 32000 is more than the corpus D of language th can supply: BPE (model tiny) on "
+        "data.n_train 2000 sentences reaches about 256 byte symbols + at most 12 tokens a sentence = 24256; lower "
         "tokenizer.replace_vocab_size to at most 24256 or raise data.n_train to at least 2646"
     )
     config = test_config()
@@ -213,8 +213,8 @@ def test_an_auxiliary_vocabulary_larger_than_the_corpus_supplies_is_named():
     config["data"]["n_train"] = 50
     config["languages"]["th"]["aux_vocab_size"] = 1000
     assert only_error(config) == (
-        "languages.th.aux_vocab_size: 1000 is more than the corpus D of language th can supply: BPE on data.n_train 50 "
-        "sentences reaches about 256 byte symbols + at most 12 tokens a sentence = 856; lower "
+        "languages.th.aux_vocab_size: 1000 is more than the corpus D of language th can supply: BPE (model tiny) on "
+        "data.n_train 50 sentences reaches about 256 byte symbols + at most 12 tokens a sentence = 856; lower "
         "languages.th.aux_vocab_size to at most 856 or raise data.n_train to at least 62"
     )
     # no cell trains an auxiliary tokenizer: nothing to check
@@ -222,21 +222,49 @@ def test_an_auxiliary_vocabulary_larger_than_the_corpus_supplies_is_named():
     assert planning_errors(config) == []
 
 
-def test_the_corpus_rule_holds_on_the_committed_corpora(smollm2_tokenizer_dir):
-    """The planning bound is never below what the tokenizer step reaches: BPE trained to exhaustion on l10n
-    sentences (Thai and Sinhala, 50 and 400 lines) stops at or below ``bpe_vocab_ceiling``."""
-    from tests.conftest import l10n_pairs
+def test_the_corpus_rule_follows_the_source_tokenizers_family(tmp_path, smollm2_tokenizer_dir):
+    from tests.conftest import sentencepiece_source
+    from workflow_scripts.config_checks.inputs import tokenizer_family
+    from workflow_scripts.pieces import BYTE_LEVEL_BPE, SENTENCEPIECE_BPE
+
+    config = test_config()
+    # read from the package's GGUF header, as the exported tokenizer says
+    assert tokenizer_family(config["models"]["tiny"], REPO) == BYTE_LEVEL_BPE
+    assert tokenizer_family({"kind": "local", "path": str(smollm2_tokenizer_dir)}, REPO) == BYTE_LEVEL_BPE
+    sp = sentencepiece_source(tmp_path / "sp")
+    assert tokenizer_family({"kind": "local", "path": str(sp)}, REPO) == SENTENCEPIECE_BPE
+    assert tokenizer_family({"kind": "hub", "path": "google/gemma-2-9b"}, REPO) is None  # not downloaded yet
+    config["data"]["n_train"] = 2000
+    config["methods"] = [{"init": "Mean", "vocab": "replace"}]
+    config["models"]["tiny"] = {"kind": "hub", "path": "google/gemma-2-9b", "size": "9B"}
+    assert planning_errors(config) == []  # a hub model's tokenizer: left to the job
+    (tmp_path / "sp" / "config.json").write_text("{}")
+    config["models"]["tiny"] = {"kind": "local", "path": str(tmp_path / "sp"), "size": "demo"}
+    config["tokenizer"]["replace_vocab_size"] = 80300  # SentencePiece: 256 + 40 tokens a sentence = 80256
+    assert only_error(config).startswith(
+        "tokenizer.replace_vocab_size: 80300 is more than the corpus D of language th can supply: SentencePiece BPE "
+        "(model tiny) on data.n_train 2000 sentences reaches about 256 byte symbols + at most 40 tokens a sentence"
+    )
+
+
+def test_the_corpus_rule_holds_on_the_committed_corpora(tmp_path, smollm2_tokenizer_dir):
+    """The planning bound is never below what the tokenizer step reaches: trained to exhaustion on l10n sentences
+    (Thai and Sinhala, 50 and 400 lines), each family's tokenizer stops at or below ``bpe_vocab_ceiling``."""
+    from tests.conftest import l10n_pairs, sentencepiece_source
     from workflow_scripts.config_checks.cells import bpe_vocab_ceiling
+    from workflow_scripts.pieces import BYTE_LEVEL_BPE, SENTENCEPIECE_BPE
     from workflow_scripts.vocab.aux import train_aux_tokenizer
 
-    for lang in ("th", "si"):
-        lines = [target for _, target in l10n_pairs(lang)]
-        for n in (50, 400):
-            ceiling = bpe_vocab_ceiling(n)
-            with pytest.raises(ValueError, match="corpus too small") as err:
-                train_aux_tokenizer(lines[:n], smollm2_tokenizer_dir, ceiling + 1)
-            reached = int(re.search(r"stopped at (\d+) tokens", str(err.value)).group(1))
-            assert reached <= ceiling, (lang, n, reached, ceiling)
+    sources = {BYTE_LEVEL_BPE: smollm2_tokenizer_dir, SENTENCEPIECE_BPE: sentencepiece_source(tmp_path / "sp")}
+    for family, source in sources.items():
+        for lang in ("th", "si"):
+            lines = [target for _, target in l10n_pairs(lang)]
+            for n in (50, 400):
+                ceiling = bpe_vocab_ceiling(n, family)
+                with pytest.raises(ValueError, match="corpus too small") as err:
+                    train_aux_tokenizer(lines[:n], source, ceiling + 1)
+                reached = int(re.search(r"(?:stopped at|at most) (\d+)", str(err.value)).group(1))
+                assert reached <= ceiling, (family, lang, n, reached, ceiling)
 
 
 @pytest.mark.parametrize(

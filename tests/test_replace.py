@@ -254,6 +254,7 @@ def test_grid_accepts_replace_and_names_what_it_cannot_do():
     assert paper["tokenizer"]["replace_vocab_size"] == 32000
     base = yaml.safe_load((REPO / "configs" / "test.yaml").read_text(encoding="utf-8"))
     base["methods"] = [{"init": "Mean", "vocab": "replace", "k": 7}]
+    base["tokenizer"]["replace_vocab_size"] = 800  # what 400 sentences of D can supply (32000 is refused)
     (m,) = check_config(copy.deepcopy(base), REPO)
     assert m.slug == "Mean.replace.2x2LS.clm.L64" and m.k is None
     assert m.cell("tiny", "th", 800)["aux_vocab_size"] == 800

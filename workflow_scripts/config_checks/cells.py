@@ -17,6 +17,7 @@ from workflow_scripts.grid import (
     vocab_size,
 )
 from workflow_scripts.initialize.replace import REPLACE_METHODS
+from workflow_scripts.pieces import BYTE_LEVEL_BPE, SENTENCEPIECE_BPE
 
 
 def _implemented() -> dict[str, set[str]]:
@@ -42,17 +43,19 @@ IMPLEMENTED = _implemented()
 # Every source vocabulary holds the 256 byte symbols (byte-level BPE alphabet, or SentencePiece byte-fallback pieces),
 # and so does every auxiliary tokenizer: at most |V_aux| - 256 aux tokens can be new.
 BYTE_SYMBOLS = 256
-# How many tokens beyond the byte symbols a BPE trained on D to exhaustion (no pair left to merge; the training step,
-# workflow_scripts/vocab/aux.py) reaches per line of D. Measured 2026-12-02 with SmolLM2's byte-level BPE on the
-# committed LibreOffice l10n sentences: Thai 8.9 per line on 50 lines, 7.7 on 100, 6.2 on 400, 3.7 on 2,000;
-# English 8.8, 7.7, 5.0, 2.3; Sinhala 2.8 on 400, 1.1 on 2,000. The bound leaves room above the largest.
-NEW_TOKENS_PER_SENTENCE = 12
+# How many tokens beyond the byte symbols a tokenizer trained on D to exhaustion (no pair left to merge; the training
+# step, workflow_scripts/vocab/aux.py) reaches per sentence of D, by the route of the source tokenizer's family.
+# Measured 2026-12-02 on the committed LibreOffice l10n sentences (docs/vocabulary.md): byte-level BPE (SmolLM2)
+# reaches at most 8.9 per sentence (Thai, 50 lines; fewer on more lines), SentencePiece BPE at most 33.5 (its
+# pre-tokenizer splits at spaces only, and Thai has none). Each bound leaves room above the largest.
+NEW_TOKENS_PER_SENTENCE = {BYTE_LEVEL_BPE: 12, SENTENCEPIECE_BPE: 40}
 
 
-def bpe_vocab_ceiling(n_lines: int) -> int:
-    """The largest vocabulary (byte symbols included) a BPE trained on ``n_lines`` sentences of D can be expected
-    to reach (``NEW_TOKENS_PER_SENTENCE``): a size above it stops the tokenizer job with "corpus too small"."""
-    return BYTE_SYMBOLS + NEW_TOKENS_PER_SENTENCE * n_lines
+def bpe_vocab_ceiling(n_lines: int, family: str) -> int:
+    """The largest vocabulary (byte symbols included) a tokenizer of ``family`` trained on ``n_lines`` sentences of
+    D can be expected to reach (``NEW_TOKENS_PER_SENTENCE``): a size above it stops the tokenizer job with "corpus
+    too small"."""
+    return BYTE_SYMBOLS + NEW_TOKENS_PER_SENTENCE[family] * n_lines
 
 
 def check_methods(methods: list[Method]) -> list[str]:
@@ -74,7 +77,7 @@ def check_grid(config: dict, workdir: Path) -> list[str]:
     try:
         return [
             *_check_cells(config),
-            *_check_corpus_size(config),
+            *_check_corpus_size(config, workdir),
             *_check_posthoc(config),
             *_check_mumo_target(config, workdir),
         ]
@@ -147,44 +150,51 @@ def _check_cells(config: dict) -> list[str]:
     return errors
 
 
-def trained_vocabularies(config: dict) -> dict[str, list[str]]:
-    """Per language, the tokenizers the grid trains on D: ``aux`` (expansion; MuMo's V_mono unless
+def trained_vocabularies(config: dict) -> dict[tuple[str, str], list[str]]:
+    """Per (model, language), the tokenizers the grid trains on D: ``aux`` (expansion; MuMo's V_mono unless
     mumo.target_tokenizer names one) and ``replace`` (vocab: replace)."""
     target = (config.get("mumo") or {}).get("target_tokenizer")
-    out: dict[str, list[str]] = {}
-    for _, lang, m in expand_grid(config):
-        kinds = out.setdefault(lang, [])
+    out: dict[tuple[str, str], list[str]] = {}
+    for model, lang, m in expand_grid(config):
         kind = None
         if m.expands:
             kind = "replace" if m.vocab == "replace" else "aux"
         elif m.is_mumo and not target:
             kind = "aux"
+        kinds = out.setdefault((model, lang), [])
         if kind and kind not in kinds:
             kinds.append(kind)
-    return {lang: kinds for lang, kinds in out.items() if kinds}
+    return {cell: kinds for cell, kinds in out.items() if kinds}
 
 
-def _check_corpus_size(config: dict) -> list[str]:
+def _check_corpus_size(config: dict, workdir: Path) -> list[str]:
     """Each vocabulary trained on D against what D's data.n_train sentences can supply (``bpe_vocab_ceiling``).
 
-    Only for l10n corpora, whose lines are single sentences; a CC-100 line is a paragraph that supplies more, and
-    its limit is reported by the tokenizer job."""
+    Only for l10n corpora, whose lines are single sentences (a CC-100 line is a paragraph, which supplies more), and
+    for source tokenizers planning can read (a hub model's is downloaded later); the job reports the others."""
+    from workflow_scripts.config_checks.inputs import tokenizer_family
+
     n_train = config.get("data", {}).get("n_train")
     if n_train is None:
         return []
-    errors = []
-    ceiling = bpe_vocab_ceiling(n_train)
-    for lang, kinds in trained_vocabularies(config).items():
+    errors, families = [], {}
+    for (model, lang), kinds in trained_vocabularies(config).items():
         if config["languages"][lang]["corpus"]["kind"] != "l10n":
             continue
+        if model not in families:
+            families[model] = tokenizer_family(config["models"][model], workdir)
+        if families[model] is None:
+            continue
+        per, ceiling = NEW_TOKENS_PER_SENTENCE[families[model]], bpe_vocab_ceiling(n_train, families[model])
+        route = "BPE" if families[model] == BYTE_LEVEL_BPE else "SentencePiece BPE"
         for kind in kinds:
             size, key = vocab_size(config, lang, kind)
             if size > ceiling:
                 errors.append(
-                    f"{key}: {size} is more than the corpus D of language {lang} can supply: BPE on data.n_train "
-                    f"{n_train} sentences reaches about {BYTE_SYMBOLS} byte symbols + at most "
-                    f"{NEW_TOKENS_PER_SENTENCE} tokens a sentence = {ceiling}; lower {key} to at most {ceiling} or "
-                    f"raise data.n_train to at least {-(-(size - BYTE_SYMBOLS) // NEW_TOKENS_PER_SENTENCE)}"
+                    f"{key}: {size} is more than the corpus D of language {lang} can supply: {route} (model {model}) "
+                    f"on data.n_train {n_train} sentences reaches about {BYTE_SYMBOLS} byte symbols + at most {per} "
+                    f"tokens a sentence = {ceiling}; lower {key} to at most {ceiling} or raise data.n_train to at "
+                    f"least {-(-(size - BYTE_SYMBOLS) // per)}"
                 )
     return errors
 
