@@ -513,7 +513,7 @@ def test_read_corpus_refuses_an_empty_corpus_naming_the_file(tmp_path, content):
         read_corpus(path, what="held-out text")
 
 
-# ------------------------------------------------------------------------------------------- the output folder: run time
+# ------------------------------------------------------------------------------------------ the output folder: run time
 
 
 def test_a_writable_output_folder_passes_and_the_probe_leaves_nothing(tmp_path):
