@@ -315,3 +315,114 @@ def test_every_table_and_figure_has_a_report_caption():
     report = Path(__file__).resolve().parents[1] / "report"
     missing = [n for n in [t.name for t in TABLES] + list(FIGURES) if not (report / f"{n}.rst").is_file()]
     assert not missing
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures a figure function draws, kept open instead of written (their axes are what the tests read)."""
+    from workflow_scripts.paper import figures
+
+    kept = []
+    monkeypatch.setattr(figures, "save", lambda fig, stem: kept.append(fig) or [])
+    return kept
+
+
+def test_one_point_per_method_is_a_bar_chart_from_zero_and_a_task_without_results_gets_no_panel(drawn):
+    from workflow_scripts.paper import figures
+
+    f = frame(
+        rec("Source", "th", "mc", "acc", 0.25), rec("Mean", "th", "mc", "acc", 0.26, k=50, **REC),
+        rec("Source", "th", "mc", "speedup_chars", 1.0), rec("Mean", "th", "mc", "speedup_chars", 1.4, k=50, **REC),
+    )  # fmt: skip
+    figures.figure_vnew(f, "unused", figures.FIGURE5_TASKS, "Figure 5", ["mc proxy: test"])
+    (fig,) = drawn
+    axes = [ax for ax in fig.axes if ax.axison]
+    assert len(axes) == 2  # mc and its speed-up: gmmlu has no result anywhere, so no empty gmmlu panels
+    acc = axes[0]
+    assert len(acc.patches) == 2 and not acc.lines  # bars, not a line through one point
+    assert acc.get_ylim() == (0.0, 1.0)  # accuracy on its whole scale: 0.25 vs 0.26 is not magnified
+    assert acc.get_xscale() == "linear"
+    assert "Mean\nk=50" in [t.get_text() for t in acc.get_xticklabels()]
+
+
+def test_a_sweep_is_drawn_as_lines(drawn):
+    from workflow_scripts.paper import figures
+
+    f = frame(*(rec("Mean", "th", "mt", "chrF", 10.0 + k / 100, k=k, **REC) for k in (50, 100, 500)))
+    figures.figure_vnew(f, "unused", [("mt", "chrF")], "Figure 3")
+    ax = drawn[0].axes[0]
+    assert ax.get_xscale() == "log" and len(ax.lines[0].get_xdata()) == 3 and ax.get_ylim()[0] == 0
+
+
+def test_figure2_puts_the_expanded_tokenizer_next_to_the_source_one(drawn):
+    from workflow_scripts.paper import figures
+
+    frag = pd.DataFrame({"tokenizer": ["tiny", "tiny"], "language": ["en", "th"], "tokens_per_sentence": [12.5, 90.0]})
+    reports = pd.DataFrame([{"model": "tiny", "language": "th", "k": 50, "share": 0.6, "tokens_source": 77.0,
+                             "tokens_expanded": 42.5}])  # fmt: skip
+    figures.figure2(frag, reports, "unused")
+    right = drawn[0].axes[1]
+    assert sorted(round(p.get_height(), 1) for p in right.patches) == [42.5, 77.0]
+    assert [t.get_text() for t in right.get_legend().get_texts()] == ["source tokenizer", "expanded, |V_new| = 50"]
+
+
+def test_loss_curves_name_methods_and_say_the_losses_are_per_own_token(drawn):
+    from workflow_scripts.paper import figures
+
+    losses = pd.DataFrame({"step": [1, 2, 1, 2], "loss": [3.0, 2.0, 4.0, 3.0], "model": "tiny", "language": "th",
+                           "method": ["Mean.k50.2x2LS.clm.L64"] * 2 + ["CPT-only.2x2LS.clm.L64"] * 2})  # fmt: skip
+    names = {"Mean.k50.2x2LS.clm.L64": "Mean", "CPT-only.2x2LS.clm.L64": "CPT-only"}
+    figures.loss_curves(losses, "unused", names, ["stand-in text"])
+    fig = drawn[0]
+    ax = fig.axes[0]
+    assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == ["CPT-only", "Mean"]  # no slugs
+    assert "own vocabulary" in ax.get_ylabel() and "not comparable" in fig._suptitle.get_text()
+    # the data line sits under the axes and their label, not on them
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    footer = fig.texts[-1].get_window_extent(renderer)
+    assert footer.y1 < ax.xaxis.label.get_window_extent(renderer).y0
+
+
+def test_costs_of_a_cpu_run_report_no_gpu_hours(tmp_path):
+    import json
+
+    bench = tmp_path / "benchmarks" / "lapt"
+    bench.mkdir(parents=True)
+    (bench / "tiny.th.Mean.k50.2x2LS.clm.L64.tsv").write_text("s\th:m:s\tcpu_time\n360.0\t0:06:00\t700.0\n")
+    stats = tmp_path / "tiny" / "th" / "Mean.k50.2x2LS.clm.L64" / "train_stats.json"
+    stats.parent.mkdir(parents=True)
+    stats.write_text(json.dumps({"device": "cpu"}))
+    devices = costs.run_devices(tmp_path)
+    assert devices == {"cpu"}
+    table = costs.cost_table(costs.read_benchmarks(tmp_path / "benchmarks"), {}, devices)
+    row = table.iloc[0]
+    assert row["wall_h"] == pytest.approx(0.1) and row["cpu_h"] == pytest.approx(700 / 3600) and row["gpu_h"] == 0
+    assert "every job of this run ran on the CPU" in costs.markdown(table, devices=devices)
+    # where the jobs ran on a GPU, a GPU rule's wall hours are its GPU-hours
+    assert costs.cost_table(costs.read_benchmarks(tmp_path / "benchmarks"), {}, {"cuda"}).iloc[0]["gpu_h"] > 0
+
+
+def test_report_lists_tables_in_the_papers_order_with_titles():
+    from workflow_scripts.paper.specs import FIGURE_TITLES, FIGURES, TABLES, report_title
+
+    numbers = [t.number for t in TABLES]
+    assert numbers[:8] == ["1", "2", "3", "4a", "4b", "4c", "4d", "5"] and numbers[-2:] == ["14", "_mumo"]
+    titles = [report_title(t.title, t.caption) for t in TABLES]
+    assert titles[0].startswith("Table 1: Mean performance on generation tasks")
+    assert titles[-1] == "MuMo beside vocabulary expansion (not in the paper)"
+    assert titles[6] == "Table 4d: teacher-forced decoding of the reference translations (not in the paper)"
+    assert not any("_mumo" in t or "paper 002" in t for t in titles)
+    assert set(FIGURE_TITLES) == set(FIGURES)
+
+
+def test_the_proxy_note_only_on_tables_with_mc(tmp_path):
+    from workflow_scripts.paper.__main__ import write_tables
+
+    f = frame(rec("Source", "th", "mc", "acc", 0.5), rec("Source", "th", "ppl", "perplexity", 5.0))
+    labels = ["stand-in text", "mc proxy: a 4-way choice"]
+    write_tables(f, tmp_path, labels, {})
+    assert "mc proxy" in (tmp_path / "table3.md").read_text(encoding="utf-8")
+    for name in ("table1", "table2", "table4a", "table4d"):
+        text = (tmp_path / f"{name}.md").read_text(encoding="utf-8")
+        assert "mc proxy" not in text and "stand-in text" in text

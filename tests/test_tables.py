@@ -171,3 +171,19 @@ def test_elchat_row_is_named_as_in_table_10(results, tmp_path):
     rows = [line for line in md.splitlines() if line.startswith("| th | Mean")]
     assert [row.split(" | ")[1] for row in rows] == ["Mean", "Mean + ElChat"]
     assert rows[1].split(" | ")[3] == "19.0"
+
+
+def test_cli_writes_the_lead_figure_and_the_reports_first_page(tmp_path):
+    loss = tmp_path / "results/smollm2/th/mean-2x2ls-mtp-512-k100/loss.tsv"
+    loss.parent.mkdir(parents=True)
+    loss.write_text("step\tloss\n1\t3.0\n2\t2.5\n", encoding="utf-8")
+    out = tmp_path / "tables"
+    tables.main(["--inputs", *map(str, _lead(tmp_path)), "--losses", str(loss), "--csv", str(out / "results.csv"),
+                 "--markdown", str(out / "results.md"), "--figure", str(out / "results.png"),
+                 "--html", str(out / "results.html")])  # fmt: skip
+    assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / "results.pdf").is_file()
+    assert "](results.png)" in (out / "results.md").read_text(encoding="utf-8")
+    page = (out / "results.html").read_text(encoding="utf-8")
+    # the report is one self-contained file: the figure is embedded, the tables are HTML tables
+    assert 'src="data:image/png;base64,' in page and "<table>" in page and "<h2>At a glance</h2>" in page
+    assert "77.0 → 42.5" in page

@@ -169,7 +169,8 @@ def figure(rows: list[dict], losses: pd.DataFrame, names: dict[str, str], stem: 
     loss curves; ``names`` maps a method slug (loss.tsv's folder) to its row name."""
     from workflow_scripts.paper.figures import footer, plt, save
 
-    fig, axes = plt.subplots(1, 4, figsize=(17, 3.6))
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.2))
+    axes = list(axes.flat)
     names_all = list(dict.fromkeys([r["name"] for r in rows] + [names.get(m, m) for m in losses.get("method", [])]))
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     colors = {"Source": "#888888", **{n: palette[i % len(palette)] for i, n in enumerate(names_all)}}
@@ -244,8 +245,13 @@ def to_html(markdown_text: str, images: dict[str, Path]) -> str:
         if Path(path).is_file():
             data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
             body = body.replace(f'src="{name}"', f'src="data:image/png;base64,{data}" style="max-width:100%"')
+    # The report's landing view centers its content vertically in a scrolling box (which cuts off the top of a page
+    # taller than the window) and narrows it to a column: while this page is shown, it starts at the top, full width.
     style = (
-        "<style>.vx-results table{border-collapse:collapse;margin:0.5em 0 1em} .vx-results th,.vx-results td"
+        "<style>.overflow-auto:has(.vx-results){align-items:flex-start;justify-content:flex-start}"
+        " .max-w-lg:has(.vx-results){max-width:52rem}"
+        " .vx-results blockquote p:before,.vx-results blockquote p:after{content:none}"
+        " .vx-results table{border-collapse:collapse;margin:0.5em 0 1em} .vx-results th,.vx-results td"
         "{border:1px solid #ccc;padding:2px 6px} .vx-results h1{font-size:1.5em} .vx-results h2{font-size:1.2em;"
         "margin-top:1em} .vx-results blockquote{color:#555} .vx-results ul{list-style:disc;margin-left:1.5em}</style>"
     )

@@ -8,6 +8,7 @@ the columns and the rows.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -375,9 +376,18 @@ FIGURE_TITLES = {
 }
 
 
+NOT_IN_PAPER = "Not in the paper: "
+
+
 def report_title(title: str, caption: str) -> str:
-    """A table's line in the report's list: its title and its caption's first sentence."""
-    return f"{title}: {caption.split('. ')[0].rstrip('.')}"
+    """A table's line in the report's list: its title and the gist of its caption (the first sentence up to its first
+    parenthesis, colon or semicolon), and whether the paper has it."""
+    if not title.startswith("Table "):  # a table of this project's own, with its own heading
+        return f"{title} (not in the paper)"
+    first = caption.split(". ")[0].rstrip(".")
+    extra = first.startswith(NOT_IN_PAPER)
+    gist = re.split(r" \(|: |; ", first.removeprefix(NOT_IN_PAPER), maxsplit=1)[0]
+    return f"{title}: {gist}" + (" (not in the paper)" if extra else "")
 
 
 def output_names() -> list[str]:
