@@ -149,3 +149,5 @@ def test_end_to_end_killed_and_resumed(tmp_path):
     assert report.returncode == 0, report.stderr[-3000:]
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "table2.html" in html and "loss_curves.png" in html and "stand-in for CC-100" in html
+    # results.md is the report's first page, its figure embedded
+    assert "At a glance" in html and (tmp_path / "results/tables/results.png").stat().st_size > 0
