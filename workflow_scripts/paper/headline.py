@@ -224,11 +224,13 @@ def _loss_panel(ax, losses: pd.DataFrame, names: dict[str, str], colors: dict[st
     if losses.empty:
         _empty(ax, "no training runs (loss.tsv) yet")
         return
-    multi = losses[["model", "language"]].drop_duplicates().shape[0] > 1
+    panels = list(dict.fromkeys(zip(losses["model"], losses["language"], strict=True)))
+    styles = ("-", "--", ":", "-.")  # the method is the colour, the model x language the line style
     for (model, lang, method), run in losses.groupby(["model", "language", "method"], sort=False):
         name = names.get(method, method)
-        label = f"{name} ({model} · {lang})" if multi else name
-        ax.plot(run["step"], run["loss"], label=label, color=colors.get(name))
+        label = f"{name} ({model} · {lang})" if len(panels) > 1 else name
+        style = styles[panels.index((model, lang)) % len(styles)]
+        ax.plot(run["step"], run["loss"], style, label=label, color=colors.get(name))
     ax.set_xlabel("step")
     ax.set_ylabel("loss per own token (nats)")
     ax.set_title("Training loss: per token, not comparable\nacross vocabularies", fontsize=9)
