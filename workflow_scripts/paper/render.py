@@ -32,9 +32,10 @@ def _legend(filled: Filled) -> list[str]:
     spec, legend = filled.spec, []
     if spec.best:
         legend.append(f"Bold / underlined: best / second-best ({'lowest' if spec.best == 'min' else 'highest'}).")
-    if spec.mark_source:
+    compares = spec.mark_source and any(c.higher_is_better is not None for c in spec.columns)
+    if compares:
         legend.append(f"{BETTER} (green): better than Source on the same language and task.")
-    if spec.best or spec.mark_source:
+    if spec.best or compares:
         legend.append(
             "Marked only where the difference lies outside the measured spread (mean ± sd over runs, or [worst–best] "
             "over a speed test's repeats, not overlapping); an entry from one run without a spread is never marked."
