@@ -59,9 +59,11 @@ from workflow_scripts.speed.plan import (
     runtime_minutes as speed_runtime_minutes,
 )  # noqa: E402
 from workflow_scripts.paper.specs import (
+    FIGURE_TITLES,
     FIGURES as PAPER_FIGURES,
     TABLES as PAPER_TABLES,
     output_names as paper_output_names,
+    report_title,
 )  # noqa: E402
 
 SCHEMA = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
@@ -303,6 +305,11 @@ def cell_json(wc):
     return json.dumps(m.cell(wc.model, wc.lang, size), sort_keys=True)
 
 
+def chat_template_arg(wc):
+    """--chat-template for an ElChat cell: evaluated as the chat model it is (Table 10); plain text elsewhere."""
+    return "--chat-template" if METHOD_BY_SLUG[wc.method].posthoc == "elchat" else ""
+
+
 def data_label_of(wc):
     return data_label(wc.lang)
 
@@ -457,19 +464,24 @@ def paper_report_files():
     (report/*.rst; paths relative to rules/)."""
     from snakemake.io import report as in_report
 
+    # labels: the report lists a category's files sorted by their labels (else by file name: table10a before table2)
     tables = [
         in_report(
             f"results/paper/{t.name}.html",
             caption=f"../report/{t.name}.rst",
             category="Tables",
+            labels={"no.": f"{i + 1:02d}", "table": report_title(t.title, t.caption)},
         )
-        for t in PAPER_TABLES
+        for i, t in enumerate(PAPER_TABLES)
     ]
     figures = [
         in_report(
-            f"results/paper/{f}.png", caption=f"../report/{f}.rst", category="Figures"
+            f"results/paper/{f}.png",
+            caption=f"../report/{f}.rst",
+            category="Figures",
+            labels={"no.": f"{i + 1:02d}", "figure": FIGURE_TITLES.get(f, f)},
         )
-        for f in PAPER_FIGURES
+        for i, f in enumerate(PAPER_FIGURES)
     ]
     return tables + figures
 

@@ -324,10 +324,11 @@ def test_real_family_replacement_loads_and_keeps_bos(name, tmp_path, thai_lines)
 def test_results_table_says_replace():
     from workflow_scripts.tables import settings_text
 
+    # from the cell's vocab field (grid.Method.cell), not from its slug
     cell = {"init": "Mean", "procedure": "2x2LS", "objective": "mtp", "seq_len": 512, "k": None}
-    assert settings_text({**cell, "method": "Mean.replace.2x2LS.mtp.L512", "aux_vocab_size": 32000}) == (
+    assert settings_text({**cell, "vocab": "replace", "aux_vocab_size": 32000}) == (
         "Mean · 2x2LS · mtp · 512 · replace=32000"
     )
-    assert settings_text({**cell, "method": "Mean.k100.2x2LS.mtp.L512", "k": 100, "aux_vocab_size": 50000}) == (
+    assert settings_text({**cell, "vocab": "expand", "k": 100, "aux_vocab_size": 50000}) == (
         "Mean · 2x2LS · mtp · 512 · k=100 · aux=50000"
     )

@@ -99,22 +99,22 @@ class Method:
         return ".".join(parts)
 
     def cell(self, model: str, language: str, aux_vocab_size: int) -> dict[str, Any]:
-        """The cell dictionary that result files carry (see workflow_scripts/tables.py); ``posthoc`` only where set,
-        so that the other cells' evaluation jobs keep their params (the harness reads it: ElChat's chat template)."""
-        extra = {"posthoc": self.posthoc} if self.posthoc != "none" else {}
+        """The cell dictionary that result files carry (see workflow_scripts/tables.py): every method field, so that
+        the tables read the method from its fields, never from the slug."""
         return {
-            **extra,
             "model": model,
             "language": language,
             "method": self.slug,
             "label": self.label,
             "init": self.init if self.expands else None,
+            "vocab": self.vocab if self.expands else None,
             "procedure": self.procedure if self.trains else None,
             "objective": self.objective if self.trains else None,
             "seq_len": self.seq_len if self.trains else None,
             "k": self.k if self.expands else None,
             # For vocab: replace, the size of the replacement tokenizer (trained on D like T_aux).
             "aux_vocab_size": aux_vocab_size if self.expands else None,
+            "posthoc": self.posthoc,
         }
 
 
