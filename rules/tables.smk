@@ -3,7 +3,6 @@
 
 localrules:
     tables,
-    fragmentation,
     paper_tables,
 
 
@@ -40,27 +39,6 @@ rule tables:
         "python -m workflow_scripts.tables --inputs {input.results:q} --losses {input.losses:q}"
         " --csv {output.csv:q} --markdown {output.markdown:q} --figure {output.figure:q} --html {output.html:q}"
         " 2>> {log:q}"
-
-
-rule fragmentation:
-    """Mean tokens per sentence per language for each source tokenizer (the paper's Figure 2)."""
-    input:
-        tokenizers=[source_model_dir(m) for m in MODELS],
-        pairs=[data_file(lang, "mt.tsv") for lang in LANGUAGES],
-    output:
-        "results/analysis/fragmentation.csv",
-    log:
-        "results/logs/fragmentation/fragmentation.log",
-    conda:
-        "../envs/workflow.yaml"
-    params:
-        tokenizers=fragmentation_tokenizers,
-        pairs=fragmentation_pairs,
-        label=fragmentation_label,
-    # unquoted: params.pairs, params.tokenizers (fragmentation_pairs: shlex-quoted lang=file values; fragmentation_tokenizers: shlex-quoted model=folder values)
-    shell:
-        "python -m workflow_scripts.fragmentation --tokenizers {params.tokenizers} --pairs {params.pairs}"
-        " --texts-label {params.label:q} --out {output:q} 2>> {log:q}"
 
 
 rule paper_tables:
