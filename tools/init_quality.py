@@ -1,4 +1,4 @@
-"""Quality check of the initializations with no training (issue 4, evidence 3): held-out NLL per character.
+"""Quality check of the initializations with no training: held-out NLL per character.
 
 For each language: split the LibreOffice l10n pairs (a stand-in for CC-100, see l10n.py) with ``corpus.split_pairs``
 into D (the adaptation corpus) and held-out text, train the aux tokenizer on D, expand the source tokenizer by k new

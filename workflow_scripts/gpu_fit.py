@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from workflow_scripts.grid import Method, _first_entries, _hparam, expand_grid
+from workflow_scripts.grid import Method, expand_grid, first_entries, hparam
 
 
 def lapt_jobs(config: dict) -> list[tuple[str, Method, Any, dict[str, Any], dict[str, str]]]:
@@ -18,14 +18,14 @@ def lapt_jobs(config: dict) -> list[tuple[str, Method, Any, dict[str, Any], dict
     from tools.gpu_estimate import MODELS, SIZE_SHAPES
     from workflow_scripts.lapt import DEFAULT_HPARAMS, PROCEDURES, resolve_hparams
 
-    jobs, seen, first = [], set(), _first_entries(config)
+    jobs, seen, first = [], set(), first_entries(config)
     for model, _, m in expand_grid(config):
         size = config["models"][model].get("size")
         skip = not m.trains or m.posthoc != "none" or m.procedure not in PROCEDURES or size not in SIZE_SHAPES
         if skip or (model, m.slug) in seen:
             continue
         seen.add((model, m.slug))
-        pairs = {k: _hparam(config, model, first[m.slug], k) for k in DEFAULT_HPARAMS}
+        pairs = {k: hparam(config, model, first[m.slug], k) for k in DEFAULT_HPARAMS}
         hp = resolve_hparams({k: v for k, (v, where) in pairs.items() if "(not set" not in where})
         shape = MODELS[SIZE_SHAPES[size]]
         if m.expands and m.vocab == "replace":

@@ -48,8 +48,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--chat-template",
         action="store_true",
         help="wrap each prompt (few-shot examples as earlier turns) in the model's chat template, as LightEval's "
-        "--use-chat-template; on by itself for a cell whose --cell JSON says posthoc elchat (Table 10); the base "
-        "models' cells take plain text",
+        "--use-chat-template; the workflow passes it for ElChat cells (Table 10: evaluated as the chat model they "
+        "are); the base models' cells take plain text",
     )
     p.add_argument("--mumo-no-verify", dest="mumo_verify", action="store_false", help="MuMo: skip verification")
     p.add_argument("--mumo-k", type=int, default=10, help="MuMo: candidates per decoding step")
@@ -139,9 +139,6 @@ def main(argv: list[str] | None = None) -> None:
     from workflow_scripts.evaluate import read_cell
 
     cell = read_cell(a.cell)
-    # ElChat cells are evaluated as the chat model they are (README, "ElChat"); from the cell, so that the rules'
-    # commands and params, and thereby every finished evaluation job, stay as they were
-    a.chat_template = a.chat_template or cell.get("posthoc") == "elchat"
     t0 = time.time()
     details: dict = {"model_dir": str(a.model), "language": a.lang, "task": record_task(a.task, a.lang)}
     try:
