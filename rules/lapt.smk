@@ -64,7 +64,7 @@ rule lapt:
         checkpoints="results/{model}/{lang}/{method}/checkpoints",
         rows=lapt_rows_arg,
         launch=lapt_launch,
-    # unquoted: params.rows (lapt_rows_arg: a flag and its shlex-quoted report path), params.launch (a command)
+    # unquoted: params.launch, params.rows (lapt_launch: python or a fixed torchrun command and a number; lapt_rows_arg: a flag and its shlex-quoted report path)
     shell:
         "{params.launch} -m workflow_scripts.lapt --model {input.model:q} --train {input.corpus:q} --procedure {params.procedure:q}"
         " --objective {params.objective:q} --seq-len {params.seq_len:q} --hparams {params.hparams:q}"

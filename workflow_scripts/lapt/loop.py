@@ -156,7 +156,7 @@ def prepare_run(
         "n_source_rows": n_source_rows,
     }
     grad_ckpt = device.type == "cuda" if hp["gradient_checkpointing"] is None else bool(hp["gradient_checkpointing"])
-    micro = resolve_micro_batch(hp, device, model_dir, procedure, objective, seq_len, grad_ckpt)
+    micro = resolve_micro_batch(hp, device, model_dir, procedure, objective, seq_len, grad_ckpt, ranks.world)
     if (Path(checkpoint_dir) / LEGACY_CHECKPOINT_FILE).exists():
         log.warning("%s/%s is a pickled checkpoint of an older version: not loaded", checkpoint_dir,
                     LEGACY_CHECKPOINT_FILE)  # fmt: skip
