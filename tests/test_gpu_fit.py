@@ -143,14 +143,16 @@ def test_the_dry_run_refuses_a_cell_that_cannot_fit(tmp_path):
     assert out.returncode != 0 and "LAPT jobs do not fit the GPU" in text and "training.eeve_layers" in text
     assert "node_gpus: 4" in text  # the other way out: 4 GPUs of a node
     # With the default of up to 8 GPUs a node, the EEVE job is planned on 4 of 80 GB and launched by torchrun.
-    job = "results/llama3/my/EEVE.k100.EEVE.clm.L512/train_stats.json"
-    out = subprocess.run([sys.executable, "-m", "snakemake", job, "-n", "-p", "--configfile", str(path)], cwd=REPO,
+    target = "results/llama3/my/EEVE.k100.EEVE.clm.L512/train_stats.json"
+    out = subprocess.run([sys.executable, "-m", "snakemake", target, "-n", "-p", "--configfile", str(path)], cwd=REPO,
                          capture_output=True, text=True)  # fmt: skip
     text = out.stdout + out.stderr
     assert out.returncode == 0, text[-3000:]
     lapt_job = text[text.index("rule lapt:") :]
     assert "torchrun --standalone --nproc-per-node 4 -m workflow_scripts.lapt" in lapt_job
-    sbatch, step = _slurm_commands(next(j for j in parse_dry_run(text) if j.rule == "lapt"))
+    job = next(j for j in parse_dry_run(text) if j.rule == "lapt")
+    assert job.gpus == 4  # what tools.plan counts: GPU-hours are 4 x the time limit
+    sbatch, step = _slurm_commands(job)
     # One node, 4 GPUs and 8 CPUs each, the host memory of 4 processes; the job step is one task holding all 4 GPUs,
     # in which torchrun starts the 4 processes.
     assert {"--gpus=4", "--nodes=1", "--cpus-per-gpu=8", "--mem", "256000", "--signal=USR1@600"} <= set(sbatch.split())
