@@ -1,5 +1,5 @@
-"""One list per concept: the registries (initialize.INIT_METHODS, lapt.PROCEDURES / OBJECTIVES, evaluate.TASKS) are the
-truth; the schema, the config check, the GPU estimate and the rules must agree with them."""
+"""One list per concept: the registries (initialize.INIT_METHODS, lapt.PROCEDURES / OBJECTIVES, evaluation.TASKS) are
+the truth; the schema, the config check, the GPU estimate and the rules must agree with them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import yaml
 
 from tests.conftest import REPO
 from tools import gpu_estimate
-from workflow_scripts import evaluate, grid, initialize, lapt
+from workflow_scripts import evaluation, grid, initialize, lapt
 
 SCHEMA = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text(encoding="utf-8"))
 
@@ -34,7 +34,7 @@ def test_registries_are_what_the_config_check_accepts():
     assert grid.IMPLEMENTED["init"] == {"none", *initialize.INIT_METHODS}
     assert grid.IMPLEMENTED["procedure"] == {"none", grid.MUMO, *lapt.PROCEDURES}
     assert grid.IMPLEMENTED["objective"] == set(lapt.OBJECTIVES)
-    assert grid.IMPLEMENTED["tasks"] == set(evaluate.TASKS)
+    assert grid.IMPLEMENTED["tasks"] == set(evaluation.TASKS)
     # The registry lists the methods in the paper's (and the schema's) order, which reports follow.
     assert list(initialize.INIT_METHODS) == [v for v in schema_values("init") if v != "none"]
     assert set(initialize.CORPUS_METHODS) == {"Align", "FOCUS"}
@@ -49,4 +49,4 @@ def test_gpu_estimate_describes_every_registered_procedure():
 def test_every_task_has_a_rule_writing_its_result():
     rules = (REPO / "rules" / "evaluate.smk").read_text(encoding="utf-8")
     outputs = set(re.findall(r"/eval/(\w+)\.json", rules))
-    assert outputs - {"sum_bleurt"} == set(evaluate.TASKS)  # sum_bleurt: a second metric of sum's predictions
+    assert outputs - {"sum_bleurt"} == set(evaluation.TASKS)  # sum_bleurt: a second metric of sum's predictions
