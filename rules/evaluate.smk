@@ -236,7 +236,7 @@ rule evaluate_ppl:
         n=config["evaluation"]["ppl"]["n"],
         batch_size=config["evaluation"]["ppl"]["batch_size"],
     shell:
-        "python -m workflow_scripts.evaluate ppl --model {input.model:q} --text {input.text:q} --n {params.n:q}"
+        "python -m workflow_scripts.perplexity --model {input.model:q} --text {input.text:q} --n {params.n:q}"
         " --batch-size {params.batch_size:q} --cell {params.cell:q} --data-label {params.data_label:q} --out {output.result:q}"
         " --threads {threads} 2>> {log:q}"
 

@@ -213,7 +213,7 @@ def test_expansion_only_methods_are_refused(byte_level_replacement, smollm2_toke
 
 @pytest.mark.slow
 def test_replaced_model_trains_and_evaluates(byte_level_replacement, tiny_llama_dir, thai_file, thai_lines, tmp_path):
-    from workflow_scripts import evaluate, lapt
+    from workflow_scripts import lapt, perplexity
 
     out_tok = byte_level_replacement[0]
     report = initialize_replacement(tiny_llama_dir, out_tok, tmp_path / "init", "Mean", seed=42, pad_to_multiple_of=8)
@@ -227,11 +227,9 @@ def test_replaced_model_trains_and_evaluates(byte_level_replacement, tiny_llama_
     emb = "model.embed_tokens.weight"
     assert after[emb].shape == (SIZE_BYTE_LEVEL, 64) and not torch.equal(before[emb], after[emb])
     model, tok = load(tmp_path / "out")
-    ppl = evaluate.evaluate_ppl(model, tok, thai_lines[:8], batch_size=4)
+    ppl = perplexity.evaluate_ppl(model, tok, thai_lines[:8], batch_size=4)
     values = {r["metric"]: r["value"] for r in ppl["records"]}
     assert 0 < values["bits_per_char"] < 20 and values["tokens_per_sentence"] > 0
-    mt = evaluate.evaluate_mt(model, tok, [("Open file", thai_lines[0])], "th", max_new_tokens=4)
-    assert mt["details"]["generated_tokens"] >= 1
 
 
 # ------------------------------------------------------------------------------------------------- 4. the grid

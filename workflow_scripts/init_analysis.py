@@ -69,8 +69,8 @@ def analyse_cell(
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from workflow_scripts.evaluate import evaluate_ppl
     from workflow_scripts.initialize import initialize_model
+    from workflow_scripts.perplexity import evaluate_ppl
     from workflow_scripts.vocab import boundary_crossings, expand, next_free_id
     from workflow_scripts.vocab.source import load_source
 

@@ -14,7 +14,7 @@ from typing import Any
 SIZES = ("demo", "135M", "7B", "8B", "9B")
 # Size classes that cannot be trained or evaluated in useful time without a GPU.
 GPU_SIZES = frozenset({"7B", "8B", "9B"})
-# The rules whose code moves the model to a GPU when one is visible (workflow_scripts/lapt/, harness/, evaluate.py,
+# The rules whose code moves the model to a GPU when one is visible (workflow_scripts/lapt/, harness/, perplexity.py,
 # speed.py, init_analysis.py).
 GPU_RULES = (
     "lapt",

@@ -66,7 +66,7 @@ def check_cc100_file(path: Path, lang: str) -> list[str]:
     MiB decompresses into UTF-8 lines, some of them in the language's script. The line count needs the whole stream:
     sample_cc100 checks it."""
     from workflow_scripts.corpus import open_text_stream
-    from workflow_scripts.l10n import SCRIPT_RANGES, in_script
+    from workflow_scripts.languages import SCRIPT_RANGES, in_script
 
     key = f"languages.{lang}.corpus.path"
     if path.stat().st_size == 0:

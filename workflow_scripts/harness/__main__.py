@@ -29,7 +29,7 @@ def record_task(task: str, lang: str) -> str:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from workflow_scripts.evaluate import add_common_args
+    from workflow_scripts.evaluation import add_common_args
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(p)
@@ -62,7 +62,7 @@ def _load(a: argparse.Namespace):
     """The model and the folder its tokenizer comes from. A MuMo folder (workflow_scripts/mumo) is its source model
     with the MuMo decoder behind ``generate`` (greedy: deterministic; paper: MuMo's sampling; ``--mumo-no-verify``:
     the ablation), so LightEval's prompt, stop sequences and metric are the same as for every other method."""
-    from workflow_scripts.evaluate import load_model
+    from workflow_scripts.evaluation import load_model
     from workflow_scripts.mumo.head import is_mumo_dir
 
     if not is_mumo_dir(a.model):
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     a = parse_args(argv)
     setup_logging(a.log)
     set_threads(a.threads)
-    from workflow_scripts.evaluate import read_cell
+    from workflow_scripts.evaluation import read_cell
 
     cell = read_cell(a.cell)
     t0 = time.time()

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from workflow_scripts.evaluate import LANGUAGE_NAMES as EVALUATE_LANGUAGE_NAMES
+from workflow_scripts import languages
 
 # Metric names, one field each: (task, metric) as the evaluation steps write them into results.csv.
 MT = ("mt", "chrF")
@@ -27,8 +27,8 @@ PPL = ("ppl", "perplexity")
 TEACHER_FORCED = "@teacher_forced.greedy.b1"  # the teacher-forced variant of a speed metric (speed/table.py)
 SPEEDUP = "speedup"  # tokens_per_second / Source's on the same task and language (the paper's T/S speed-up)
 
-LANGUAGES = ("ar", "my", "de", "el", "hi", "ja", "si", "sw", "te", "th")
-LANGUAGE_NAMES = {lang: EVALUATE_LANGUAGE_NAMES[lang] for lang in LANGUAGES}
+LANGUAGES = tuple(languages.LANGUAGES)  # the paper's ten, in its tables' order
+LANGUAGE_NAMES = languages.LANGUAGE_NAMES
 MODEL_NAMES = {"llama2": "Llama2", "llama3": "Llama3", "gemma2": "Gemma2"}
 PAPER_MODELS = tuple(MODEL_NAMES)
 NO_GMMLU = ("my", "th")  # Global-MMLU has no Burmese or Thai
