@@ -41,12 +41,12 @@ def test_a_failing_step_stops_the_job_before_the_next(monkeypatch):
 
 @pytest.mark.slow
 def test_the_ppl_step_writes_what_the_ppl_command_writes(tmp_path, tiny_llama_dir, thai_file):
-    """The same model, text and cell through the cell job and through `workflow_scripts.evaluate ppl` alone: the
+    """The same model, text and cell through the cell job and through `workflow_scripts.perplexity` alone: the
     same records and details (timing aside)."""
-    from workflow_scripts import evaluate
+    from workflow_scripts import perplexity
 
     common = ["--model", str(tiny_llama_dir), "--cell", '{"method": "Source"}', "--threads", "1"]
-    evaluate.main(["ppl", "--text", str(thai_file), "--n", "12", "--out", str(tmp_path / "alone.json"), *common])
+    perplexity.main(["--text", str(thai_file), "--n", "12", "--out", str(tmp_path / "alone.json"), *common])
     cell.main([*common, "--ppl", f"--text {thai_file} --n 12 --out {tmp_path / 'cell.json'}"])
     alone, fused = (json.loads((tmp_path / f).read_text()) for f in ("alone.json", "cell.json"))
     for result in (alone, fused):

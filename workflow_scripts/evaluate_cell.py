@@ -3,12 +3,12 @@
     python -m workflow_scripts.evaluate_cell --model DIR --cell JSON --threads 1 \\
         --ppl "--text heldout.txt --n 100 --out ppl.json" --mt "--lang th --pairs mt.tsv ... --out mt.json" ...
 
-Each ``--STEP`` takes the arguments of that step's own command line (``workflow_scripts.evaluate ppl``,
+Each ``--STEP`` takes the arguments of that step's own command line (``workflow_scripts.perplexity``,
 ``workflow_scripts.harness --task mt|mc``, ``workflow_scripts.speed``) without ``--model``, ``--cell`` and
 ``--threads``, which this command passes to every step; each step writes the file it writes when run alone, in the
-same format. What the single process saves is the start-up each separate job pays: importing torch, transformers and
-LightEval (about 11 s of CPU for LightEval alone on a 2-core machine, docs/measurements.md), which for a 135M model costs
-more than the evaluation itself. A module of its own: it runs steps of both the harness and the speed package.
+same format. What the single process saves is the start-up each separate job pays: importing torch, transformers
+and LightEval (about 11 s of CPU for LightEval alone on a 2-core machine, docs/measurements.md), which for a 135M model
+costs more than the evaluation itself. A module of its own: it runs steps of both the harness and the speed package.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ STEPS = ("ppl", "mt", "mc", "speed")  # cheapest first: a bad input file stops t
 
 
 def _ppl(argv: list[str]) -> None:
-    from workflow_scripts.evaluate import main
+    from workflow_scripts.perplexity import main
 
-    main(["ppl", *argv])
+    main(argv)
 
 
 def _harness(task: str) -> Callable[[list[str]], None]:
