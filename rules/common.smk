@@ -18,7 +18,7 @@ if DeploymentMethod.CONDA not in workflow.deployment_settings.deployment_method:
     _PATH_PREFIX = (
         "export PATH=" + shlex.quote(str(Path(sys.executable).parent)) + ":$PATH; "
     )
-# Rule shells ignore SIGUSR1: Slurm sends it to the lapt job's processes before the time limit (rules/train.smk
+# Rule shells ignore SIGUSR1: Slurm sends it to the lapt job's processes before the time limit (rules/lapt.smk
 # slurm_extra), and its default action would end the shell; the trainer installs its own handler and checkpoints.
 shell.prefix(
     "set -euo pipefail; trap '' USR1; "

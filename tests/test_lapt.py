@@ -149,7 +149,7 @@ def test_kill_and_resume_matches_uninterrupted_run(tmp_path, tiny_llama_dir, tha
 @pytest.mark.slow  # three training runs, two of them subprocesses
 def test_usr1_before_the_time_limit_checkpoints_exits_and_resumes_to_the_same_result(tmp_path, tiny_llama_dir,
                                                                                      thai_lines):  # fmt: skip
-    # Slurm's --signal=USR1@600 (rules/train.smk) arrives during some step: the step is finished, checkpointed, the
+    # Slurm's --signal=USR1@600 (rules/lapt.smk) arrives during some step: the step is finished, checkpointed, the
     # process exits non-zero without a traceback, and the rerun reaches what an uninterrupted run reaches.
     hp = {"batch_size": 2, "grad_accum": 2, "lr": 1e-3, "checkpoint_every": None, "checkpoint_minutes": None}
     thai_file = tmp_path / "train.txt"

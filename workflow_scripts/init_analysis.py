@@ -1,14 +1,14 @@
 """What separates Align from Mean (paper 002 §4.3, Table 7): boundary crossings, differing rows, and untrained quality.
 
 For one model and language, with the workflow's own aux tokenizer, D and held-out text, this step builds T_t twice, with
-the new merges first (the paper's priority) and last (the ablation), and measures for each:
+the new merges first (the paper's priority) and last (the default), and measures for each:
 - the share of new-token occurrences in D that cross a source-token boundary (byte spans; ``vocab.boundary_crossings``):
   only a crossing occurrence lets Align's aligned source tokens differ from the tokens that spell the piece;
 - how many new rows of Mean-ref, Merge and Align differ from Mean's (input embeddings; ``initialize`` reports the same);
 and, under ``first`` only (one run, no training), held-out nats per character of Source, Mean, Mean-ref (the reference
 code's mojibake mapping), Merge and Align, which compare across vocabularies. The rows go to one JSON per cell; the
 ``init_analysis`` rule collects them into results/analysis/init_analysis.csv. It is a separate target (not in
-``rule all``): on CPU it costs about a minute per language for SmolLM2 and a GPU-class job for 7B-9B models.
+``rule all``): on CPU it costs about 8 minutes per language for SmolLM2 (docs/measurements.md) and a GPU-class job for 7B-9B models.
 
     python -m workflow_scripts.init_analysis cell --source-model M --aux aux.json --corpus D --heldout H --k 100 \\
         --model smollm2 --language th --out cell.json

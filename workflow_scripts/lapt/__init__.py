@@ -33,7 +33,7 @@ A plain PyTorch loop (no HF Trainer) so that the trained parameter set and resum
 - Optimization: AdamW (betas, eps, weight decay on matrices only, like HF Trainer), cosine schedule with linear warmup,
   gradient clipping at 1.0 (HF Trainer's default), bf16 autocast and gradient checkpointing on CUDA, fp32 on CPU.
 - Resume: every ``checkpoint_every`` optimizer steps, once ``checkpoint_minutes`` of wall time have passed since the
-  last one (default 30), on SIGTERM or SIGUSR1 (Slurm sends USR1 ten minutes before the time limit: rules/train.smk),
+  last one (default 30), on SIGTERM or SIGUSR1 (Slurm sends USR1 ten minutes before the time limit: rules/lapt.smk),
   at the end of every stage and at the end,
   ``<checkpoint-dir>/checkpoint.safetensors`` is replaced atomically with the parameters trained in any stage so far,
   the stage's optimizer and scheduler, step, RNG states and loss history (tensors in safetensors, the rest as JSON:

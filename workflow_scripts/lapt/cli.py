@@ -1,4 +1,4 @@
-"""The command line of the LAPT step (``python -m workflow_scripts.lapt``, called by rules/train.smk)."""
+"""The command line of the LAPT step (``python -m workflow_scripts.lapt``, called by rules/lapt.smk)."""
 
 from __future__ import annotations
 

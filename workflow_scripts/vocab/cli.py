@@ -1,4 +1,4 @@
-"""Command line of the tokenizer step: ``python -m workflow_scripts.vocab aux|expand`` (rules/tokenizer.smk)."""
+"""Command line of the tokenizer step: ``python -m workflow_scripts.vocab aux|expand`` (rules/vocab.smk)."""
 
 from __future__ import annotations
 
