@@ -1,4 +1,4 @@
-# What separates Align from Mean (issue 10): boundary crossings of new tokens in D, rows differing from Mean under new
+# What separates Align from Mean (docs/align-mean.md): boundary crossings of new tokens in D, rows differing from Mean under new
 # merges first and last, and held-out nats/char without training. A separate target, not part of `rule all`:
 #   snakemake --cores 2 init_analysis
 
@@ -48,3 +48,28 @@ rule init_analysis:
         "../envs/workflow.yaml"
     shell:
         "python -m workflow_scripts.init_analysis collect --out {output:q} {input:q} 2>> {log:q}"
+
+
+localrules:
+    fragmentation,
+
+
+rule fragmentation:
+    """Mean tokens per sentence per language for each source tokenizer (the paper's Figure 2)."""
+    input:
+        tokenizers=[source_model_dir(m) for m in MODELS],
+        pairs=[data_file(lang, "mt.tsv") for lang in LANGUAGES],
+    output:
+        "results/analysis/fragmentation.csv",
+    log:
+        "results/logs/fragmentation/fragmentation.log",
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        tokenizers=fragmentation_tokenizers,
+        pairs=fragmentation_pairs,
+        label=fragmentation_label,
+    # unquoted: params.pairs, params.tokenizers (fragmentation_pairs: shlex-quoted lang=file values; fragmentation_tokenizers: shlex-quoted model=folder values)
+    shell:
+        "python -m workflow_scripts.fragmentation --tokenizers {params.tokenizers} --pairs {params.pairs}"
+        " --texts-label {params.label:q} --out {output:q} 2>> {log:q}"

@@ -29,16 +29,23 @@ shell.prefix(
 )
 from workflow_scripts.grid import (
     ConfigError,
+    cell_hparams,
     expand_grid,
-    check_config,
-    config_warnings,
-    deferred_checks,
-    schema_errors,
+    first_entries,
     slug_regex,
+    vocab_size,
     with_adapted,
     tasks_of,
 )  # noqa: E402
-from workflow_scripts.config_files import duplicate_keys, unset_evaluation  # noqa: E402
+from workflow_scripts.config_checks import (
+    check_config,
+    config_warnings,
+    deferred_checks,
+    duplicate_keys,
+    schema_errors,
+    unset_evaluation,
+    unwritable_output,
+)  # noqa: E402
 from workflow_scripts.gpu_fit import gpu_fit_problems  # noqa: E402
 from workflow_scripts.resources import (
     rule_gpus,
@@ -46,15 +53,18 @@ from workflow_scripts.resources import (
     slurm_signal,
     workflow_gpu_class,
     workflow_gpu_problems,
+    workflow_node_gpus,
 )  # noqa: E402
 from workflow_scripts.speed.plan import (
     problems as speed_plan_problems,
     runtime_minutes as speed_runtime_minutes,
 )  # noqa: E402
 from workflow_scripts.paper.specs import (
+    FIGURE_TITLES,
     FIGURES as PAPER_FIGURES,
     TABLES as PAPER_TABLES,
     output_names as paper_output_names,
+    report_title,
 )  # noqa: E402
 
 SCHEMA = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
@@ -79,6 +89,22 @@ for _line in deferred_checks(config):
     print(f"checked later: {_line}", file=sys.stderr)
 
 METHOD_BY_SLUG = {m.slug: m for m in METHODS}
+# the methods entry whose hparams each method trains with
+FIRST_ENTRY = first_entries(config)
+
+
+# The output folder: a path under a file stops any run here; a folder a real run cannot write (a dry run writes
+# nothing) stops it when it starts, not in its first job.
+if unwritable_output("results", write=False):
+    raise WorkflowError(f"results: {unwritable_output('results', write=False)}")
+
+
+onstart:
+    _unwritable = unwritable_output("results")
+    if _unwritable:
+        raise WorkflowError(f"results: {_unwritable}")
+
+
 MODELS = list(config["models"])
 # The profiles' GPU requests (set-resources, default-resources) against the rules and the models' size classes,
 # before any job runs: a GPU on a rule that cannot use one, or a GPU profile leaving a 7B/8B/9B model's GPU rule without.
@@ -90,8 +116,12 @@ if _gpu_problems:
         "GPU requests do not fit the workflow:\n  - " + "\n  - ".join(_gpu_problems)
     )
 # Every LAPT job of a GPU size class against the memory of the GPU class the profiles ask for rule lapt (80 GB
-# unless set-resources names an H200): refused before any job, naming the key to change.
-_fit_problems = gpu_fit_problems(config, workflow_gpu_class(workflow.resource_settings))
+# unless set-resources names an H200), sharded over up to node_gpus GPUs: refused before any job, naming the key.
+_fit_problems = gpu_fit_problems(
+    config,
+    workflow_gpu_class(workflow.resource_settings),
+    workflow_node_gpus(workflow.resource_settings),
+)
 if _fit_problems:
     raise WorkflowError(
         "LAPT jobs do not fit the GPU:\n  - " + "\n  - ".join(_fit_problems)
@@ -123,16 +153,12 @@ wildcard_constraints:
 
 def aux_vocab(lang):
     """|V_aux| for a language: its own setting, else the global one (small corpora support fewer merges)."""
-    return config["languages"][lang].get(
-        "aux_vocab_size", config["tokenizer"]["aux_vocab_size"]
-    )
+    return vocab_size(config, lang, "aux")[0]
 
 
 def replace_vocab(lang):
     """Size of the replacement tokenizer (vocab: replace) for a language: its own setting, else the global one."""
-    return config["languages"][lang].get(
-        "replace_vocab_size", config["tokenizer"]["replace_vocab_size"]
-    )
+    return vocab_size(config, lang, "replace")[0]
 
 
 def corpus_kind(lang):
@@ -284,20 +310,20 @@ def cell_json(wc):
     return json.dumps(m.cell(wc.model, wc.lang, size), sort_keys=True)
 
 
+def chat_template_arg(wc):
+    """--chat-template for an ElChat cell: evaluated as the chat model it is (Table 10); plain text elsewhere."""
+    return "--chat-template" if METHOD_BY_SLUG[wc.method].posthoc == "elchat" else ""
+
+
 def data_label_of(wc):
     return data_label(wc.lang)
 
 
 def hparams_json(wc):
+    """The LAPT job's hparams (grid.cell_hparams, the precedence the planning checks read too) and the seed."""
     m = METHOD_BY_SLUG[wc.method]
-    model_hparams = config["models"][wc.model].get("hparams", {})
-    hparams = {
-        **config["training"],
-        **model_hparams,
-        **dict(m.hparams),
-        "seed": config["seed"],
-    }
-    return json.dumps(hparams, sort_keys=True)
+    hparams = cell_hparams(config, wc.model, m, FIRST_ENTRY[m.slug])
+    return json.dumps({**hparams, "seed": config["seed"]}, sort_keys=True)
 
 
 def model_spec_json(wc):
@@ -443,19 +469,24 @@ def paper_report_files():
     (report/*.rst; paths relative to rules/)."""
     from snakemake.io import report as in_report
 
+    # labels: the report lists a category's files sorted by their labels (else by file name: table10a before table2)
     tables = [
         in_report(
             f"results/paper/{t.name}.html",
             caption=f"../report/{t.name}.rst",
             category="Tables",
+            labels={"no.": f"{i + 1:02d}", "table": report_title(t.title, t.caption)},
         )
-        for t in PAPER_TABLES
+        for i, t in enumerate(PAPER_TABLES)
     ]
     figures = [
         in_report(
-            f"results/paper/{f}.png", caption=f"../report/{f}.rst", category="Figures"
+            f"results/paper/{f}.png",
+            caption=f"../report/{f}.rst",
+            category="Figures",
+            labels={"no.": f"{i + 1:02d}", "figure": FIGURE_TITLES.get(f, f)},
         )
-        for f in PAPER_FIGURES
+        for i, f in enumerate(PAPER_FIGURES)
     ]
     return tables + figures
 

@@ -23,6 +23,7 @@ rule evaluate_mt:
         gpu=gpus("evaluate_mt"),
     params:
         cell=cell_json,
+        chat=chat_template_arg,
         data_label=data_label_of,
         n=config["evaluation"]["mt"]["n"],
         max_new_tokens=config["evaluation"]["mt"]["max_new_tokens"],
@@ -30,12 +31,13 @@ rule evaluate_mt:
         decoding=config["evaluation"]["mt"]["decoding"],
         runs=config["evaluation"]["mt"]["runs"],
         seed=config["seed"],
+    # unquoted: params.chat (chat_template_arg: a fixed flag or nothing)
     shell:
         "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task mt --lang {wildcards.lang:q}"
         " --model {input.model:q} --pairs {input.pairs:q} --n {params.n:q} --max-new-tokens {params.max_new_tokens:q}"
         " --batch-size {params.batch_size:q} --decoding {params.decoding:q} --runs {params.runs:q} --seed {params.seed:q}"
         " --cell {params.cell:q} --data-label {params.data_label:q} --out {output.result:q}"
-        " --predictions {output.predictions:q} --threads {threads} 2>> {log:q}"
+        " --predictions {output.predictions:q} {params.chat} --threads {threads} 2>> {log:q}"
 
 
 rule evaluate_sum:
@@ -63,6 +65,7 @@ rule evaluate_sum:
         gpu=gpus("evaluate_sum"),
     params:
         cell=cell_json,
+        chat=chat_template_arg,
         data=harness_data_arg("sum"),
         n=config["evaluation"]["sum"]["n"],
         max_new_tokens=config["evaluation"]["sum"]["max_new_tokens"],
@@ -71,13 +74,13 @@ rule evaluate_sum:
         runs=config["evaluation"]["sum"]["runs"],
         seed=config["seed"],
         rouge=rouge_args,
-    # unquoted: params.data, params.rouge (harness_data_arg: a flag and its shlex-quoted folder; rouge_args: a flag and a shlex-quoted file)
+    # unquoted: params.chat, params.data, params.rouge (chat_template_arg: a fixed flag or nothing; harness_data_arg: a flag and its shlex-quoted folder; rouge_args: a flag and a shlex-quoted file)
     shell:
         "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task sum --lang {wildcards.lang:q}"
         " --model {input.model:q} {params.data} --n {params.n:q} --max-new-tokens {params.max_new_tokens:q}"
         " --batch-size {params.batch_size:q} --decoding {params.decoding:q} --runs {params.runs:q} --seed {params.seed:q}"
         " {params.rouge} --cell {params.cell:q} --out {output.result:q} --predictions {output.predictions:q}"
-        " --threads {threads} 2>> {log:q}"
+        " {params.chat} --threads {threads} 2>> {log:q}"
 
 
 rule score_bleurt:
@@ -133,12 +136,13 @@ rule evaluate_mc:
     params:
         args=harness_choice_args("mc"),
         cell=cell_json,
+        chat=chat_template_arg,
         data_label=mc_label,
-    # unquoted: params.args (harness_choice_args: flags and numbers, the data folder shlex-quoted)
+    # unquoted: params.args, params.chat (harness_choice_args: flags and numbers, the data folder shlex-quoted; chat_template_arg: a fixed flag or nothing)
     shell:
         "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness --task mc --lang {wildcards.lang:q}"
         " --model {input.model:q} {params.args} --cell {params.cell:q} --data-label {params.data_label:q}"
-        " --out {output.result:q} --threads {threads} 2>> {log:q}"
+        " --out {output.result:q} {params.chat} --threads {threads} 2>> {log:q}"
 
 
 use rule evaluate_mc as evaluate_gmmlu with:
@@ -159,6 +163,7 @@ use rule evaluate_mc as evaluate_gmmlu with:
     params:
         args=harness_choice_args("gmmlu"),
         cell=cell_json,
+        chat=chat_template_arg,
         data_label="Global-MMLU (57 subject tasks; acc = mean over subjects)",
 
 
@@ -180,6 +185,7 @@ use rule evaluate_mc as evaluate_mc_en with:
     params:
         args=harness_choice_args("mc_en"),
         cell=cell_json,
+        chat=chat_template_arg,
         data_label="English Belebele (retention, Table 9)",
 
 
@@ -201,6 +207,7 @@ use rule evaluate_mc as evaluate_gmmlu_en with:
     params:
         args=harness_choice_args("gmmlu_en"),
         cell=cell_json,
+        chat=chat_template_arg,
         data_label="English MMLU (lighteval/mmlu, 57 subject tasks; retention, Table 9)",
 
 
@@ -229,7 +236,7 @@ rule evaluate_ppl:
         n=config["evaluation"]["ppl"]["n"],
         batch_size=config["evaluation"]["ppl"]["batch_size"],
     shell:
-        "python -m workflow_scripts.evaluate ppl --model {input.model:q} --text {input.text:q} --n {params.n:q}"
+        "python -m workflow_scripts.perplexity --model {input.model:q} --text {input.text:q} --n {params.n:q}"
         " --batch-size {params.batch_size:q} --cell {params.cell:q} --data-label {params.data_label:q} --out {output.result:q}"
         " --threads {threads} 2>> {log:q}"
 

@@ -3,45 +3,42 @@
 
 localrules:
     tables,
-    fragmentation,
     paper_tables,
 
 
+def lead_loss_files():
+    """The loss curves of every trained cell (an ElChat cell's are its adapted cell's), for the results page's lead."""
+    slugs = {
+        (model, lang, m.adapted.slug)
+        for model, lang, m in CELLS
+        if m.adapted.trains and not m.is_mumo
+    }
+    return [
+        f"results/{model}/{lang}/{slug}/loss.tsv" for model, lang, slug in sorted(slugs)
+    ]
+
+
 rule tables:
-    """Collect every evaluation result into results/tables/results.csv (long format) and results.md."""
+    """Collect every evaluation result into results/tables/results.csv (long format) and the results page: results.md
+    (led by tokens per sentence, the paired speed-up, bits per character and the loss curves), its figure, and the
+    HTML the report shows as its first page (report/workflow.rst)."""
     input:
-        eval_files(),
+        results=eval_files(),
+        losses=lead_loss_files(),
     output:
         csv="results/tables/results.csv",
         markdown="results/tables/results.md",
+        figure="results/tables/results.png",
+        figure_pdf="results/tables/results.pdf",
+        html="results/tables/results.html",
     log:
         "results/logs/tables/tables.log",
     conda:
         "../envs/workflow.yaml"
     shell:
-        "python -m workflow_scripts.tables --inputs {input:q} --csv {output.csv:q} --markdown {output.markdown:q}"
+        "python -m workflow_scripts.tables --inputs {input.results:q} --losses {input.losses:q}"
+        " --csv {output.csv:q} --markdown {output.markdown:q} --figure {output.figure:q} --html {output.html:q}"
         " 2>> {log:q}"
-
-
-rule fragmentation:
-    """Mean tokens per sentence per language for each source tokenizer (paper 002 Figure 2)."""
-    input:
-        tokenizers=[source_model_dir(m) for m in MODELS],
-        pairs=[data_file(lang, "mt.tsv") for lang in LANGUAGES],
-    output:
-        "results/analysis/fragmentation.csv",
-    log:
-        "results/logs/fragmentation/fragmentation.log",
-    conda:
-        "../envs/workflow.yaml"
-    params:
-        tokenizers=fragmentation_tokenizers,
-        pairs=fragmentation_pairs,
-        label=fragmentation_label,
-    # unquoted: params.pairs, params.tokenizers (fragmentation_pairs: shlex-quoted lang=file values; fragmentation_tokenizers: shlex-quoted model=folder values)
-    shell:
-        "python -m workflow_scripts.fragmentation --tokenizers {params.tokenizers} --pairs {params.pairs}"
-        " --texts-label {params.label:q} --out {output:q} 2>> {log:q}"
 
 
 rule paper_tables:

@@ -190,3 +190,32 @@ def test_no_evaluation_block_is_said_at_planning(tmp_path):
     assert "mt.n 500" in out
     code, out = plan(tmp_path)
     assert code == 0 and "evaluation: not set" not in out, out
+
+
+def test_a_replacement_vocabulary_the_corpus_cannot_supply_is_named_at_planning(tmp_path):
+    def replace_on_2000(config):
+        config["data"]["n_train"] = 2000
+        config["methods"].append({"init": "Mean", "vocab": "replace"})
+
+    refused(tmp_path, "tokenizer.replace_vocab_size: 32000 is more than the corpus D", mutate=replace_on_2000)
+
+
+def test_an_unwritable_output_folder_passes_the_dry_run_and_stops_a_real_run_before_any_job(tmp_path):
+    # `results` a folder of /proc, where no one, root included, can create a file (the unit tests cover a
+    # read-only mount and missing permissions by their errors)
+    if not Path("/proc/self/fdinfo").is_dir():
+        pytest.skip("needs Linux /proc")
+    (tmp_path / "results").symlink_to("/proc/self/fdinfo")
+    code, out = plan(tmp_path)
+    assert code == 0, out
+    run = snakemake(["--cores", "1", "-q", "--configfile", str(tmp_path / "config.yaml")], tmp_path)
+    out = run.stdout + run.stderr
+    assert run.returncode != 0, out
+    assert "results: cannot write in 'results' (" in out and "no job can write its outputs under 'results'" in out
+    assert "Traceback" not in out and "rule " not in out, out  # stopped before any job
+
+
+def test_an_output_path_under_a_file_is_refused_by_the_dry_run_too(tmp_path):
+    (tmp_path / "results").write_text("not a folder\n")
+    out = refused(tmp_path, "results: 'results' is a file, so the run cannot create its output folder 'results'")
+    assert "NotADirectoryError" not in out

@@ -8,6 +8,7 @@ import copy
 import gzip
 import json
 import lzma
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ import yaml
 from snakemake.utils import validate
 
 from tests.conftest import REPO
-from workflow_scripts.grid import ConfigError, check_config, config_warnings, deferred_checks, schema_errors
+from workflow_scripts.config_checks import ConfigError, check_config, config_warnings, deferred_checks, schema_errors
 from workflow_scripts.io import MAX_LINE_CHARS, corpus_lines, read_corpus
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
@@ -191,6 +192,81 @@ def test_k_larger_than_the_auxiliary_vocabulary_can_supply():
     )
 
 
+def test_a_replacement_vocabulary_larger_than_the_corpus_supplies_is_named():
+    # 2,000 l10n sentences: byte-level BPE on D reaches about 256 + 12 tokens a sentence; the paper's 32K is more
+    config = test_config()
+    config["data"]["n_train"] = 2000
+    config["methods"].append({"init": "Mean", "vocab": "replace"})
+    assert only_error(config) == (
+        "tokenizer.replace_vocab_size: 32000 is more than the corpus D of language th can supply: BPE (model tiny) on "
+        "data.n_train 2000 sentences reaches about 256 byte symbols + at most 12 tokens a sentence = 24256; lower "
+        "tokenizer.replace_vocab_size to at most 24256 or raise data.n_train to at least 2646"
+    )
+    config = test_config()
+    config["languages"]["th"]["replace_vocab_size"] = 800  # the language's own setting is the one named and read
+    config["methods"].append({"init": "Mean", "vocab": "replace"})
+    assert planning_errors(config) == []
+
+
+def test_an_auxiliary_vocabulary_larger_than_the_corpus_supplies_is_named():
+    config = test_config()
+    config["data"]["n_train"] = 50
+    config["languages"]["th"]["aux_vocab_size"] = 1000
+    assert only_error(config) == (
+        "languages.th.aux_vocab_size: 1000 is more than the corpus D of language th can supply: BPE (model tiny) on "
+        "data.n_train 50 sentences reaches about 256 byte symbols + at most 12 tokens a sentence = 856; lower "
+        "languages.th.aux_vocab_size to at most 856 or raise data.n_train to at least 62"
+    )
+    # no cell trains an auxiliary tokenizer: nothing to check
+    config["methods"] = [{"init": "none", "procedure": "none"}, {"init": "none"}]
+    assert planning_errors(config) == []
+
+
+def test_the_corpus_rule_follows_the_source_tokenizers_family(tmp_path, smollm2_tokenizer_dir):
+    from tests.conftest import sentencepiece_source
+    from workflow_scripts.config_checks.inputs import tokenizer_family
+    from workflow_scripts.pieces import BYTE_LEVEL_BPE, SENTENCEPIECE_BPE
+
+    config = test_config()
+    # read from the package's GGUF header, as the exported tokenizer says
+    assert tokenizer_family(config["models"]["tiny"], REPO) == BYTE_LEVEL_BPE
+    assert tokenizer_family({"kind": "local", "path": str(smollm2_tokenizer_dir)}, REPO) == BYTE_LEVEL_BPE
+    sp = sentencepiece_source(tmp_path / "sp")
+    assert tokenizer_family({"kind": "local", "path": str(sp)}, REPO) == SENTENCEPIECE_BPE
+    assert tokenizer_family({"kind": "hub", "path": "google/gemma-2-9b"}, REPO) is None  # not downloaded yet
+    config["data"]["n_train"] = 2000
+    config["methods"] = [{"init": "Mean", "vocab": "replace"}]
+    config["models"]["tiny"] = {"kind": "hub", "path": "google/gemma-2-9b", "size": "9B"}
+    assert planning_errors(config) == []  # a hub model's tokenizer: left to the job
+    (tmp_path / "sp" / "config.json").write_text("{}")
+    config["models"]["tiny"] = {"kind": "local", "path": str(tmp_path / "sp"), "size": "demo"}
+    config["tokenizer"]["replace_vocab_size"] = 80300  # SentencePiece: 256 + 40 tokens a sentence = 80256
+    assert only_error(config).startswith(
+        "tokenizer.replace_vocab_size: 80300 is more than the corpus D of language th can supply: SentencePiece BPE "
+        "(model tiny) on data.n_train 2000 sentences reaches about 256 byte symbols + at most 40 tokens a sentence"
+    )
+
+
+def test_the_corpus_rule_holds_on_the_committed_corpora(tmp_path, smollm2_tokenizer_dir):
+    """The planning bound is never below what the tokenizer step reaches: trained to exhaustion on l10n sentences
+    (Thai and Sinhala, 50 and 400 lines), each family's tokenizer stops at or below ``bpe_vocab_ceiling``."""
+    from tests.conftest import l10n_pairs, sentencepiece_source
+    from workflow_scripts.config_checks.cells import bpe_vocab_ceiling
+    from workflow_scripts.pieces import BYTE_LEVEL_BPE, SENTENCEPIECE_BPE
+    from workflow_scripts.vocab.aux import train_aux_tokenizer
+
+    sources = {BYTE_LEVEL_BPE: smollm2_tokenizer_dir, SENTENCEPIECE_BPE: sentencepiece_source(tmp_path / "sp")}
+    for family, source in sources.items():
+        for lang in ("th", "si"):
+            lines = [target for _, target in l10n_pairs(lang)]
+            for n in (50, 400):
+                ceiling = bpe_vocab_ceiling(n, family)
+                with pytest.raises(ValueError, match="corpus too small") as err:
+                    train_aux_tokenizer(lines[:n], source, ceiling + 1)
+                reached = int(re.search(r"(?:stopped at|at most) (\d+)", str(err.value)).group(1))
+                assert reached <= ceiling, (family, lang, n, reached, ceiling)
+
+
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
@@ -285,7 +361,7 @@ def test_local_model_folder_without_config_json(tmp_path):
 
 def test_planning_imports_no_torch():
     code = (
-        "import sys, yaml; from workflow_scripts.grid import check_config, config_warnings, deferred_checks;"
+        "import sys, yaml; from workflow_scripts.config_checks import check_config, config_warnings, deferred_checks;"
         "c = yaml.safe_load(open('configs/test.yaml')); check_config(c, '.'); config_warnings(c); deferred_checks(c);"
         "assert 'torch' not in sys.modules and 'transformers' not in sys.modules"
     )
@@ -435,3 +511,55 @@ def test_read_corpus_refuses_an_empty_corpus_naming_the_file(tmp_path, content):
     path.write_bytes(content)
     with pytest.raises(ValueError, match=r"d\.txt: the held-out text is empty: no usable line among"):
         read_corpus(path, what="held-out text")
+
+
+# ------------------------------------------------------------------------------------------ the output folder: run time
+
+
+def test_a_writable_output_folder_passes_and_the_probe_leaves_nothing(tmp_path):
+    from workflow_scripts.config_checks import unwritable_output
+
+    assert unwritable_output(tmp_path / "results") is None  # not created yet: its parent is probed
+    (tmp_path / "results").mkdir()
+    assert unwritable_output(tmp_path / "results") is None
+    assert list(tmp_path.rglob("*")) == [tmp_path / "results"]
+
+
+def test_an_output_folder_without_write_permission_is_named(tmp_path, monkeypatch):
+    import os
+
+    from workflow_scripts.config_checks import unwritable_output
+
+    (tmp_path / "results").mkdir()
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == tmp_path / "results" else real(p, mode))
+    problem = unwritable_output(tmp_path / "results")
+    assert problem == (
+        f"{str(tmp_path / 'results')!r} is not writable, so no job can write its outputs under "
+        f"{str(tmp_path / 'results')!r}: make it writable, or run elsewhere"
+    )
+
+
+def test_an_output_folder_that_refuses_a_write_is_named(tmp_path, monkeypatch):
+    # what a read-only mount does even to root, whose os.access says yes
+    import tempfile
+
+    from workflow_scripts.config_checks import unwritable_output
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(30, "Read-only file system")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    problem = unwritable_output(tmp_path / "results" / "tables")
+    assert problem.startswith(f"cannot write in {str(tmp_path)!r} (Read-only file system), so no job can write")
+    assert str(tmp_path / "results" / "tables") in problem
+
+
+def test_an_output_path_under_a_file_is_named(tmp_path):
+    from workflow_scripts.config_checks import unwritable_output
+
+    (tmp_path / "results").write_text("not a folder")
+    assert unwritable_output(tmp_path / "results" / "tables") == (
+        f"{str(tmp_path / 'results')!r} is a file, so the run cannot create its output folder "
+        f"{str(tmp_path / 'results' / 'tables')!r} there"
+    )

@@ -207,9 +207,9 @@ def test_evaluate_ppl_refuses_garbage(tmp_path, kind):
     name, content, message = GARBAGE[kind]
     text = tmp_path / name
     text.write_bytes(content)
-    args = ["ppl", "--model", str(tmp_path / "no-model"), "--cell", "{}", "--out", str(tmp_path / "ppl.json"),
+    args = ["--model", str(tmp_path / "no-model"), "--cell", "{}", "--out", str(tmp_path / "ppl.json"),
             "--text", str(text)]  # fmt: skip
-    assert_one_line_error(run("workflow_scripts.evaluate", *args), text, message)
+    assert_one_line_error(run("workflow_scripts.perplexity", *args), text, message)
     assert not (tmp_path / "ppl.json").exists()
 
 

@@ -113,3 +113,33 @@ def test_state_bytes_match_a_real_cpu_run(
         got = measured["measured_bytes"]
         assert got == {t: predicted[t] for t in ("weights", "gradients", "optimizer")}, f"stage {k + 1}"
         assert measured["total_parameters"] == predicted["total_parameters"]
+
+
+def test_sharding_divides_the_state_terms_and_adds_the_gathered_units():
+    one = ge.estimate("llama3-8b", "full", 512, 1)
+    four = ge.estimate("llama3-8b", "full", 512, 1, shards=4)
+    for term in ("weights", "gradients", "optimizer"):
+        assert four["per_stage"][0][term] == one["per_stage"][0][term] / 4, term
+    # gathered whole: the root (embeddings, head, final norm) and two layers, with their gradients (all trained)
+    pc = ge.parameter_counts(ge.MODELS["llama3-8b"])
+    layer = pc["layer_matrices"] + pc["layer_norms"]
+    root = pc["embedding"] + pc["head"] + pc["final_norm"]
+    assert four["per_stage"][0]["fsdp_unsharded"] == 4 * (2 * layer + root) + 4 * (layer + root)
+    assert one["per_stage"][0]["fsdp_unsharded"] == 0
+    assert four["gpus"] == 4 and four["gpu_hours"] == pytest.approx(4 * four["train_hours"], abs=0.01)
+    # every weight is fp32 when sharded, whatever weights_dtype says
+    assert (
+        ge.estimate("llama3-8b", "full", 512, 1, shards=2, weights_dtype="bf16")["memory_gib"]["weights"]
+        == (ge.estimate("llama3-8b", "full", 512, 1, shards=2)["memory_gib"]["weights"])
+    )
+
+
+def test_planned_gpus_takes_the_fewest_that_fit_and_never_shards_lora():
+    hp = lapt.resolve_hparams({"weights_dtype": "bf16", "micro_batch": "auto", "eeve_layers": "full"})
+    assert not ge.planned("llama3-8b", "EEVE", "clm", 512, hp, "H100")["fits"]  # one 80 GB GPU cannot hold it
+    est = ge.planned_gpus("llama3-8b", "EEVE", "clm", 512, hp, "H100", max_gpus=8)
+    assert est["fits"] and est["gpus"] > 1
+    assert not ge.planned("llama3-8b", "EEVE", "clm", 512, hp, "H100", shards=est["gpus"] // 2)["fits"]
+    assert ge.planned_gpus("llama3-8b", "EEVE", "clm", 512, hp, "H100", max_gpus=1)["gpus"] == 1
+    lora = ge.planned_gpus("llama3-8b", "LoRA", "clm", 512, hp, "H100", max_gpus=8)
+    assert lora["gpus"] == 1 and lora["fits"]

@@ -21,6 +21,7 @@ from torch.utils._pytree import tree_leaves
 
 from tests.conftest import REPO
 from tools import gpu_estimate as ge
+from tools.plan import parse_dry_run
 from workflow_scripts.gpu_fit import gpu_fit_problems
 from workflow_scripts.grid import expand_grid
 from workflow_scripts.lapt import loop, resolve_hparams
@@ -107,17 +108,55 @@ def test_a_cell_that_cannot_fit_is_refused_with_the_key_named():
     assert gpu_fit_problems(config, "141GB") == []  # 8 blocks of Gemma-2 + mtp at 512 fit an H200
 
 
-@pytest.mark.slow  # a Snakemake dry run of the paper grid
+def _slurm_commands(job) -> tuple[str, str]:
+    """The sbatch command the Slurm executor plugin submits for a dry run's job, and the srun of its job step."""
+    from types import SimpleNamespace
+
+    from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+    from snakemake_executor_plugin_slurm.utils import set_gres_string
+    from snakemake_executor_plugin_slurm_jobstep import get_cpu_setting, get_gpu_setting, get_node_setting
+
+    class Resources(dict):
+        __getattr__ = dict.__getitem__
+
+    res = Resources(job.resources)
+    fake = SimpleNamespace(resources=res, threads=int(job.threads or 1))
+    params = {"run_uuid": "u", "slurm_logfile": "log", "comment_str": "c", "account": "", "partition": "",
+              "workdir": ""}  # fmt: skip
+    sbatch = get_submit_command(fake, params) + set_gres_string(fake)
+    gpu = bool(res.get("gpu"))
+    step = f"srun -n1 {get_cpu_setting(fake, gpu)} {get_gpu_setting(fake)} {get_node_setting(fake)}"
+    return sbatch, step
+
+
+@pytest.mark.slow  # Snakemake dry runs of the paper grid
 def test_the_dry_run_refuses_a_cell_that_cannot_fit(tmp_path):
     config = _paper_config()
     eeve = next(i for i, e in enumerate(config["methods"]) if e.get("procedure") == "EEVE")
     del config["methods"][eeve]["hparams"]
     path = tmp_path / "paper.yaml"
     path.write_text(yaml.safe_dump(config))
-    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-q", "--configfile", str(path)], cwd=REPO,
-                         capture_output=True, text=True)  # fmt: skip
+    one_gpu = ["--set-resources", "lapt:node_gpus=1"]  # nodes of one GPU: nothing to shard over
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-q", "--configfile", str(path), *one_gpu],
+                         cwd=REPO, capture_output=True, text=True)  # fmt: skip
     text = out.stdout + out.stderr
     assert out.returncode != 0 and "LAPT jobs do not fit the GPU" in text and "training.eeve_layers" in text
+    assert "node_gpus: 4" in text  # the other way out: 4 GPUs of a node
+    # With the default of up to 8 GPUs a node, the EEVE job is planned on 4 of 80 GB and launched by torchrun.
+    target = "results/llama3/my/EEVE.k100.EEVE.clm.L512/train_stats.json"
+    out = subprocess.run([sys.executable, "-m", "snakemake", target, "-n", "-p", "--configfile", str(path)], cwd=REPO,
+                         capture_output=True, text=True)  # fmt: skip
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-3000:]
+    lapt_job = text[text.index("rule lapt:") :]
+    assert "torchrun --standalone --nproc-per-node 4 -m workflow_scripts.lapt" in lapt_job
+    job = next(j for j in parse_dry_run(text) if j.rule == "lapt")
+    assert job.gpus == 4  # what tools.plan counts: GPU-hours are 4 x the time limit
+    sbatch, step = _slurm_commands(job)
+    # One node, 4 GPUs and 8 CPUs each, the host memory of 4 processes; the job step is one task holding all 4 GPUs,
+    # in which torchrun starts the 4 processes.
+    assert {"--gpus=4", "--nodes=1", "--cpus-per-gpu=8", "--mem", "256000", "--signal=USR1@600"} <= set(sbatch.split())
+    assert {"-n1", "--gpus=4", "--nodes=1", "--cpus-per-gpu=8"} <= set(step.split())
     # The GPU class follows the profile: Gemma-2's 8 blocks at once fit an H200 the profile asks for, not 80 GB.
     config = _paper_config()
     config["models"]["gemma2"]["hparams"] = {"micro_batch": 8}

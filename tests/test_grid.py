@@ -8,12 +8,11 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from workflow_scripts.config_checks import check_config, schema_errors
 from workflow_scripts.grid import (
     ConfigError,
-    check_config,
     expand_grid,
     expand_methods,
-    schema_errors,
     slug_regex,
     with_adapted,
 )
@@ -48,11 +47,13 @@ def test_expand_methods_product_labels_and_slugs():
         "method": "Mean.k100.2x2LS.clm.L512",
         "label": "Mean",
         "init": "Mean",
+        "vocab": "expand",
         "procedure": "2x2LS",
         "objective": "clm",
         "seq_len": 512,
         "k": 100,
         "aux_vocab_size": 4000,
+        "posthoc": "none",
     }
 
 
@@ -202,10 +203,10 @@ def test_elchat_cells_start_from_their_adapted_cell():
     )
     assert m.slug == "Align.k100.2x2LS.mtp.L512.elchat" and m.label == "Align"
     assert m.adapted.slug == "Align.k100.2x2LS.mtp.L512" and m.adapted.posthoc == "none"
-    # the cell says posthoc only where it is set (the harness reads it), so other cells keep their evaluation params
-    assert m.cell("gemma2", "si", 50000)["posthoc"] == "elchat" and "posthoc" not in m.adapted.cell(
-        "gemma2", "si", 50000
-    )
+    # the cell carries every method field, posthoc and vocab included (the tables read them, not the slug)
+    assert m.cell("gemma2", "si", 50000)["posthoc"] == "elchat"
+    assert m.adapted.cell("gemma2", "si", 50000)["posthoc"] == "none"
+    assert m.cell("gemma2", "si", 50000)["vocab"] == "expand"
     # the adapted cell is added as a dependency when the config does not list it, once when it does
     assert [x.slug for x in with_adapted([m])] == [m.slug, m.adapted.slug]
     assert [x.slug for x in with_adapted([m.adapted, m])] == [m.adapted.slug, m.slug]

@@ -106,7 +106,7 @@ def gmmlu_fixture(folder):
 
 @pytest.fixture(scope="module")
 def tiny(tiny_llama_dir):
-    from workflow_scripts.evaluate import load_model
+    from workflow_scripts.evaluation import load_model
 
     model, tokenizer = load_model(tiny_llama_dir, "float32", "cpu")
     return model, tokenizer, str(tiny_llama_dir)

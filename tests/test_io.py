@@ -42,3 +42,13 @@ def test_finished_block_replaces_files_and_folders(tmp_path, old_kind, new_kind)
     else:
         assert out.read_text(encoding="utf-8") == "new"
     assert [p.name for p in tmp_path.iterdir()] == ["model"]
+
+
+def test_read_pairs_rejects_malformed(tmp_path):
+    from workflow_scripts.io import read_pairs
+
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("one\ttwo\nno tab here\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.tsv:2"):
+        read_pairs(bad)
+    assert read_pairs(bad, n=1) == [("one", "two")]

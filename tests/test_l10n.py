@@ -13,7 +13,7 @@ from workflow_scripts.l10n import clean_pairs, extract, main, read_mo_catalogues
 
 REPO = Path(__file__).resolve().parents[1]
 
-# Written independently of l10n.SCRIPT_RANGES: Thai block U+0E00-0E7F, Sinhala block U+0D80-0DFF.
+# Written independently of languages.SCRIPT_RANGES: Thai block U+0E00-0E7F, Sinhala block U+0D80-0DFF.
 SCRIPT = {"th": re.compile("[\u0e00-\u0e7f]"), "si": re.compile("[\u0d80-\u0dff]")}
 # Placeholders and markup of LibreOffice's catalogues: $(ARG1), $1 / $1$ (Base), %1, %s, %PRODUCTNAME, <tag>, {x},
 # #PAGENUMBER# (report builder), [*] (field name), escaped \n / \t.

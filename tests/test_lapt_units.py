@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from workflow_scripts import lapt
-from workflow_scripts.lapt import checkpoint, data, loop
+from workflow_scripts.lapt import checkpoint, data, loop, outputs
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # bit-identical CPU sums when two states take the same step
 
@@ -238,6 +238,6 @@ def test_eeve_stage_one_trains_only_the_new_input_rows(tmp_path, untied_llama_di
 def test_loss_curve_rows():
     history = [{"step": 1, "epoch": 0.5, "lr": 1e-3, "loss": 10.25, "tokens_seen": 32, "stage": 2}]
     assert (
-        loop.loss_curve_tsv(history)
+        outputs.loss_curve_tsv(history)
         == "step\tepoch\tlr\tloss\ttokens_seen\tstage\n1\t0.5\t1.00000000e-03\t10.250000\t32\t2\n"
     )

@@ -15,20 +15,25 @@ LORA = {"procedure": "LoRA", "objective": "clm", "seq_len": 2048}
 REC = {"procedure": "2x2LS", "objective": "mtp", "seq_len": 512}
 
 
-def rec(label, lang, task, metric, value, *, model="llama2", k=100, seed=None, run=None, method=None, **settings):
-    """One results.csv row; the method slug is spelled from the settings as the grid does."""
+def rec(label, lang, task, metric, value, *, model="llama2", k=100, seed=None, run=None, method=None,
+        vocab="expand", posthoc="none", spread=None, **settings):  # fmt: skip
+    """One results.csv row with every method field; the slug is spelled as the grid does, but the tables read the
+    fields. ``spread``: the row's (min, max), as a speed measurement's repeats give it."""
     expands = label not in ("Source", "CPT-only")
     trains = label != "Source"
     s = {**LORA, **settings} if trains else {}
     if method is None:
-        parts = [label] + ([f"k{k}"] if expands else [])
+        parts = [label] + ([f"k{k}" if vocab == "expand" else "replace"] if expands else [])
         parts += [s["procedure"], s["objective"], f"L{s['seq_len']}"] if trains else []
+        parts += [posthoc] if posthoc != "none" else []
         method = ".".join(parts) if label != "Source" else "Source"
+    low, high = spread or (None, None)
     return {
         "model": model, "language": lang, "method": method, "label": label, "init": label if expands else None,
+        "vocab": vocab if expands else None, "posthoc": posthoc,
         "procedure": s.get("procedure"), "objective": s.get("objective"), "seq_len": s.get("seq_len"),
-        "k": k if expands else None, "aux_vocab_size": 50000 if expands else None,
-        "task": task, "metric": metric, "value": value, "seed": seed, "run": run,
+        "k": (k if vocab == "expand" else None) if expands else None, "aux_vocab_size": 50000 if expands else None,
+        "task": task, "metric": metric, "value": value, "seed": seed, "run": run, "min": low, "max": high,
     }  # fmt: skip
 
 
@@ -40,39 +45,65 @@ def test_cell_in_place_missing_and_footnote():
     f = frame(
         rec("Source", "th", "mt", "chrF", 10.0, seed=1),
         rec("Source", "th", "mt", "chrF", 12.0, seed=2),
-        rec("Mean", "th", "mt", "chrF", 15.0),
+        rec("Mean", "th", "mt", "chrF", 15.0, seed=1),
+        rec("Mean", "th", "mt", "chrF", 16.0, seed=2),
         rec("Mean", "si", "mt", "chrF", 4.0),
     )
     filled = fill(TABLES_BY_NAME["table1"], f)
-    # chrF is printed / 100 with two decimals, as the paper does; two seeds give mean ± sample sd (sqrt 2 = 1.41)
-    assert filled.cell("llama2", "Source", "th", "mt").text == ".11 ± .01"
+    # chrF on its 0-100 scale, as results.md shows it; two seeds give mean ± sample sd (sqrt 2 = 1.41)
+    assert filled.cell("llama2", "Source", "th", "mt").text == "11.0 ± 1.4"
     mean_th = filled.cell("llama2", "Mean", "th", "mt")
-    assert (mean_th.text, mean_th.better) == (".15", True)
+    assert (mean_th.text, mean_th.better) == ("15.5 ± 0.7", True)  # 14.8-16.2 lies apart from 9.6-12.4
     assert filled.cell("llama2", "Mean", "si", "mt").better is False  # no Source for si: nothing to compare
     assert filled.cell("llama2", "Mean", "ar", "mt").text == MISSING
     assert filled.cell("llama2", "Mean", "th", "sum").text == MISSING
     csv_rows = render.plain_rows(filled)
     header, mean_row = csv_rows[0], next(r for r in csv_rows if r[3] == "Mean")
-    assert mean_row[header.index("th mt")] == ".15" and mean_row[header.index("si mt")] == ".04"
+    assert mean_row[header.index("th mt")] == "15.5 ± 0.7" and mean_row[header.index("si mt")] == "4.0"
     notes = "\n".join(filled.notes)
     assert "Random, mt chrF: llama2 × {ar, my, de, el, hi, ja, si, sw, te, th} × Random.k100.LoRA.clm.L2048" in notes
     assert "rule evaluate_mt: results/llama2/{lang}/Random.k100.LoRA.clm.L2048/eval/mt.json" in notes
     assert "Mean, mt chrF: llama2 × {ar, my, de, el, hi, ja, sw, te}" in notes  # si and th are filled
     md = render.markdown(filled)
-    assert "| .15 ↑ |" in md  # the Markdown marker for better than Source
-    assert r"\cellcolor{green!15}.15" in render.latex(filled)
-    assert 'class="better"><b>' not in render.to_html(filled) and 'class="better">.15' in render.to_html(filled)
+    assert "| 15.5 ± 0.7 ↑ |" in md  # the Markdown marker for better than Source
+    assert "outside the measured spread" in md  # the legend says when a mark is given
+    assert r"\cellcolor{green!15}15.5" in render.latex(filled)
+    html = render.to_html(filled)
+    assert 'class="better"><b>' not in html and 'class="better">15.5' in html
+
+
+def test_no_mark_within_the_spread_or_without_one():
+    f = frame(
+        rec("Source", "th", "mt", "chrF", 10.0, seed=1),
+        rec("Source", "th", "mt", "chrF", 14.0, seed=2),  # 12.0 ± 2.8
+        rec("Mean", "th", "mt", "chrF", 13.0, seed=1),
+        rec("Mean", "th", "mt", "chrF", 14.0, seed=2),  # 13.5 ± 0.7: higher, but inside Source's spread
+        rec("Align", "th", "mt", "chrF", 30.0),  # one run, no spread measured: never marked
+    )
+    filled = fill(TABLES_BY_NAME["table1"], f)
+    assert filled.cell("llama2", "Mean", "th", "mt").better is False
+    assert filled.cell("llama2", "Align", "th", "mt").better is False
+    # a speed-up of 1.02x [0.98-1.06] is not the best over 1.00x [0.95-1.05]: the repeats overlap
+    g = frame(
+        rec("Mean", "th", "mt", "speedup", 1.02, spread=(0.98, 1.06), **REC),
+        rec("Align", "th", "mt", "speedup", 1.00, spread=(0.95, 1.05), **REC),
+        rec("Random", "th", "mt", "speedup", 0.50, spread=(0.45, 0.55), **REC),
+    )
+    t4 = fill(TABLES_BY_NAME["table4a"], g)
+    assert t4.cell("llama2", "Mean", "th", "mt").rank == 0
+    assert t4.cell("llama2", "Align", "th", "mt").rank == 0  # second, but not apart from Mean
+    assert "**" not in render.markdown(t4) and "<u>" not in render.markdown(t4)
 
 
 def test_mean_and_sd_over_the_run_column():
     runs = [rec("Align", "my", "mt", "chrF", v, run=i, seed=42) for i, v in enumerate([10, 11, 12, 13, 14])]
     cell = fill(TABLES_BY_NAME["table1"], frame(*runs)).cell("llama2", "Align", "my", "mt")
-    assert (cell.n, cell.mean, cell.text) == (5, 12.0, ".12 ± .02")  # sd of 10..14 = 1.58
+    assert (cell.n, cell.mean, cell.text) == (5, 12.0, "12.0 ± 1.6")  # sd of 10..14 = 1.58
 
 
 def test_best_and_second_among_adapted_rows_only():
     values = {"Source": 5.0, "CPT-only": 4.0, "Random": 10.0, "FOCUS": 12.0, "Mean": 9.0, "Merge": 9.0, "Align": 9.5}
-    f = frame(*(rec(label, "ar", "ppl", "perplexity", v) for label, v in values.items()))
+    f = frame(*(rec(label, "ar", "ppl", "perplexity", v, spread=(v - 0.1, v + 0.1)) for label, v in values.items()))
     filled = fill(TABLES_BY_NAME["table2"], f)
     ranks = {label: filled.cell("llama2", label, "ar", "ppl").rank for label in values}
     # lowest perplexity wins; ties share the rank; Source and CPT-only (gray, same vocabulary) never rank
@@ -92,8 +123,8 @@ def test_the_papers_recipe_wins_and_a_lone_other_setting_is_footnoted():
         rec("Mean", "my", "mt", "chrF", 60.0, **REC),  # two cells, neither the recipe: ambiguous
     )
     filled = fill(TABLES_BY_NAME["table1"], f)
-    assert filled.cell("llama2", "Mean", "th", "mt").text == ".20"
-    assert filled.cell("llama2", "Mean", "si", "mt").text == ".40"
+    assert filled.cell("llama2", "Mean", "th", "mt").text == "20.0"
+    assert filled.cell("llama2", "Mean", "si", "mt").text == "40.0"
     assert filled.cell("llama2", "Mean", "my", "mt").text == MISSING
     notes = "\n".join(filled.notes)
     assert "Mean (llama2): uses Mean.k100.2x2LS.mtp.L512, not the paper's Mean.k100.LoRA.clm.L2048 [si]" in notes
@@ -108,7 +139,7 @@ def test_strategy_rows_select_procedure_objective_and_length():
     filled = fill(TABLES_BY_NAME["table5"], f)
     block = filled.blocks[0]
     rows = [(row.select.get("procedure"), cells[0].text) for row, cells in block.rows if row.label == "mtp+512"]
-    assert rows == [("LoRA", MISSING), ("2-stage", ".11"), ("2x2LS", ".17")]
+    assert rows == [("LoRA", MISSING), ("2-stage", "11.0"), ("2x2LS", "17.0")]
 
 
 def test_speedup_rows_blocks_and_not_applicable():
@@ -122,23 +153,24 @@ def test_speedup_rows_blocks_and_not_applicable():
     filled = fill(TABLES_BY_NAME["table6"], f)
     assert [b.model for b in filled.blocks] == ["llama3", "gemma2"]
     assert filled.cell("llama3", "Speedup", "my", "mt").text == "2.50x"
-    assert filled.cell("llama3", "Align", "my", "mt").text == ".21"
+    assert filled.cell("llama3", "Align", "my", "mt").text == "21.0"
     assert filled.cell("gemma2", "Align", "si", "mc").text == ".30"
     assert filled.cell("gemma2", "Align", "my", "gmmlu").text == NOT_APPLICABLE
     assert filled.cell("gemma2", "Align", "si", "gmmlu").text == MISSING
 
 
-def test_posthoc_and_replacement_rows_come_from_the_slug():
+def test_posthoc_and_replacement_rows_come_from_the_method_fields():
+    # slugs that say nothing: the rows are chosen by the cells' vocab and posthoc fields alone
     f = frame(
-        rec("Align", "te", "mt", "chrF", 32.0, model="gemma2", **REC),
-        rec("Align", "te", "mt", "chrF", 41.0, model="gemma2", method="Align.k100.2x2LS.mtp.L512.elchat", **REC),
-        rec("Mean", "te", "mt", "chrF", 4.0, model="gemma2", method="Mean.replace.2x2LS.mtp.L512", **REC),
+        rec("Align", "te", "mt", "chrF", 32.0, model="gemma2", method="a", **REC),
+        rec("Align", "te", "mt", "chrF", 41.0, model="gemma2", method="b", posthoc="elchat", **REC),
+        rec("Mean", "te", "mt", "chrF", 4.0, model="gemma2", method="c", vocab="replace", **REC),
     )
     t10 = fill(TABLES_BY_NAME["table10a"], f)
-    assert t10.cell("gemma2", "Align", "te", "mt").text == ".32"
-    assert t10.cell("gemma2", "+ ElChat", "te", "mt").text == ".41"
+    assert t10.cell("gemma2", "Align", "te", "mt").text == "32.0"
+    assert t10.cell("gemma2", "+ ElChat", "te", "mt").text == "41.0"
     t11 = fill(TABLES_BY_NAME["table11"], f)
-    assert t11.cell("gemma2", "Mean", "te", "mt").text == ".04"  # the replacement cell, not expansion's Align/Mean
+    assert t11.cell("gemma2", "Mean", "te", "mt").text == "4.0"  # the replacement cell, not expansion's Align/Mean
 
 
 def test_mumo_rows_sit_next_to_expansion_with_their_teacher_forced_speed_up():
@@ -154,10 +186,10 @@ def test_mumo_rows_sit_next_to_expansion_with_their_teacher_forced_speed_up():
          "method": "MuMo.noverify", "posthoc": "noverify", "value": 19.0},
     )  # fmt: skip
     filled = fill(TABLES_BY_NAME["table_mumo"], f)
-    assert filled.cell("llama2", "Mean", "si", "mt").text == ".30"
-    assert filled.cell("llama2", "MuMo", "si", "mt").text == ".21"
+    assert filled.cell("llama2", "Mean", "si", "mt").text == "30.0"
+    assert filled.cell("llama2", "MuMo", "si", "mt").text == "21.0"
     assert filled.cell("llama2", "MuMo", "si", "speed-up").text == "1.50x"
-    assert filled.cell("llama2", "w/o verification", "si", "mt").text == ".19"
+    assert filled.cell("llama2", "w/o verification", "si", "mt").text == "19.0"
     notes = "\n".join(filled.notes)
     assert "MuMo (llama2): uses" not in notes  # MuMo's own settings, not a stand-in
     assert "results/llama2/{lang}/MuMo.noverify/eval/sum.json" in notes  # a missing MuMo cell names its file
@@ -169,7 +201,7 @@ def test_stand_in_model():
     assert stand_ins(smol) == {"llama2": "smollm2"}
     assert stand_ins(frame(rec("Mean", "th", "mt", "chrF", 3.0))) == {}
     filled = fill(TABLES_BY_NAME["table1"], smol)
-    assert filled.cell("llama2", "Mean", "th", "mt").text == ".03"
+    assert filled.cell("llama2", "Mean", "th", "mt").text == "3.0"
     assert "smollm2 stands in for Llama2" in filled.notes[0]
     assert fill(TABLES_BY_NAME["table1"], smol, {}).cell("llama2", "Mean", "th", "mt").text == MISSING
 
@@ -193,7 +225,8 @@ def test_papers_table2_comes_out_cell_for_cell():
     assert tuple(langs) == LANGUAGES
     f = frame(
         *(
-            rec(row[0], lang, "ppl", "perplexity", float(v))
+            # each published mean with a narrow measured spread (the paper's five runs), so that its marks show
+            rec(row[0], lang, "ppl", "perplexity", float(v), spread=(float(v) - 0.01, float(v) + 0.01))
             for row in lines[1:]
             for lang, v in zip(langs, row[1:], strict=True)
         )
@@ -257,7 +290,8 @@ def test_cli_on_a_csv_alone(tmp_path):
     assert written == sorted(output_names())
     table1 = (tmp_path / "paper" / "table1.md").read_text(encoding="utf-8")
     assert "> Data: stand-in text." in table1 and "smollm2 stands in for Llama2" in table1
-    assert "| Mean | " in table1 and ".03 ↑" in table1
+    assert "| Mean | " in table1 and "2.9" in table1 and "↑ |" not in table1  # one run each: no spread, no mark
+    assert "Table _mumo" not in (tmp_path / "paper" / "table_mumo.md").read_text(encoding="utf-8")
     assert "No benchmark files" in (tmp_path / "paper" / "costs.md").read_text(encoding="utf-8")
 
 
@@ -281,3 +315,114 @@ def test_every_table_and_figure_has_a_report_caption():
     report = Path(__file__).resolve().parents[1] / "report"
     missing = [n for n in [t.name for t in TABLES] + list(FIGURES) if not (report / f"{n}.rst").is_file()]
     assert not missing
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures a figure function draws, kept open instead of written (their axes are what the tests read)."""
+    from workflow_scripts.paper import figures
+
+    kept = []
+    monkeypatch.setattr(figures, "save", lambda fig, stem: kept.append(fig) or [])
+    return kept
+
+
+def test_one_point_per_method_is_a_bar_chart_from_zero_and_a_task_without_results_gets_no_panel(drawn):
+    from workflow_scripts.paper import figures
+
+    f = frame(
+        rec("Source", "th", "mc", "acc", 0.25), rec("Mean", "th", "mc", "acc", 0.26, k=50, **REC),
+        rec("Source", "th", "mc", "speedup_chars", 1.0), rec("Mean", "th", "mc", "speedup_chars", 1.4, k=50, **REC),
+    )  # fmt: skip
+    figures.figure_vnew(f, "unused", figures.FIGURE5_TASKS, "Figure 5", ["mc proxy: test"])
+    (fig,) = drawn
+    axes = [ax for ax in fig.axes if ax.axison]
+    assert len(axes) == 2  # mc and its speed-up: gmmlu has no result anywhere, so no empty gmmlu panels
+    acc = axes[0]
+    assert len(acc.patches) == 2 and not acc.lines  # bars, not a line through one point
+    assert acc.get_ylim() == (0.0, 1.0)  # accuracy on its whole scale: 0.25 vs 0.26 is not magnified
+    assert acc.get_xscale() == "linear"
+    assert "Mean\nk=50" in [t.get_text() for t in acc.get_xticklabels()]
+
+
+def test_a_sweep_is_drawn_as_lines(drawn):
+    from workflow_scripts.paper import figures
+
+    f = frame(*(rec("Mean", "th", "mt", "chrF", 10.0 + k / 100, k=k, **REC) for k in (50, 100, 500)))
+    figures.figure_vnew(f, "unused", [("mt", "chrF")], "Figure 3")
+    ax = drawn[0].axes[0]
+    assert ax.get_xscale() == "log" and len(ax.lines[0].get_xdata()) == 3 and ax.get_ylim()[0] == 0
+
+
+def test_figure2_puts_the_expanded_tokenizer_next_to_the_source_one(drawn):
+    from workflow_scripts.paper import figures
+
+    frag = pd.DataFrame({"tokenizer": ["tiny", "tiny"], "language": ["en", "th"], "tokens_per_sentence": [12.5, 90.0]})
+    reports = pd.DataFrame([{"model": "tiny", "language": "th", "k": 50, "share": 0.6, "tokens_source": 77.0,
+                             "tokens_expanded": 42.5}])  # fmt: skip
+    figures.figure2(frag, reports, "unused")
+    right = drawn[0].axes[1]
+    assert sorted(round(p.get_height(), 1) for p in right.patches) == [42.5, 77.0]
+    assert [t.get_text() for t in right.get_legend().get_texts()] == ["source tokenizer", "expanded, |V_new| = 50"]
+
+
+def test_loss_curves_name_methods_and_say_the_losses_are_per_own_token(drawn):
+    from workflow_scripts.paper import figures
+
+    losses = pd.DataFrame({"step": [1, 2, 1, 2], "loss": [3.0, 2.0, 4.0, 3.0], "model": "tiny", "language": "th",
+                           "method": ["Mean.k50.2x2LS.clm.L64"] * 2 + ["CPT-only.2x2LS.clm.L64"] * 2})  # fmt: skip
+    names = {"Mean.k50.2x2LS.clm.L64": "Mean", "CPT-only.2x2LS.clm.L64": "CPT-only"}
+    figures.loss_curves(losses, "unused", names, ["stand-in text"])
+    fig = drawn[0]
+    ax = fig.axes[0]
+    assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == ["CPT-only", "Mean"]  # no slugs
+    assert "own vocabulary" in ax.get_ylabel() and "not comparable" in fig._suptitle.get_text()
+    # the data line sits under the axes and their label, not on them
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    footer = fig.texts[-1].get_window_extent(renderer)
+    assert footer.y1 < ax.xaxis.label.get_window_extent(renderer).y0
+
+
+def test_costs_of_a_cpu_run_report_no_gpu_hours(tmp_path):
+    import json
+
+    bench = tmp_path / "benchmarks" / "lapt"
+    bench.mkdir(parents=True)
+    (bench / "tiny.th.Mean.k50.2x2LS.clm.L64.tsv").write_text("s\th:m:s\tcpu_time\n360.0\t0:06:00\t700.0\n")
+    stats = tmp_path / "tiny" / "th" / "Mean.k50.2x2LS.clm.L64" / "train_stats.json"
+    stats.parent.mkdir(parents=True)
+    stats.write_text(json.dumps({"device": "cpu"}))
+    devices = costs.run_devices(tmp_path)
+    assert devices == {"cpu"}
+    table = costs.cost_table(costs.read_benchmarks(tmp_path / "benchmarks"), {}, devices)
+    row = table.iloc[0]
+    assert row["wall_h"] == pytest.approx(0.1) and row["cpu_h"] == pytest.approx(700 / 3600) and row["gpu_h"] == 0
+    assert "every job of this run ran on the CPU" in costs.markdown(table, devices=devices)
+    # where the jobs ran on a GPU, a GPU rule's wall hours are its GPU-hours
+    assert costs.cost_table(costs.read_benchmarks(tmp_path / "benchmarks"), {}, {"cuda"}).iloc[0]["gpu_h"] > 0
+
+
+def test_report_lists_tables_in_the_papers_order_with_titles():
+    from workflow_scripts.paper.specs import FIGURE_TITLES, FIGURES, TABLES, report_title
+
+    numbers = [t.number for t in TABLES]
+    assert numbers[:8] == ["1", "2", "3", "4a", "4b", "4c", "4d", "5"] and numbers[-2:] == ["14", "_mumo"]
+    titles = [report_title(t.title, t.caption) for t in TABLES]
+    assert titles[0].startswith("Table 1: Mean performance on generation tasks")
+    assert titles[-1] == "MuMo beside vocabulary expansion (not in the paper)"
+    assert titles[6] == "Table 4d: teacher-forced decoding of the reference translations (not in the paper)"
+    assert not any("_mumo" in t or "paper 002" in t for t in titles)
+    assert set(FIGURE_TITLES) == set(FIGURES)
+
+
+def test_the_proxy_note_only_on_tables_with_mc(tmp_path):
+    from workflow_scripts.paper.__main__ import write_tables
+
+    f = frame(rec("Source", "th", "mc", "acc", 0.5), rec("Source", "th", "ppl", "perplexity", 5.0))
+    labels = ["stand-in text", "mc proxy: a 4-way choice"]
+    write_tables(f, tmp_path, labels, {})
+    assert "mc proxy" in (tmp_path / "table3.md").read_text(encoding="utf-8")
+    for name in ("table1", "table2", "table4a", "table4d"):
+        text = (tmp_path / f"{name}.md").read_text(encoding="utf-8")
+        assert "mc proxy" not in text and "stand-in text" in text

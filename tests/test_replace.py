@@ -213,7 +213,7 @@ def test_expansion_only_methods_are_refused(byte_level_replacement, smollm2_toke
 
 @pytest.mark.slow
 def test_replaced_model_trains_and_evaluates(byte_level_replacement, tiny_llama_dir, thai_file, thai_lines, tmp_path):
-    from workflow_scripts import evaluate, lapt
+    from workflow_scripts import lapt, perplexity
 
     out_tok = byte_level_replacement[0]
     report = initialize_replacement(tiny_llama_dir, out_tok, tmp_path / "init", "Mean", seed=42, pad_to_multiple_of=8)
@@ -227,11 +227,9 @@ def test_replaced_model_trains_and_evaluates(byte_level_replacement, tiny_llama_
     emb = "model.embed_tokens.weight"
     assert after[emb].shape == (SIZE_BYTE_LEVEL, 64) and not torch.equal(before[emb], after[emb])
     model, tok = load(tmp_path / "out")
-    ppl = evaluate.evaluate_ppl(model, tok, thai_lines[:8], batch_size=4)
+    ppl = perplexity.evaluate_ppl(model, tok, thai_lines[:8], batch_size=4)
     values = {r["metric"]: r["value"] for r in ppl["records"]}
     assert 0 < values["bits_per_char"] < 20 and values["tokens_per_sentence"] > 0
-    mt = evaluate.evaluate_mt(model, tok, [("Open file", thai_lines[0])], "th", max_new_tokens=4)
-    assert mt["details"]["generated_tokens"] >= 1
 
 
 # ------------------------------------------------------------------------------------------------- 4. the grid
@@ -243,10 +241,9 @@ def test_grid_accepts_replace_and_names_what_it_cannot_do():
     import yaml
     from conftest import REPO
 
-    from workflow_scripts.grid import REPLACE_INITS, ConfigError, check_config, expand_grid
-    from workflow_scripts.initialize.replace import REPLACE_METHODS
+    from workflow_scripts.config_checks import check_config
+    from workflow_scripts.grid import ConfigError, expand_grid
 
-    assert REPLACE_INITS == REPLACE_METHODS
     paper = yaml.safe_load((REPO / "configs" / "paper.yaml").read_text(encoding="utf-8"))
     table11 = {(model, lang, m.slug) for model, lang, m in expand_grid(paper) if m.vocab == "replace"}
     assert table11 == {
@@ -256,6 +253,7 @@ def test_grid_accepts_replace_and_names_what_it_cannot_do():
     assert paper["tokenizer"]["replace_vocab_size"] == 32000
     base = yaml.safe_load((REPO / "configs" / "test.yaml").read_text(encoding="utf-8"))
     base["methods"] = [{"init": "Mean", "vocab": "replace", "k": 7}]
+    base["tokenizer"]["replace_vocab_size"] = 800  # what 400 sentences of D can supply (32000 is refused)
     (m,) = check_config(copy.deepcopy(base), REPO)
     assert m.slug == "Mean.replace.2x2LS.clm.L64" and m.k is None
     assert m.cell("tiny", "th", 800)["aux_vocab_size"] == 800
@@ -325,10 +323,11 @@ def test_real_family_replacement_loads_and_keeps_bos(name, tmp_path, thai_lines)
 def test_results_table_says_replace():
     from workflow_scripts.tables import settings_text
 
+    # from the cell's vocab field (grid.Method.cell), not from its slug
     cell = {"init": "Mean", "procedure": "2x2LS", "objective": "mtp", "seq_len": 512, "k": None}
-    assert settings_text({**cell, "method": "Mean.replace.2x2LS.mtp.L512", "aux_vocab_size": 32000}) == (
+    assert settings_text({**cell, "vocab": "replace", "aux_vocab_size": 32000}) == (
         "Mean · 2x2LS · mtp · 512 · replace=32000"
     )
-    assert settings_text({**cell, "method": "Mean.k100.2x2LS.mtp.L512", "k": 100, "aux_vocab_size": 50000}) == (
+    assert settings_text({**cell, "vocab": "expand", "k": 100, "aux_vocab_size": 50000}) == (
         "Mean · 2x2LS · mtp · 512 · k=100 · aux=50000"
     )

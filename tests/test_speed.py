@@ -53,7 +53,7 @@ def test_units_and_bound_on_hand_made_tokenizers():
 
 @pytest.fixture(scope="module")
 def tiny(tiny_llama_dir):
-    from workflow_scripts.evaluate import load_model
+    from workflow_scripts.evaluation import load_model
 
     torch.set_num_threads(1)
     model, tok = load_model(tiny_llama_dir)
@@ -320,3 +320,13 @@ def test_paired_teacher_forcing_alternates_which_model_goes_first():
         ("source", 0), ("model", 0), ("model", 1), ("source", 1),  # repeat 1: item 0 Source first
     ]  # fmt: skip
     assert timing["paired"] == [3.0, 3.0]  # Source's seconds ÷ the model's, per repeat
+
+
+def test_newline_mask_marks_newline_tokens(tiny):
+    from workflow_scripts.speed.decoders import newline_token_mask
+
+    model, tok, _ = tiny
+    mask = newline_token_mask(tok, model.get_output_embeddings().weight.shape[0])
+    hello = tok(" Hello", add_special_tokens=False).input_ids[0]
+    assert mask[198] and mask[tok.convert_tokens_to_ids("ĊĊ")]  # SmolLM2's "\n" (id 198) and "\n\n"
+    assert not mask[hello]

@@ -48,7 +48,7 @@ def mc_folder(tmp_path_factory):
 
 
 def _loaded(model_dir):
-    from workflow_scripts.evaluate import load_model
+    from workflow_scripts.evaluation import load_model
 
     model, tok = load_model(model_dir)
     return model, tok, HFDecoder(model, tok)

@@ -86,3 +86,28 @@ def test_byte_and_piece_helpers_are_defined_once():
                 defined.setdefault(n, []).append(name)
     for helper in ("bytes_to_unicode", "piece_bytes", "piece_text", "is_byte_level", "detect_family", "METASPACE"):
         assert defined.get(helper) == ["workflow_scripts/pieces.py"], (helper, defined.get(helper))
+
+
+# The old MT generate loop (harness/ runs mt through LightEval) and the module that held it.
+REMOVED_MT_PATH = {"MT_TEMPLATE", "mt_prompt", "evaluate_mt", "chrf_scores", "write_predictions"}
+
+
+def test_no_module_imports_the_removed_mt_path():
+    found, seen = [], set()
+    for path in sorted([*PACKAGE.rglob("*.py"), *(REPO / "tools").rglob("*.py"), *(REPO / "tests").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                modules_named = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+                names = [a.name for a in node.names] if node.module.startswith("workflow_scripts") else []
+            elif isinstance(node, ast.Import):
+                modules_named, names = [a.name for a in node.names], []
+            else:
+                continue
+            seen.update(modules_named)
+            if "workflow_scripts.evaluate" in modules_named or REMOVED_MT_PATH & set(names):
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert "workflow_scripts.evaluation.load_model" in seen  # the walk sees real imports
+    assert not (PACKAGE / "evaluate.py").exists()
+    assert not found, found
+    rules = "".join(p.read_text(encoding="utf-8") for p in [REPO / "Snakefile", *(REPO / "rules").glob("*.smk")])
+    assert "workflow_scripts.evaluate " not in rules and "workflow_scripts/evaluate.py" not in rules

@@ -10,9 +10,11 @@ import pytest
 from workflow_scripts import tables
 
 SOURCE = {"model": "smollm2", "language": "th", "method": "source", "label": "Source", "init": None, "procedure": None,
-          "objective": None, "seq_len": None, "k": None, "aux_vocab_size": None}  # fmt: skip
+          "objective": None, "seq_len": None, "k": None, "aux_vocab_size": None, "vocab": None,
+          "posthoc": "none"}  # fmt: skip
+# the slug is a name only: every method field is in the cell, and the tables read nothing out of the slug
 MEAN = {**SOURCE, "method": "mean-2x2ls-mtp-512-k100", "label": "Mean", "init": "Mean", "procedure": "2x2LS",
-        "objective": "mtp", "seq_len": 512, "k": 100}  # fmt: skip
+        "objective": "mtp", "seq_len": 512, "k": 100, "vocab": "expand"}  # fmt: skip
 LABEL = "stand-in for CC-100 / FLORES-200: LibreOffice UI translations (Debian libreoffice-l10n-th)"
 
 
@@ -78,25 +80,73 @@ def test_markdown(results):
     assert LABEL in md
     lines = md.splitlines()
     header = next(line for line in lines if line.startswith("| Language"))
-    assert (
-        header == "| Language | Method | Settings | mt chrF | sum ROUGE-L (mT5) | mc acc | gmmlu acc | ppl BPC | ppl "
-        "| tokens/s | speed-up | speed-up (chars) |"
-    )
+    # token perplexity and the unpaired speed-ups are not in the main table
+    assert header == "| Language | Method | Settings | mt chrF | sum ROUGE-L (mT5) | mc acc | gmmlu acc | ppl BPC |"
     source_row = next(line for line in lines if line.startswith("| th | Source"))
     mean_row = next(line for line in lines if line.startswith("| th | Mean"))
     assert lines.index(source_row) < lines.index(mean_row)  # Source first
     # chrF: mean ± sample sd of the two seeds
-    assert source_row == "| th | Source | – | 11.0 ± 1.4 | – | – | – | – | – | 20.0 | 1.00x | 1.00x |"
-    settings = "Mean · 2x2LS · mtp · 512 · k=100"
-    assert mean_row == f"| th | Mean | {settings} | – | – | – | – | 1.235 | 12.35 | 18.0 | 0.90x | 2.50x |"
-    assert "## smollm2" in md
+    assert source_row == "| th | Source | – | 11.0 ± 1.4 | – | – | – | – |"
+    assert mean_row == "| th | Mean | Mean · 2x2LS · mtp · 512 · k=100 | – | – | – | – | 1.235 |"
+    assert "## All results: smollm2" in md
+    # token perplexity sits apart, under a heading that says it is not comparable across vocabularies
+    ppl = md.index("## Token perplexity (not comparable across vocabularies)")
+    assert md.index("| smollm2 | th | Mean | 12.35 |") > ppl > md.index(mean_row)
+    # the unpaired generation speed-up (0.90x) is only in the speed details, with the spreads, not in a headline
+    assert "0.90x" not in md
+
+
+def _lead(tmp_path, extra=()):
+    """Source and Mean with held-out tokens, bits per character and the paired teacher-forced speed-up."""
+    root = tmp_path / "lead"
+    tf = "@teacher_forced.greedy.b1"
+    paired = {"task": "mt", "metric": f"paired_speedup{tf}", "value": 2.5, "min": 2.2, "max": 2.9}
+    bound = {"task": "mt", "metric": f"token_ratio_bound{tf}", "value": 1.8}
+    source = [("ppl", "tokens_per_sentence", 77.0), ("ppl", "bits_per_char", 3.2), ("ppl", "perplexity", 6.0)]
+    mean = [("ppl", "tokens_per_sentence", 42.5), ("ppl", "bits_per_char", 3.3), ("ppl", "perplexity", 360.0)]
+    paths = [_write(root / "s/ppl.json", SOURCE, source, data_label=LABEL), _write(root / "m/ppl.json", MEAN, mean)]
+    paths += list(extra)
+    speed = root / "m/speed.json"
+    speed.write_text(json.dumps({"cell": MEAN, "records": [paired, bound], "details": {}}), encoding="utf-8")
+    return [*paths, speed]
+
+
+def test_the_page_leads_with_tokens_paired_speed_up_and_bits_per_character(tmp_path):
+    _, md = tables.build_tables(_lead(tmp_path), figure="results.png")
+    lead = md.index("## At a glance")
+    assert lead < md.index("## All results") < md.index("## Token perplexity")
+    row = next(line for line in md.splitlines() if line.startswith("| smollm2 | th | Mean | 77.0"))
+    assert row == "| smollm2 | th | Mean | 77.0 → 42.5 | 2.50x [2.20–2.90] | 1.80x | 3.200 → 3.300 |"
+    assert "![" in md and "](results.png)" in md  # the figure beside the table
+    # perplexity 360 against 6: shown only under the heading that says it cannot be compared
+    assert md.index("360.00") > md.index("## Token perplexity (not comparable across vocabularies)")
+
+
+def test_the_mc_proxy_label_only_where_mc_is(tmp_path):
+    proxy = "mc proxy: 4-way choice of the translation of a held-out l10n sentence (not Belebele)"
+    _, md = tables.build_tables(_lead(tmp_path))
+    assert proxy not in md
+    mc = _write(tmp_path / "lead/m/mc.json", MEAN, [("mc", "acc", 0.5)], data_label=proxy, task="mc")
+    _, md = tables.build_tables(_lead(tmp_path, [mc]))
+    assert proxy in md and "| mc acc (proxy) |" in md
+
+
+def test_results_csv_carries_every_method_field(tmp_path):
+    elchat = {**MEAN, "method": "any-name", "posthoc": "elchat"}
+    replace = {**MEAN, "method": "other-name", "vocab": "replace", "k": None, "aux_vocab_size": 8000}
+    paths = [_write(tmp_path / "e.json", elchat, [("mt", "chrF", 5.0)]),
+             _write(tmp_path / "r.json", replace, [("mt", "chrF", 6.0)])]  # fmt: skip
+    frame, md = tables.build_tables(paths)
+    assert {"vocab", "posthoc", "init", "k", "procedure", "objective", "seq_len"} <= set(frame.columns)
+    assert frame.set_index("method").loc["any-name", "posthoc"] == "elchat"
+    # names and settings come from the fields, not from the slug (which here says nothing)
+    assert "| th | Mean + ElChat |" in md and "replace=8000" in md
 
 
 def test_no_source_no_speedup(results):
     frame, md = tables.build_tables([p for p in results if p.parts[-3] != "source"])
     assert not frame["metric"].isin([m for m, _ in tables.DERIVED]).any()
-    mean_row = next(line for line in md.splitlines() if line.startswith("| th | Mean"))
-    assert mean_row.endswith("| 18.0 | – | – |")
+    assert not frame["metric"].str.startswith("speedup").any()
     assert LABEL not in md  # only the Source files carried the data label
 
 
@@ -115,9 +165,25 @@ def test_cli_results_dir(results, tmp_path):
 
 
 def test_elchat_row_is_named_as_in_table_10(results, tmp_path):
-    elchat = {**MEAN, "method": "Mean.k100.2x2LS.mtp.L512.elchat"}
-    path = _write(tmp_path / "results/smollm2/th/elchat/eval/speed.json", elchat, [("mt", "tokens_per_second", 19.0)])
+    elchat = {**MEAN, "method": "Mean.k100.2x2LS.mtp.L512.elchat", "posthoc": "elchat"}
+    path = _write(tmp_path / "results/smollm2/th/elchat/eval/mt.json", elchat, [("mt", "chrF", 19.0)])
     _, md = tables.build_tables([*results, path])
     rows = [line for line in md.splitlines() if line.startswith("| th | Mean")]
     assert [row.split(" | ")[1] for row in rows] == ["Mean", "Mean + ElChat"]
-    assert rows[1].endswith("| 19.0 | 0.95x | – |")
+    assert rows[1].split(" | ")[3] == "19.0"
+
+
+def test_cli_writes_the_lead_figure_and_the_reports_first_page(tmp_path):
+    loss = tmp_path / "results/smollm2/th/mean-2x2ls-mtp-512-k100/loss.tsv"
+    loss.parent.mkdir(parents=True)
+    loss.write_text("step\tloss\n1\t3.0\n2\t2.5\n", encoding="utf-8")
+    out = tmp_path / "tables"
+    tables.main(["--inputs", *map(str, _lead(tmp_path)), "--losses", str(loss), "--csv", str(out / "results.csv"),
+                 "--markdown", str(out / "results.md"), "--figure", str(out / "results.png"),
+                 "--html", str(out / "results.html")])  # fmt: skip
+    assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / "results.pdf").is_file()
+    assert "](results.png)" in (out / "results.md").read_text(encoding="utf-8")
+    page = (out / "results.html").read_text(encoding="utf-8")
+    # the report is one self-contained file: the figure is embedded, the tables are HTML tables
+    assert 'src="data:image/png;base64,' in page and "<table>" in page and "<h2>At a glance</h2>" in page
+    assert "77.0 → 42.5" in page

@@ -62,8 +62,11 @@ def test_dry_run_plans_elchat_on_its_adapted_cell(tmp_path):
     }
     target = "results/tiny/th/Mean.k50.2x2LS.clm.L64.elchat/eval/mc.json"
     shell = snakemake(["-n", "-p", target, "--configfile", str(path)], tmp_path)
-    # the harness applies the chat template to a cell that says posthoc elchat; other cells' commands are unchanged
+    # the rule asks the harness for the chat template of an ElChat cell, and only there
     assert '"posthoc": "elchat"' in shell.stdout and "results/tiny/th/Mean.k50.2x2LS.clm.L64/model" in shell.stdout
+    assert "--chat-template" in shell.stdout
+    plain = snakemake(["-n", "-p", target.replace(".elchat", ""), "--configfile", str(path)], tmp_path)
+    assert plain.returncode == 0 and "--chat-template" not in plain.stdout
 
 
 @pytest.mark.slow  # a Snakemake run: 2-6 s of CPU
@@ -148,3 +151,5 @@ def test_end_to_end_killed_and_resumed(tmp_path):
     assert report.returncode == 0, report.stderr[-3000:]
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "table2.html" in html and "loss_curves.png" in html and "stand-in for CC-100" in html
+    # results.md is the report's first page, its figure embedded
+    assert "At a glance" in html and (tmp_path / "results/tables/results.png").stat().st_size > 0

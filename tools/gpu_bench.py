@@ -155,9 +155,9 @@ def _one_step(loss_fn, optimizer, named, micro: int, accum: int, seq_len: int, v
 
 
 def _held_bytes(held: dict[str, int], model, loss_fn, optimizer) -> None:
-    from workflow_scripts.lapt.loop import _tensor_bytes
+    from workflow_scripts.lapt.outputs import tensor_bytes
 
-    held.update(_tensor_bytes(model, loss_fn, optimizer))
+    held.update(tensor_bytes(model, loss_fn, optimizer))
 
 
 def paper_jobs(configfile: str) -> list[dict[str, Any]]:

@@ -19,6 +19,11 @@ Arithmetic on parameter counts and tensor shapes, not a measurement; it follows 
   At 128K-256K vocabularies this is the largest activation term; micro-batches (``grad_accum``) divide it, and
   ``tools/gpu_bench.py`` measures it on a GPU.
 - Multi-stage procedures (2-stage, EEVE): the memory of the largest stage, the time of every stage by its share.
+- Sharded over ``shards`` GPUs of a node (FSDP, workflow_scripts/lapt/shard.py): every weight fp32 and split N ways,
+  as are gradients, Adam states and frozen-row snapshots; on top, the units FSDP gathers whole at a time (the root,
+  embeddings and head, kept through forward and backward; the mtp head; the current and the prefetched layer) and
+  their gradients before the reduce-scatter. Each process runs 1/N of the step's tokens (activations stay those of
+  one micro-batch); communication time is not counted.
 - Time: model FLOPs (2 per multiply-add; forward, the input gradient where a trainable parameter lies below, the
   weight gradient of trainable matrices, the recomputed forward under checkpointing) divided by an assumed
   sustained throughput: ``mfu`` (default 0.35) of the GPU's dense bf16 peak (H100 SXM 989, A100 312 TFLOP/s),
@@ -189,9 +194,11 @@ def _fp32_under_bf16(m: ModelShape, stages: list[StageSpec], objective: str) -> 
 
 def _stage_memory_and_flops(
     m: ModelShape, s: StageSpec, objective: str, seq_len: int, micro_batch: int, weights_dtype: str, grad_ckpt: bool,
-    earlier: tuple[StageSpec, ...] = (),
+    earlier: tuple[StageSpec, ...] = (), shards: int = 1,
 ) -> dict[str, float]:  # fmt: skip
     pc = parameter_counts(m)
+    if shards > 1:
+        weights_dtype = "fp32"  # a sharded run keeps every weight fp32 (one dtype per FSDP unit)
     n_layer = pc["layer_matrices"] + pc["layer_norms"]
     n_heads_out = 2 if objective == "mtp" else 1
     head_rows = pc["embedding"]  # one LM head's size, tied or not
@@ -212,6 +219,11 @@ def _stage_memory_and_flops(
     else:
         w_bytes = 4 * total
     snapshot = 4 * pc["embedding"] if s.new_rows_only else 0
+    unsharded = 0
+    if shards > 1:
+        root = pc["embedding"] + pc["head"] + pc["final_norm"]
+        root_trained = emb_head + (pc["final_norm"] if s.final_norm else 0)
+        unsharded = 4 * (2 * n_layer + root + mtp) + 4 * (min(trained_layers, 1) * n_layer + root_trained + mtp)
 
     tokens = micro_batch * seq_len
     h, f = m.hidden, m.ffn
@@ -243,15 +255,16 @@ def _stage_memory_and_flops(
     return {
         "total_parameters": total,
         "trainable_parameters": trainable,
-        "weights": w_bytes,
-        "gradients": 4 * trainable,
-        "optimizer": 8 * trainable,
+        "weights": w_bytes / shards,
+        "gradients": 4 * trainable / shards,
+        "optimizer": 8 * trainable / shards,
         "autocast_cache": 2 * trainable_matrices,
-        "frozen_row_snapshot": snapshot,
+        "frozen_row_snapshot": snapshot / shards,
+        "fsdp_unsharded": unsharded,
         "activations_layers": acts,
         "logits": logits,
         "flops": flops,
-        "optimizer_bytes_moved": 28 * trainable,  # AdamW reads p, g, m, v and writes p, m, v (fp32)
+        "optimizer_bytes_moved": 28 * trainable / shards,  # AdamW reads p, g, m, v and writes p, m, v (fp32)
     }
 
 
@@ -261,6 +274,7 @@ MEMORY_TERMS = (
     "optimizer",
     "autocast_cache",
     "frozen_row_snapshot",
+    "fsdp_unsharded",
     "activations_layers",
     "logits",
 )
@@ -286,13 +300,15 @@ def estimate(
     eeve_layers: str = "full",
     memory_gib: float | None = None,
     headroom: float = 0.9,
+    shards: int = 1,
 ) -> dict[str, Any]:
-    """Peak GPU memory (GiB, by term) and time of one LAPT run; ``batch_size`` is the micro-batch, as in lapt.
+    """Peak GPU memory (GiB, by term, per GPU) and time of one LAPT run; ``batch_size`` is the micro-batch, as in lapt.
 
     ``model_size`` names one of MODELS or is a ModelShape. ``corpus_tokens`` (D tokenized with T_t; 30K sentences are
     some millions of tokens) sets the number of steps: ceil(blocks / (batch_size * grad_accum)) * epochs.
     ``memory_gib`` replaces the GPU's memory (a device's reported total); ``fits`` means the peak is within
-    ``headroom`` of it (the rest: allocator fragmentation the terms do not model).
+    ``headroom`` of it (the rest: allocator fragmentation the terms do not model). ``shards``: GPUs of one node the
+    run is sharded over (FSDP); memory is per GPU, ``train_hours`` wall time, ``gpu_hours`` both counted.
     """
     if isinstance(model_size, str):
         key = ALIASES.get(model_size, model_size)
@@ -309,7 +325,9 @@ def estimate(
     stages = EEVE_LORA if procedure == "EEVE" and eeve_layers == "LoRA" else STAGES[procedure]
     split = [1.0] * len(stages) if stage_split is None else list(stage_split)
     per_stage = [
-        _stage_memory_and_flops(m, s, objective, seq_len, batch_size, weights_dtype, gradient_checkpointing, stages[:i])
+        _stage_memory_and_flops(
+            m, s, objective, seq_len, batch_size, weights_dtype, gradient_checkpointing, stages[:i], shards
+        )
         for i, s in enumerate(stages)
     ]
     peaks = [sum(st[k] for k in MEMORY_TERMS) for st in per_stage]
@@ -319,7 +337,8 @@ def estimate(
     total_gib = sum(memory.values())
 
     blocks = corpus_tokens // seq_len
-    steps = max(1, math.ceil(math.ceil(blocks / batch_size) / grad_accum * epochs))
+    # sharded: batch_size x grad_accum blocks per process, N processes per step
+    steps = max(1, math.ceil(math.ceil(blocks / (batch_size * shards)) / grad_accum * epochs))
     step_seconds, per_stage_seconds = 0.0, []
     for st, share in zip(per_stage, split, strict=True):
         t = grad_accum * st["flops"] / (g["bf16_tflops"] * 1e12 * mfu) + st["optimizer_bytes_moved"] / (
@@ -327,7 +346,7 @@ def estimate(
         )
         per_stage_seconds.append(float(f"{t:.4g}"))
         step_seconds += t * share / sum(split)
-    tokens_per_step = batch_size * grad_accum * seq_len
+    tokens_per_step = batch_size * grad_accum * seq_len * shards
     train_seconds = steps * step_seconds
     return {
         "model": key,
@@ -355,6 +374,8 @@ def estimate(
         "tokens_per_second": round(tokens_per_step / step_seconds, 1),
         "steps": steps,
         "train_hours": round(train_seconds / 3600, 2),
+        "gpus": shards,
+        "gpu_hours": round(shards * train_seconds / 3600, 2),
         # For a scheduler: GPU memory and host RAM (Slurm --mem) rounded up to whole GiB, runtime with start-up and
         # a 50% margin. Host RAM: lapt loads the whole model on the CPU before moving it, and a checkpoint copies the
         # trained parameters and Adam states to the CPU while saving; plus 8 GiB for Python, tokenizer and data.
@@ -383,27 +404,56 @@ def planned(
 ) -> dict[str, Any]:
     """The estimate a LAPT job runs with on ``gpu``, from its resolved hparams (workflow_scripts.lapt.resolve_hparams):
     micro-batch ``micro_batch`` (null: batch_size; "auto": the largest divisor of the step's blocks that fits, as
-    lapt picks it on the device) with the accumulation that makes up batch_size x grad_accum blocks a step."""
-    effective = int(hp["batch_size"]) * int(hp["grad_accum"])
+    lapt picks it on the device) with the accumulation that makes up batch_size x grad_accum blocks a step. Sharded
+    over ``shards`` processes, each takes 1/N of the step's blocks (workflow_scripts.lapt.shard.micro_share)."""
+    effective = math.ceil(int(hp["batch_size"]) * int(hp["grad_accum"]) / kw.get("shards", 1))
     common = dict(objective=objective, weights_dtype=hp["weights_dtype"], gpu=gpu, eeve_layers=hp["eeve_layers"],
                   gradient_checkpointing=hp["gradient_checkpointing"] is not False, epochs=float(hp["epochs"]),
                   stage_split=hp["stage_split"], **kw)  # fmt: skip
     if hp["micro_batch"] == "auto":
         return fitting_micro_batch(shape, procedure, seq_len, effective, **common)
-    micro = int(hp["batch_size"] if hp["micro_batch"] is None else hp["micro_batch"])
-    return estimate(shape, procedure, seq_len, micro, grad_accum=effective // micro, **common)
+    micro = min(int(hp["batch_size"] if hp["micro_batch"] is None else hp["micro_batch"]), effective)
+    return estimate(shape, procedure, seq_len, micro, grad_accum=math.ceil(effective / micro), **common)
+
+
+# GPUs of one node a LAPT job may be sharded over (FSDP), fewest first.
+SHARD_COUNTS = (1, 2, 4, 8)
+
+
+def planned_gpus(
+    shape: str | ModelShape, procedure: str, objective: str, seq_len: int, hp: dict[str, Any], gpu: str,
+    max_gpus: int = 1, **kw,
+) -> dict[str, Any]:  # fmt: skip
+    """``planned`` on the fewest GPUs of one node (SHARD_COUNTS, at most ``max_gpus``) on which the job fits: one
+    process, else FSDP over N. Only jobs that one GPU cannot hold at any micro-batch are sharded (a micro-batch
+    setting that is merely too large is the config's to change); procedures that add LoRA between stages run as one
+    process (they fit one GPU)."""
+    from workflow_scripts.lapt.procedures import adds_lora
+
+    one = planned(shape, procedure, objective, seq_len, hp, gpu, **kw)
+    if one["fits"] or adds_lora(procedure, hp):
+        return one
+    if planned(shape, procedure, objective, seq_len, {**hp, "micro_batch": "auto"}, gpu, **kw)["fits"]:
+        return one
+    est = one
+    for n in [n for n in SHARD_COUNTS if 1 < n <= max_gpus]:
+        est = planned(shape, procedure, objective, seq_len, hp, gpu, shards=n, **kw)
+        if est["fits"]:
+            return est
+    return est  # does not fit even on the most GPUs allowed: returned with fits=False
 
 
 def fit_problem(
     shape: str | ModelShape, procedure: str, objective: str, seq_len: int, hp: dict[str, Any], gpu: str,
-    keys: dict[str, str], what: str,
+    keys: dict[str, str], what: str, max_gpus: int = 1,
 ) -> str | None:  # fmt: skip
-    """None when the job fits ``gpu`` by ``planned``; else a message naming the config key to change (``keys`` maps
-    an hparam to the config key it comes from) and what it would take."""
-    est = planned(shape, procedure, objective, seq_len, hp, gpu)
+    """None when the job fits ``gpu`` by ``planned_gpus`` on at most ``max_gpus`` GPUs of a node; else a message
+    naming the config key to change (``keys`` maps an hparam to the config key it comes from) and what it takes."""
+    est = planned_gpus(shape, procedure, objective, seq_len, hp, gpu, max_gpus)
     if est["fits"]:
         return None
-    need = f"{what} needs {est['peak_gib']:.0f} GiB at micro-batch {est['micro_batch']} by tools.gpu_estimate"
+    on = f" on {est['gpus']} GPUs" if est["gpus"] > 1 else ""
+    need = f"{what} needs {est['peak_gib']:.0f} GiB at micro-batch {est['micro_batch']}{on} by tools.gpu_estimate"
     memory = est["gpu_memory_gib"]
     have = f"a GPU of the {gpu} class ({memory:.0f} GiB, {0.9 * memory:.0f} usable) cannot hold it"
     # The key whose change makes it fit, tried in the order of least change to the method.
@@ -417,15 +467,31 @@ def fit_problem(
     changed = dict(hp)
     for key, value in tries:
         changed[key] = value
-        alt = planned(shape, procedure, objective, seq_len, changed, gpu)
+        alt = planned_gpus(shape, procedure, objective, seq_len, changed, gpu, max_gpus)
         if alt["fits"]:
+            more = planned_gpus(shape, procedure, objective, seq_len, hp, gpu, SHARD_COUNTS[-1])
             return (
                 f"{keys[key]}: {json.dumps(hp[key])} does not fit: {need}; {have}. Set {key}: {value} "
                 f"({alt['peak_gib']:.0f} GiB at micro-batch {alt['micro_batch']})"
                 + (", or ask for an H200 (set-resources lapt: {gpu_model: h200})" if gpu != "H200" else "")
+                + (
+                    f", or allow {more['gpus']} GPUs of a node (set-resources lapt: {{node_gpus: {more['gpus']}}})"
+                    if more["fits"] and more["gpus"] > max_gpus
+                    else ""
+                )
+            )
+    if max_gpus < SHARD_COUNTS[-1]:
+        more = planned_gpus(shape, procedure, objective, seq_len, hp, gpu, SHARD_COUNTS[-1])
+        if more["fits"]:
+            return (
+                f"{what}: {need}; {have}: it fits when sharded over {more['gpus']} GPUs of a node "
+                f"(set-resources lapt: {{node_gpus: {more['gpus']}}} where the nodes have them)"
             )
     for gpu_larger in ("H200",):
-        if gpu_larger != gpu and planned(shape, procedure, objective, seq_len, changed, gpu_larger)["fits"]:
+        if (
+            gpu_larger != gpu
+            and planned_gpus(shape, procedure, objective, seq_len, changed, gpu_larger, max_gpus)["fits"]
+        ):
             return f"{what}: {need}; {have}: ask for a larger GPU (set-resources lapt: {{gpu_model: h200}})"
     return (
         f"{keys.get('procedure', 'procedure')}: {need}; {have}, even with "
@@ -489,13 +555,14 @@ def _fill_schema_defaults(config: dict) -> None:
              set_default=True)  # fmt: skip
 
 
-def plan_table(configfile: str, corpus_tokens: int = 5_000_000) -> str:
+def plan_table(configfile: str, corpus_tokens: int = 5_000_000, node_gpus: int | None = None) -> str:
     """The LAPT job kinds of a config's grid as the workflow plans them on each GPU class (workflow_scripts.resources
-    GPU_CLASSES): micro-batch, estimated peak, step time and training hours, and the time limit the job asks for."""
+    GPU_CLASSES) with at most ``node_gpus`` GPUs a job: GPUs, micro-batch, estimated peak per GPU, step time and
+    GPU-hours (training hours x GPUs), and the time limit the job asks for."""
     import yaml
 
     from workflow_scripts.gpu_fit import lapt_jobs
-    from workflow_scripts.resources import GPU_CLASSES, sized_resources
+    from workflow_scripts.resources import DEFAULT_NODE_GPUS, GPU_CLASSES, sized_resources
 
     config = yaml.safe_load(open(configfile, encoding="utf-8"))
     _fill_schema_defaults(config)
@@ -505,15 +572,17 @@ def plan_table(configfile: str, corpus_tokens: int = 5_000_000) -> str:
         kinds.setdefault(key, (model, m, shape, hp, []))[4].append(m.slug)
     head = ["model", "procedure", "objective", "seq", "methods"]
     for cls in GPU_CLASSES:
-        head += [f"{cls} micro-batch", f"{cls} peak GiB", f"{cls} s/step", f"{cls} hours"]
+        head += [f"{cls} GPUs", f"{cls} micro-batch", f"{cls} peak GiB", f"{cls} s/step", f"{cls} GPU-hours"]
     lines = ["| " + " | ".join([*head, "time limit (min)"]) + " |", "|" + "---|" * (len(head) + 1)]
     for (model, proc, obj, seq, eeve), (_, _, shape, hp, slugs) in kinds.items():
         row = [model, proc + (f" ({eeve} layers)" if eeve else ""), obj, str(seq), str(len(slugs))]
         for gpu in GPU_CLASSES.values():
-            est = planned(shape, proc, obj, seq, hp, gpu, corpus_tokens=corpus_tokens)
+            est = planned_gpus(
+                shape, proc, obj, seq, hp, gpu, node_gpus or DEFAULT_NODE_GPUS, corpus_tokens=corpus_tokens
+            )
             fit = "" if est["fits"] else " (does not fit)"
-            row += [f"{est['micro_batch']} x {est['grad_accum']}", f"{est['peak_gib']:.0f}{fit}",
-                    f"{est['step_seconds']:.2f}", f"{est['train_hours']:.2f}"]  # fmt: skip
+            row += [str(est["gpus"]), f"{est['micro_batch']} x {est['grad_accum']}", f"{est['peak_gib']:.0f}{fit}",
+                    f"{est['step_seconds']:.2f}", f"{est['gpu_hours']:.2f}"]  # fmt: skip
         row.append(str(sized_resources("lapt", config["models"][model]["size"])["runtime"]))
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
@@ -534,13 +603,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--plan", metavar="CONFIG", help="print the LAPT job kinds of CONFIG's grid as planned per GPU class"
     )
+    p.add_argument("--node-gpus", type=int, help="with --plan: GPUs a LAPT job may shard over (the workflow's default)")
     p.add_argument("--markdown", help="output Markdown table")
     p.add_argument("--json", help="output JSON with every estimate")
     p.add_argument("--log")
     a = p.parse_args(argv)
     setup_logging(a.log)
     if a.plan:
-        sys.stdout.write(plan_table(a.plan, a.corpus_tokens))
+        sys.stdout.write(plan_table(a.plan, a.corpus_tokens, a.node_gpus))
         return
     kw = {"objective": a.objective, "gpu": a.gpu, "mfu": a.mfu, "corpus_tokens": a.corpus_tokens}
     rows = grid(a.models, a.procedures, a.seq_lens, a.weights_dtypes, **kw)

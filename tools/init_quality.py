@@ -1,11 +1,11 @@
-"""Quality check of the initializations with no training (issue 4, evidence 3): held-out NLL per character.
+"""Quality check of the initializations with no training: held-out NLL per character.
 
 For each language: split the LibreOffice l10n pairs (a stand-in for CC-100, see l10n.py) with ``corpus.split_pairs``
 into D (the adaptation corpus) and held-out text, train the aux tokenizer on D, expand the source tokenizer by k new
-tokens, initialize the source model by each method, and score the held-out text with ``evaluate.evaluate_ppl``. NLL and
-bits per character compare across vocabularies (perplexity does not). Source is the unexpanded model. Mean, Merge and
-Align should land far closer to Source than Random does: a new row that points nowhere near its spelling costs nats on
-every occurrence.
+tokens, initialize the source model by each method, and score the held-out text with ``perplexity.evaluate_ppl``. NLL
+and bits per character compare across vocabularies (perplexity does not). Source is the unexpanded model. Mean, Merge
+and Align should land far closer to Source than Random does: a new row that points nowhere near its spelling costs nats
+on every occurrence.
 
     python -m tools.init_quality --source-model /tmp/smollm2 --work /tmp/initq --out initq.json \
         --lang th:resources/l10n/libreoffice-l10n-th_*.deb:4000 --lang si:...:1500
@@ -64,7 +64,7 @@ def expand_for_language(
 
 
 def score(model: Any, tokenizer: Any, heldout: list[str], batch_size: int) -> dict:
-    from workflow_scripts.evaluate import evaluate_ppl
+    from workflow_scripts.perplexity import evaluate_ppl
 
     res = evaluate_ppl(model, tokenizer, heldout, batch_size=batch_size)
     return {r["metric"]: r["value"] for r in res["records"]}

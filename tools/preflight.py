@@ -57,7 +57,7 @@ def load_config(path: Path) -> dict:
     import yaml
     from snakemake.utils import validate
 
-    from workflow_scripts.grid import schema_errors
+    from workflow_scripts.config_checks import schema_errors
 
     config = yaml.safe_load(Path(path).read_text()) or {}
     schema = REPO / "schemas" / "config.schema.yaml"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from workflow_scripts.grid import Method, _first_entries, _hparam, expand_grid
+from workflow_scripts.grid import Method, expand_grid, first_entries, hparam
 
 
 def lapt_jobs(config: dict) -> list[tuple[str, Method, Any, dict[str, Any], dict[str, str]]]:
@@ -18,14 +18,14 @@ def lapt_jobs(config: dict) -> list[tuple[str, Method, Any, dict[str, Any], dict
     from tools.gpu_estimate import MODELS, SIZE_SHAPES
     from workflow_scripts.lapt import DEFAULT_HPARAMS, PROCEDURES, resolve_hparams
 
-    jobs, seen, first = [], set(), _first_entries(config)
+    jobs, seen, first = [], set(), first_entries(config)
     for model, _, m in expand_grid(config):
         size = config["models"][model].get("size")
         skip = not m.trains or m.posthoc != "none" or m.procedure not in PROCEDURES or size not in SIZE_SHAPES
         if skip or (model, m.slug) in seen:
             continue
         seen.add((model, m.slug))
-        pairs = {k: _hparam(config, model, first[m.slug], k) for k in DEFAULT_HPARAMS}
+        pairs = {k: hparam(config, model, first[m.slug], k) for k in DEFAULT_HPARAMS}
         hp = resolve_hparams({k: v for k, (v, where) in pairs.items() if "(not set" not in where})
         shape = MODELS[SIZE_SHAPES[size]]
         if m.expands and m.vocab == "replace":
@@ -38,16 +38,32 @@ def lapt_jobs(config: dict) -> list[tuple[str, Method, Any, dict[str, Any], dict
     return jobs
 
 
-def gpu_fit_problems(config: dict, gpu_class: str) -> list[str]:
+def gpu_fit_problems(config: dict, gpu_class: str, max_gpus: int = 1) -> list[str]:
     """LAPT jobs of the grid that tools/gpu_estimate says do not fit the GPU class the profile asks for
-    (workflow_scripts.resources.GPU_CLASSES), one message each naming the config key to change."""
+    (workflow_scripts.resources.GPU_CLASSES), sharded over at most ``max_gpus`` GPUs of a node, one message each
+    naming the config key to change."""
     from tools.gpu_estimate import fit_problem
     from workflow_scripts.resources import GPU_CLASSES
 
     problems = []
     for model, m, shape, hp, keys in lapt_jobs(config):
         what = f"LAPT job {model}/{m.slug}"
-        problem = fit_problem(shape, m.procedure, m.objective, m.seq_len, hp, GPU_CLASSES[gpu_class], keys, what)
+        gpu = GPU_CLASSES[gpu_class]
+        problem = fit_problem(shape, m.procedure, m.objective, m.seq_len, hp, gpu, keys, what, max_gpus)
         if problem:
             problems.append(problem)
     return problems
+
+
+def lapt_gpu_counts(config: dict, gpu_class: str, max_gpus: int) -> dict[tuple[str, str], int]:
+    """GPUs each LAPT job of a GPU size class runs on, by (model, method slug): the fewest of at most ``max_gpus``
+    on which tools/gpu_estimate says it fits (1 where it fits none: gpu_fit_problems refuses those). Jobs not
+    listed run on one GPU."""
+    from tools.gpu_estimate import planned_gpus
+    from workflow_scripts.resources import GPU_CLASSES
+
+    counts = {}
+    for model, m, shape, hp, _ in lapt_jobs(config):
+        est = planned_gpus(shape, m.procedure, m.objective, m.seq_len, hp, GPU_CLASSES[gpu_class], max_gpus)
+        counts[(model, m.slug)] = est["gpus"] if est["fits"] else 1
+    return counts

@@ -8,7 +8,8 @@ the new merges first (the paper's priority) and last (the default), and measures
 and, under ``first`` only (one run, no training), held-out nats per character of Source, Mean, Mean-ref (the reference
 code's mojibake mapping), Merge and Align, which compare across vocabularies. The rows go to one JSON per cell; the
 ``init_analysis`` rule collects them into results/analysis/init_analysis.csv. It is a separate target (not in
-``rule all``): on CPU it costs about 8 minutes per language for SmolLM2 (docs/measurements.md) and a GPU-class job for 7B-9B models.
+``rule all``): on CPU it costs about 8 minutes per language for SmolLM2 (docs/measurements.md) and a GPU-class job
+for 7B-9B models.
 
     python -m workflow_scripts.init_analysis cell --source-model M --aux aux.json --corpus D --heldout H --k 100 \\
         --model smollm2 --language th --out cell.json
@@ -68,8 +69,8 @@ def analyse_cell(
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from workflow_scripts.evaluate import evaluate_ppl
     from workflow_scripts.initialize import initialize_model
+    from workflow_scripts.perplexity import evaluate_ppl
     from workflow_scripts.vocab import boundary_crossings, expand, next_free_id
     from workflow_scripts.vocab.source import load_source
 

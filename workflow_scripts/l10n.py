@@ -23,22 +23,9 @@ from collections import Counter
 from pathlib import Path
 
 from workflow_scripts.io import UserError, atomic_path, setup_logging, write_json
+from workflow_scripts.languages import SCRIPT_RANGES, in_script
 
 STAND_IN_LABEL = "stand-in for CC-100 / FLORES-200: LibreOffice UI translations (Debian libreoffice-l10n-{lang})"
-
-# Unicode blocks of each language's main script, to reject untranslated entries.
-SCRIPT_RANGES: dict[str, list[tuple[int, int]]] = {
-    "ar": [(0x0600, 0x06FF), (0x0750, 0x077F)],
-    "my": [(0x1000, 0x109F)],
-    "de": [(0x0041, 0x005A), (0x0061, 0x007A), (0x00C0, 0x00FF)],
-    "el": [(0x0370, 0x03FF), (0x1F00, 0x1FFF)],
-    "hi": [(0x0900, 0x097F)],
-    "ja": [(0x3040, 0x30FF), (0x4E00, 0x9FFF)],
-    "si": [(0x0D80, 0x0DFF)],
-    "sw": [(0x0041, 0x005A), (0x0061, 0x007A)],
-    "te": [(0x0C00, 0x0C7F)],
-    "th": [(0x0E00, 0x0E7F)],
-}
 
 _PLACEHOLDER = re.compile(r"\$\(|\$\d|%\d|%[sdu]|%[A-Z_]+%?|<[^>]*>|\{[^}]*\}|\\[nt]|#\d|#[A-Z]+#|\[\*\]")
 
@@ -99,12 +86,6 @@ def raw_pairs(mo_files: dict[str, bytes]) -> list[tuple[str, str]]:
 
 def _normalize(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text.replace("~", "")).split())
-
-
-def in_script(text: str, lang: str) -> bool:
-    """Whether ``text`` contains at least one character of ``lang``'s script."""
-    ranges = SCRIPT_RANGES[lang]
-    return any(lo <= ord(c) <= hi for c in text for lo, hi in ranges)
 
 
 def clean_pairs(pairs: list[tuple[str, str]], lang: str, min_words: int = 4) -> tuple[list[tuple[str, str]], Counter]:

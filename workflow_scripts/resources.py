@@ -14,7 +14,7 @@ from typing import Any
 SIZES = ("demo", "135M", "7B", "8B", "9B")
 # Size classes that cannot be trained or evaluated in useful time without a GPU.
 GPU_SIZES = frozenset({"7B", "8B", "9B"})
-# The rules whose code moves the model to a GPU when one is visible (workflow_scripts/lapt/, harness/, evaluate.py,
+# The rules whose code moves the model to a GPU when one is visible (workflow_scripts/lapt/, harness/, perplexity.py,
 # speed.py, init_analysis.py).
 GPU_RULES = (
     "lapt",
@@ -117,6 +117,23 @@ def gpu_class(resources: Mapping[str, Any] | None) -> str:
             if parts[0] == "gpu" and len(parts) == 3:
                 model = parts[1]
     return GPU_MODEL_CLASS.get(model.strip().lower(), DEFAULT_GPU_CLASS)
+
+
+# GPUs of one node a LAPT job may be sharded over (FSDP, workflow_scripts/lapt/shard.py) when one GPU cannot hold it;
+# a profile whose nodes have fewer says so with `set-resources: lapt: {node_gpus: N}` (1: never shard).
+DEFAULT_NODE_GPUS = 8
+
+
+def workflow_node_gpus(resource_settings: Any) -> int:
+    """The GPUs of one node a LAPT job may use: set-resources lapt `node_gpus`, else DEFAULT_NODE_GPUS."""
+    value = _raw(dict(resource_settings.overwrite_resources.get("lapt") or {}).get("node_gpus"))
+    try:
+        n = DEFAULT_NODE_GPUS if value in (None, "") else int(value)
+    except (TypeError, ValueError):
+        n = 0
+    if n < 1:
+        raise ValueError(f"set-resources lapt: node_gpus must be a whole number >= 1, got {value!r}")
+    return n
 
 
 def workflow_gpu_class(resource_settings: Any, rule: str = "lapt") -> str:

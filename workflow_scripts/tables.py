@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_scripts.io import atomic_path, read_json, setup_logging, write_text
+from workflow_scripts.paper import headline
 from workflow_scripts.speed import table as speed_table
 
 log = logging.getLogger("vocabexp")
@@ -36,6 +37,9 @@ CELL_COLUMNS = [
     "seq_len",
     "k",
     "aux_vocab_size",
+    # the method's other fields (grid.METHOD_FIELDS), so that no reader parses them back out of the slug
+    "vocab",
+    "posthoc",
 ]
 # min / max: the spread of a speed measurement's repeats (workflow_scripts/speed/table.py); empty elsewhere
 COLUMNS = [*CELL_COLUMNS, "task", "metric", "value", "seed", "run", "min", "max"]
@@ -48,7 +52,8 @@ DERIVED = [
     ("generated_token_ratio", "generated_tokens"),
 ]
 
-# Markdown columns: (header, task, metric, format)
+# Markdown columns of the main table: (header, task, metric, format). Token perplexity (per token of each model's
+# own vocabulary) and the unpaired generation speed-ups (machine load between jobs) are listed apart: see markdown().
 MARKDOWN_COLUMNS = [
     ("mt chrF", "mt", "chrF", "{:.1f}"),
     # one column per ROUGE-L segmentation (harness/metrics.py): their numbers never share a column
@@ -58,14 +63,10 @@ MARKDOWN_COLUMNS = [
     ("mc acc", "mc", "acc", "{:.3f}"),
     ("gmmlu acc", "gmmlu", "acc", "{:.3f}"),
     ("ppl BPC", "ppl", "bits_per_char", "{:.3f}"),
-    ("ppl", "ppl", "perplexity", "{:.2f}"),
-    ("tokens/s", "mt", "tokens_per_second", "{:.1f}"),
-    ("speed-up", "mt", "speedup", "{:.2f}x"),
-    # tokens of different vocabularies carry different amounts of text: characters per second is what a user waits for
-    ("speed-up (chars)", "mt", "speedup_chars", "{:.2f}x"),
 ]
 # Shown only where some result has them (the first ROUGE-L column stands for sum in every table).
 OPTIONAL_COLUMNS = {("sum", "rougeL_script"), ("sum", "bleurt")}
+PPL_COLUMN = ("ppl (per own token)", "ppl", "perplexity", "{:.2f}")
 # A plain rougeL record was computed on the script-aware segmentation.
 LEGACY_METRICS = {("sum", "rougeL"): "rougeL_script"}
 MISSING = "–"
@@ -96,6 +97,9 @@ def load_results(paths: list[str | Path], *, strict: bool = True) -> tuple[pd.Da
             continue
         details = obj.get("details") or {}
         label = details.get("data_label")
+        task = str(details.get("task") or "")
+        if label and task in headline.TASK_LABEL_TASKS[:4] and headline.label_task(label) != task:
+            label = f"{task}: {label}"  # a benchmark's label is shown only where its task is
         if label and label not in labels:
             labels.append(label)
         reason = details.get("unavailable")
@@ -177,23 +181,25 @@ def settings_text(row: dict) -> str:
             text = f"k={text}"
         elif column == "aux_vocab_size":
             # vocab: replace records its replacement tokenizer's size here (no k: every token is new)
-            text = f"replace={text}" if "replace" in str(row.get("method", "")).split(".") else f"aux={text}"
+            text = f"replace={text}" if row.get("vocab") == "replace" else f"aux={text}"
         parts.append(text)
     return " · ".join(parts) or MISSING
 
 
-def markdown(frame: pd.DataFrame, data_labels: list[str] | None = None) -> str:
-    """One Markdown table per model: rows are language × method (Source first), columns the main metrics (mean, and
-    ± the standard deviation over runs where a task ran more than once)."""
+def markdown(frame: pd.DataFrame, data_labels: list[str] | None = None, figure: str | None = None) -> str:
+    """The results page: the lead (headline.py: tokens per sentence, paired speed-up and bound, bits per character,
+    ``figure`` beside it), then one table per model (rows language x method, Source first; mean ± sd over runs where
+    a task ran more than once), token perplexity apart, and the speed section with its spreads."""
     lines = ["# Results", ""]
     notes = [label.removeprefix("note: ") for label in data_labels or [] if label.startswith("note: ")]
-    for label in data_labels or []:
-        if not label.startswith("note: "):
-            lines += [f"> Data: {label}. The embedded default's numbers are not comparable to the paper's.", ""]
     tasks = set(frame["task"]) if not frame.empty else set()
+    labels = [label for label in data_labels or [] if not label.startswith("note: ")]
+    for label in headline.labels_for(labels, tasks):
+        lines += [f"> Data: {label}. The embedded default's numbers are not comparable to the paper's.", ""]
     notes += [note for task, note in NOT_RUN_NOTES.items() if task not in tasks]
     if frame.empty:
         return "\n".join([*lines, "No results.", ""])
+    lines += headline.markdown(headline.lead_rows(frame, is_source, headline.row_name), figure)
     values: dict[tuple, dict[tuple, list]] = {}
     cells: dict[tuple, dict] = {}
     for _, row in frame.iterrows():
@@ -202,27 +208,40 @@ def markdown(frame: pd.DataFrame, data_labels: list[str] | None = None) -> str:
         values.setdefault(key, {}).setdefault((row["task"], row["metric"]), []).append(row["value"])
     present = {(t, m) for t, m in zip(frame["task"], frame["metric"], strict=True)}
     columns = [c for c in MARKDOWN_COLUMNS if (c[1], c[2]) not in OPTIONAL_COLUMNS or (c[1], c[2]) in present]
-    header = ["Language", "Method", "Settings", *(c[0] for c in columns)]
+    proxy = any(headline.label_task(lb) == "mc" and "proxy" in lb for lb in labels)
+    columns = [("mc acc (proxy)", *c[1:]) if proxy and c[1] == "mc" else c for c in columns]
     order = {key: i for i, key in enumerate(cells)}
+    ordered = sorted(cells, key=lambda k: (str(cells[k]["model"]), str(cells[k]["language"]),
+                                           not is_source(cells[k]["method"], cells[k]["label"]), order[k]))  # fmt: skip
     for model in dict.fromkeys(c["model"] for c in cells.values()):
-        keys = [k for k, c in cells.items() if c["model"] == model]
-        keys.sort(
-            key=lambda k: (str(cells[k]["language"]), not is_source(cells[k]["method"], cells[k]["label"]), order[k])
-        )
-        lines += [f"## {model}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        for key in keys:
-            c = cells[key]
-            label = str(c["method"] if _missing(c["label"]) else c["label"])
-            label += " + ElChat" if str(c["method"]).endswith(".elchat") else ""  # the paper's row name (Table 10)
-            row = [str(c["language"]), label, settings_text(c)]
-            for _, task, metric, fmt in columns:
-                v = values[key].get((task, metric))
-                row.append(_mean_sd(v, fmt) if v else MISSING)
-            lines.append("| " + " | ".join(row) + " |")
-        lines.append("")
+        keys = [k for k in ordered if cells[k]["model"] == model]
+        lines += [f"## All results: {model}", ""]
+        lines += _table(["Language", "Method", "Settings"], columns, keys, cells, values)
+    ppl_keys = [k for k in ordered if (PPL_COLUMN[1], PPL_COLUMN[2]) in values[k]]
+    if ppl_keys:
+        lines += ["## Token perplexity (not comparable across vocabularies)", "",
+                  "Per token of each model's own vocabulary: an expanded model's token covers more text, so its "
+                  "perplexity is not comparable with Source's; bits per character (above) is.", ""]  # fmt: skip
+        lines += _table(["Model", "Language", "Method"], [PPL_COLUMN], ppl_keys, cells, values)
     lines += speed_table.markdown_section(frame)
     lines += [f"- {note}" for note in notes] + ([""] if notes else [])
     return "\n".join(lines)
+
+
+def _table(lead: list[str], columns: list, keys: list, cells: dict, values: dict) -> list[str]:
+    """A Markdown table: the ``lead`` columns of each cell, then ``columns``' mean (± sd) per cell."""
+    header = [*lead, *(c[0] for c in columns)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for key in keys:
+        c = cells[key]
+        first = {"Model": str(c["model"]), "Language": str(c["language"]), "Method": headline.row_name(c),
+                 "Settings": settings_text(c)}  # fmt: skip
+        row = [first[name] for name in lead]
+        for _, task, metric, fmt in columns:
+            v = values[key].get((task, metric))
+            row.append(_mean_sd(v, fmt) if v else MISSING)
+        lines.append("| " + " | ".join(row) + " |")
+    return [*lines, ""]
 
 
 def _mean_sd(values: list[float], fmt: str) -> str:
@@ -234,11 +253,26 @@ def _mean_sd(values: list[float], fmt: str) -> str:
     return f"{fmt.format(mean)} ± {fmt.format(sd).rstrip('x')}"
 
 
-def build_tables(paths: list[str | Path], *, strict: bool = True) -> tuple[pd.DataFrame, str]:
-    """The long table with derived rows and its Markdown rendering, from result JSON files."""
+def build_tables(
+    paths: list[str | Path], *, strict: bool = True, figure: str | None = None
+) -> tuple[pd.DataFrame, str]:
+    """The long table with derived rows and its Markdown rendering (naming ``figure`` beside the lead), from result
+    JSON files."""
     frame, labels = load_results(paths, strict=strict)
     frame = add_derived(frame)
-    return frame, markdown(frame, labels)
+    return frame, markdown(frame, labels, figure)
+
+
+def write_figure(frame: pd.DataFrame, losses: list[Path], path: Path, md: str) -> None:
+    """The lead's figure (headline.figure) at ``path``, its data labels those of results.md's header."""
+    from workflow_scripts.paper.figures import read_losses
+
+    cells = frame.drop_duplicates("method")[CELL_COLUMNS].to_dict("records") if not frame.empty else []
+    names = {str(c["method"]): headline.row_name(c) for c in cells}
+    rows = headline.lead_rows(frame, is_source, headline.row_name)
+    prefix, suffix = "> Data: ", ". The embedded default's numbers are not comparable to the paper's."
+    labels = [line[len(prefix) :].removesuffix(suffix) for line in md.splitlines() if line.startswith(prefix)]
+    headline.figure(rows, read_losses(losses), names, path.with_suffix(""), headline.labels_for(labels, ["ppl"]))
 
 
 def find_results(results_dir: str | Path) -> list[Path]:
@@ -253,14 +287,22 @@ def main(argv: list[str] | None = None) -> None:
     src.add_argument("--results-dir", help="folder searched for **/eval/*.json")
     p.add_argument("--csv", required=True, help="output long table")
     p.add_argument("--markdown", required=True, help="output Markdown rendering")
+    p.add_argument("--figure", type=Path, help="output PNG of the lead (a PDF is written beside it)")
+    p.add_argument("--html", type=Path, help="output HTML of the page, figure embedded (the report's first page)")
+    p.add_argument("--losses", nargs="*", default=[], help="training runs' loss.tsv files (the lead's loss curves)")
     p.add_argument("--log")
     a = p.parse_args(argv)
     setup_logging(a.log)
     paths = [Path(x) for x in a.inputs] if a.inputs else find_results(a.results_dir)
-    frame, md = build_tables(paths, strict=bool(a.inputs))
+    figure_name = a.figure.name if a.figure else None
+    frame, md = build_tables(paths, strict=bool(a.inputs), figure=figure_name)
     with atomic_path(a.csv) as tmp:
         frame.to_csv(tmp, index=False)
     write_text(a.markdown, md)
+    if a.figure:
+        write_figure(frame, [Path(x) for x in a.losses], a.figure, md)
+    if a.html:
+        write_text(a.html, headline.to_html(md, {figure_name: a.figure} if a.figure else {}))
     log.info("tables: %d files, %d rows -> %s, %s", len(paths), len(frame), a.csv, a.markdown)
 
 

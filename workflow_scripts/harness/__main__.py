@@ -29,7 +29,7 @@ def record_task(task: str, lang: str) -> str:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from workflow_scripts.evaluate import add_common_args
+    from workflow_scripts.evaluation import add_common_args
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(p)
@@ -48,8 +48,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--chat-template",
         action="store_true",
         help="wrap each prompt (few-shot examples as earlier turns) in the model's chat template, as LightEval's "
-        "--use-chat-template; on by itself for a cell whose --cell JSON says posthoc elchat (Table 10); the base "
-        "models' cells take plain text",
+        "--use-chat-template; the workflow passes it for ElChat cells (Table 10: evaluated as the chat model they "
+        "are); the base models' cells take plain text",
     )
     p.add_argument("--mumo-no-verify", dest="mumo_verify", action="store_false", help="MuMo: skip verification")
     p.add_argument("--mumo-k", type=int, default=10, help="MuMo: candidates per decoding step")
@@ -62,7 +62,7 @@ def _load(a: argparse.Namespace):
     """The model and the folder its tokenizer comes from. A MuMo folder (workflow_scripts/mumo) is its source model
     with the MuMo decoder behind ``generate`` (greedy: deterministic; paper: MuMo's sampling; ``--mumo-no-verify``:
     the ablation), so LightEval's prompt, stop sequences and metric are the same as for every other method."""
-    from workflow_scripts.evaluate import load_model
+    from workflow_scripts.evaluation import load_model
     from workflow_scripts.mumo.head import is_mumo_dir
 
     if not is_mumo_dir(a.model):
@@ -136,12 +136,9 @@ def main(argv: list[str] | None = None) -> None:
     a = parse_args(argv)
     setup_logging(a.log)
     set_threads(a.threads)
-    from workflow_scripts.evaluate import read_cell
+    from workflow_scripts.evaluation import read_cell
 
     cell = read_cell(a.cell)
-    # ElChat cells are evaluated as the chat model they are (README, "ElChat"); from the cell, so that the rules'
-    # commands and params, and thereby every finished evaluation job, stay as they were
-    a.chat_template = a.chat_template or cell.get("posthoc") == "elchat"
     t0 = time.time()
     details: dict = {"model_dir": str(a.model), "language": a.lang, "task": record_task(a.task, a.lang)}
     try:

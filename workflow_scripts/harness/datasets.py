@@ -16,8 +16,6 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from workflow_scripts.corpus import FLORES_CODES as CORPUS_FLORES_CODES
-from workflow_scripts.corpus import FLORES_ENGLISH
 from workflow_scripts.harness.sources import (  # noqa: F401  (re-exported: the download step's API)
     LAYOUTS,
     Layout,
@@ -27,20 +25,16 @@ from workflow_scripts.harness.sources import (  # noqa: F401  (re-exported: the 
     layout_of,
 )
 from workflow_scripts.io import atomic_path, read_corpus, read_pairs, write_text
+from workflow_scripts.languages import FLORES_CODES as LANGUAGE_FLORES_CODES
+from workflow_scripts.languages import FLORES_ENGLISH, LANGUAGE_NAMES
 
 DOWNLOADS = Path("results/downloads/hf")
 
-# FLORES-200 / Belebele codes of the paper's languages (corpus.FLORES_CODES) and English for retention (Table 9).
-FLORES_CODES = {**CORPUS_FLORES_CODES, "en": FLORES_ENGLISH}
+# FLORES-200 / Belebele codes of the paper's languages (languages.FLORES_CODES) and English for retention (Table 9).
+FLORES_CODES = {**LANGUAGE_FLORES_CODES, "en": FLORES_ENGLISH}
+# XL-Sum's subsets are the languages' English names in lower case; German and Greek come from MLSUM and GreekSUM.
 XLSUM_NAMES = {
-    "ar": "arabic",
-    "my": "burmese",
-    "hi": "hindi",
-    "ja": "japanese",
-    "si": "sinhala",
-    "sw": "swahili",
-    "te": "telugu",
-    "th": "thai",
+    **{lang: LANGUAGE_NAMES[lang].lower() for lang in ("ar", "my", "hi", "ja", "si", "sw", "te", "th")},
     "en": "english",
 }
 GLOBAL_MMLU_LANGS = {"ar", "de", "el", "hi", "ja", "si", "sw", "te", "en"}  # no Burmese, no Thai

@@ -24,14 +24,17 @@ produced: their rows are the mean of the source rows, and their ids go into the 
 ``suppress_tokens`` so that ``generate()`` masks them. config.vocab_size is the padded size; len(tokenizer) is not.
 
 Layout: ``tokens`` (V_new and its mapping onto the source BPE, with the two wrong mappings kept to measure them),
-``registry`` (InitContext, InitResult, register_method, INIT_METHODS, CORPUS_METHODS and the row arithmetic),
+``registry`` (InitContext, InitResult, register_method, MethodSpec, INIT_METHODS, METHOD_SPECS, CORPUS_METHODS and the
+row arithmetic),
 ``methods/`` (one module per method), ``apply`` (resize, padding, tied/untied, diagnostics, initialize_model),
 ``replace`` (vocabulary replacement, Table 11: every row new, ``--vocab replace``) and ``__main__`` (the command
 line). Importing the package loads neither torch nor fasttext.
 
 To add a method, add one module to ``methods/`` with a function ``(source, ctx, role) -> InitResult`` decorated with
-``@register_method("Name")`` (``needs_corpus=True`` if it reads D), and import it in ``methods/__init__.py``; the
-command line's --method choices and the registry follow. Import torch and other heavy packages inside the function.
+``@register_method("Name", ...)``, declaring there what the package needs to know about it (``MethodSpec``: reads D,
+compared with Mean, report entries, vocab: replace, place in reports); ``methods/`` imports every module it holds, and
+the command line's --method choices, the config check and ``init: Name`` in a config follow. Import torch and other
+heavy packages inside the function.
 """
 
 from workflow_scripts.initialize import methods
@@ -58,9 +61,11 @@ from workflow_scripts.initialize.methods.random_mean import init_mean, init_rand
 from workflow_scripts.initialize.registry import (
     CORPUS_METHODS,
     INIT_METHODS,
+    METHOD_SPECS,
     InitContext,
     InitMethod,
     InitResult,
+    MethodSpec,
     Plan,
     combine_rows,
     mean_of_rows,
@@ -87,9 +92,11 @@ __all__ = [
     "CORPUS_METHODS",
     "FASTTEXT_DEFAULTS",
     "INIT_METHODS",
+    "METHOD_SPECS",
     "InitContext",
     "InitMethod",
     "InitResult",
+    "MethodSpec",
     "NewToken",
     "Plan",
     "align_counts",

@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from workflow_scripts.initialize.registry import INIT_METHODS, InitContext, InitMethod, InitResult
+from workflow_scripts.initialize.registry import INIT_METHODS, METHOD_SPECS, InitContext, InitMethod, InitResult
 from workflow_scripts.initialize.tokens import NewToken, find_new_tokens, map_decode_encode, map_full_tokenizer_on_piece
 from workflow_scripts.io import atomic_path, seed_everything
 from workflow_scripts.pieces import REPLACEMENT_CHAR, is_byte_level
@@ -86,24 +86,10 @@ def mapping_diagnostics(source_tokenizer: Any, target_tokenizer: Any, tokens: li
 
 
 def method_stats(ctx: InitContext, method: str) -> dict:
-    """Corpus statistics and timings of the corpus-based methods (Align, FOCUS), and EEVE's tied-model rule."""
-    out: dict[str, Any] = {}
-    if "Align" in ctx.cache:
-        out["align"] = ctx.cache["Align"][1]
-    if "FOCUS" in ctx.cache:
-        out["focus"] = ctx.cache["FOCUS"][1]
-    if method == "EEVE":
-        out["eeve"] = (
-            "tied: one matrix, initialized by the input rule (mean of subwords), i.e. as Mean"
-            if ctx.tied
-            else "untied: input rows mean of subwords, output rows the first subword's LM-head row"
-        )
-    return out
-
-
-# Methods whose rows are compared with Mean's in the report ("differs_from_mean"): every method built from source
-# rows; Random draws and Mean is the reference.
-COMPARED_WITH_MEAN = ("Mean-ref", "Merge", "Align", "FOCUS", "EEVE")
+    """The method's own report entries (``MethodSpec.stats``: corpus statistics and timings of Align and FOCUS,
+    EEVE's tied-model rule); empty for the others."""
+    spec = METHOD_SPECS.get(method)
+    return spec.stats(ctx) if spec and spec.stats else {}
 
 
 def differs_from_mean(rows: Any, mean_rows: Any, tokens: list[NewToken], rtol: float = 1e-9) -> dict:
@@ -120,7 +106,7 @@ def _new_rows(
     model: Any, ctx: InitContext, fn: InitMethod, method: str = ""
 ) -> tuple[dict[str, InitResult], dict[str, Any], dict[str, Any]]:
     """Per role ("input", and "output" when untied): the method's new rows, the padding row (the source mean) and,
-    for the methods in ``COMPARED_WITH_MEAN``, how many new rows differ from Mean's.
+    for the methods ``compared_with_mean`` (``MethodSpec``), how many new rows differ from Mean's.
 
     Computed from the untouched source matrices, before resizing.
     """
@@ -135,7 +121,7 @@ def _new_rows(
         results = {role: fn(m, ctx, role) for role, m in matrices.items()}
         pad_rows = {role: ctx.row_stats(m)[0] for role, m in matrices.items()}
         compared = {}
-        if method in COMPARED_WITH_MEAN:
+        if method in METHOD_SPECS and METHOD_SPECS[method].compared_with_mean:
             mean = INIT_METHODS["Mean"]
             compared = {
                 role: differs_from_mean(results[role].rows, mean(m, ctx, role).rows, ctx.new_tokens)

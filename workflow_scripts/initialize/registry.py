@@ -2,8 +2,9 @@
 
 A method maps (source matrix, context, role) to an ``InitResult``: the new rows and one record per new token. Random
 draws; every other method is a weighted sum of source rows, a ``Plan`` (source id -> weight) computed once per run,
-cached in ``InitContext.cache`` and applied to each matrix by ``rows_from_plans``. Nothing here imports torch at module
-level, so the Snakefile can read ``INIT_METHODS`` and ``CORPUS_METHODS`` at planning time.
+cached in ``InitContext.cache`` and applied to each matrix by ``rows_from_plans``. A method registers itself with what
+the rest of the package needs to know about it (``MethodSpec``): nothing outside its module names it. Nothing here
+imports torch at module level, so the Snakefile can read ``INIT_METHODS`` and ``CORPUS_METHODS`` at planning time.
 """
 
 from __future__ import annotations
@@ -76,26 +77,80 @@ class InitResult:
 
 # (source matrix [n_rows, d] in its own dtype, context, role "input" | "output") -> InitResult
 InitMethod = Callable[[Any, InitContext, str], InitResult]
+# A method's entries of the report's "method_stats" (corpus statistics, timings, a note on the rule it applied).
+MethodStats = Callable[[InitContext], dict]
+
+# How a method treats vocabulary replacement (vocab: replace, Table 11; ``replace.py``): the tokens the new
+# vocabulary shares with V_s copy their source rows (COPY_SHARED) or are initialized like every other row (ALL_ROWS).
+COPY_SHARED, ALL_ROWS = "copy_shared", "all_rows"
+# Where a method registered without ``order`` is listed: after the paper's methods, in discovery order.
+LAST = 1000
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """What the package needs to know about a method besides its function, declared where the method is registered.
+
+    ``needs_corpus``: it reads D (the command line then requires --corpus). ``compared_with_mean``: the report counts
+    the new rows that differ from Mean's (every method built from source rows; not Random, which draws, nor Mean).
+    ``stats``: its entries of the report's method_stats. ``replace``: None (expansion only), COPY_SHARED or ALL_ROWS.
+    ``order``: its place in ``INIT_METHODS`` and so in reports (the paper's order, Random to EEVE).
+    """
+
+    name: str
+    fn: InitMethod
+    needs_corpus: bool = False
+    compared_with_mean: bool = True
+    stats: MethodStats | None = None
+    replace: str | None = None
+    order: int = LAST
+
+
+# The registries, filled by the modules of ``methods/`` as the package imports them (``methods.discover``).
+METHOD_SPECS: dict[str, MethodSpec] = {}
 INIT_METHODS: dict[str, InitMethod] = {}
-# Methods that read the adaptation corpus D (resources["corpus"]), in registration order: Align, FOCUS.
+# Methods that read the adaptation corpus D (resources["corpus"]), in the order of INIT_METHODS: Align, FOCUS.
 CORPUS_METHODS: list[str] = []
 
 
-def register_method(name: str, needs_corpus: bool = False) -> Callable[[InitMethod], InitMethod]:
-    """Register an initialization method under its paper name (Random, Mean, Merge, Align, FOCUS, EEVE).
-
-    ``needs_corpus`` adds it to ``CORPUS_METHODS``, so that the command line asks for --corpus.
-    """
+def register_method(
+    name: str,
+    needs_corpus: bool = False,
+    *,
+    compared_with_mean: bool = True,
+    stats: MethodStats | None = None,
+    replace: str | None = None,
+    order: int = LAST,
+) -> Callable[[InitMethod], InitMethod]:
+    """Register an initialization method under its paper name (Random, Mean, Merge, Align, FOCUS, EEVE), with what
+    the package needs to know about it (``MethodSpec``)."""
+    if replace not in (None, COPY_SHARED, ALL_ROWS):
+        raise ValueError(f"{name}: replace must be None, {COPY_SHARED!r} or {ALL_ROWS!r}, got {replace!r}")
 
     def deco(fn: InitMethod) -> InitMethod:
-        if name in INIT_METHODS:
+        if name in METHOD_SPECS:
             raise ValueError(f"initialization method {name!r} is registered twice")
-        INIT_METHODS[name] = fn
-        if needs_corpus:
-            CORPUS_METHODS.append(name)
+        METHOD_SPECS[name] = MethodSpec(name, fn, needs_corpus, compared_with_mean, stats, replace, order)
+        _reorder()
         return fn
 
     return deco
+
+
+def _reorder() -> None:
+    """Keep the registries in ``order`` (stable: equal orders stay in registration order), updated in place so that
+    every module holding them sees the same objects."""
+    specs = sorted(METHOD_SPECS.values(), key=lambda spec: spec.order)
+    METHOD_SPECS.clear()
+    METHOD_SPECS.update((spec.name, spec) for spec in specs)
+    INIT_METHODS.clear()
+    INIT_METHODS.update((spec.name, spec.fn) for spec in specs)
+    CORPUS_METHODS[:] = [spec.name for spec in specs if spec.needs_corpus]
+
+
+def replace_methods(mode: str | None = None) -> tuple[str, ...]:
+    """The methods defined for vocab: replace (any mode, or only ``mode``), in the order of INIT_METHODS."""
+    return tuple(n for n, spec in METHOD_SPECS.items() if spec.replace and (mode is None or spec.replace == mode))
 
 
 def source_row_stats(matrix: Any, source_ids: list[int]) -> tuple[Any, Any]:

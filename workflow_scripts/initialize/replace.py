@@ -33,15 +33,16 @@ from workflow_scripts.initialize.apply import (
     initialize,
     is_tied,
 )
-from workflow_scripts.initialize.registry import INIT_METHODS, InitContext
+from workflow_scripts.initialize.registry import COPY_SHARED, INIT_METHODS, InitContext, replace_methods
 from workflow_scripts.initialize.tokens import NewToken
 from workflow_scripts.io import seed_everything
 from workflow_scripts.pieces import SENTENCEPIECE_BPE, is_byte_level, is_partial_utf8, piece_text
 
-# Table 11's initializations; the others are defined for expansion only.
-REPLACE_METHODS = ("Random", "Mean", "FOCUS")
+# Table 11's initializations (Random, Mean, FOCUS: the methods registered with ``replace``); the others are defined for
+# expansion only.
+REPLACE_METHODS = replace_methods()
 # Methods whose ordinary tokens shared with V_s copy their source rows (Random draws every ordinary token).
-_COPY_SHARED = ("Mean", "FOCUS")
+_COPY_SHARED = replace_methods(COPY_SHARED)
 _CONFIG_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 
 

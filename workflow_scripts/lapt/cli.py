@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
 
 from workflow_scripts.io import set_threads, setup_logging, write_json
+from workflow_scripts.lapt import shard
 from workflow_scripts.lapt.checkpoint import remove_checkpoint
 from workflow_scripts.lapt.hparams import DEFAULT_HPARAMS
 from workflow_scripts.lapt.loop import train
@@ -22,7 +24,10 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Train, write the stats, then delete the checkpoint; SIGTERM or SIGUSR1 checkpoint and stop after the step."""
+    """Train, write the stats, then delete the checkpoint; SIGTERM or SIGUSR1 checkpoint and stop after the step.
+
+    Under ``torchrun --nproc-per-node N`` each process runs this; they shard the model (shard.py) and rank 0 writes.
+    """
     p = argparse.ArgumentParser(
         prog="python -m workflow_scripts.lapt",
         description=sys.modules[__package__].__doc__,
@@ -48,6 +53,8 @@ def main(argv: list[str] | None = None) -> None:
     if a.init_report:
         n_source_rows = int(json.loads(Path(a.init_report).read_text(encoding="utf-8"))["vocab"]["source_matrix_rows"])
     setup_logging(a.log)
+    if int(os.environ.get("RANK", "0")):  # one log of the run: the other processes report only problems
+        logging.getLogger("vocabexp").setLevel(logging.WARNING)
     set_threads(a.threads)
     # Slurm sends SIGTERM at the time limit (or a chosen signal before it with --signal): finish the step, checkpoint,
     # exit non-zero; the rerun resumes.
@@ -70,6 +77,9 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        shard.close()
+    if int(os.environ.get("RANK", "0")):  # a sharded run's other processes: rank 0 writes the files
+        return
     write_json(a.stats, stats)
     # Only now is the run complete: a crash before this line resumes at the final step and rewrites the outputs.
     remove_checkpoint(a.checkpoint_dir)

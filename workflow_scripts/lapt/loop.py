@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import resource
-import signal
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workflow_scripts.io import atomic_path, read_corpus, seed_everything, write_text
+from workflow_scripts.io import read_corpus, seed_everything
+from workflow_scripts.lapt import shard, testhooks
 from workflow_scripts.lapt.checkpoint import (
     CHECKPOINT_FILE,
     LEGACY_CHECKPOINT_FILE,
@@ -41,20 +40,10 @@ from workflow_scripts.lapt.hparams import (
 )
 from workflow_scripts.lapt.micro import resolve_micro_batch, split_micro
 from workflow_scripts.lapt.objective import OBJECTIVES, LossComputer
-from workflow_scripts.lapt.procedures import PROCEDURES, Procedure, RowLimits, StageContext
+from workflow_scripts.lapt.outputs import run_stats, tensor_bytes, write_outputs
+from workflow_scripts.lapt.procedures import PROCEDURES, Procedure, RowLimits, StageContext, adds_lora, decoder_parts
 
 log = logging.getLogger("vocabexp.lapt")
-
-# Test-only: with this set to N the process SIGKILLs itself at the end of step N (after that step's checkpoint, if it
-# writes one), so that kill-and-resume tests stop a run at a chosen step instead of racing it.
-KILL_AT_STEP_ENV = "LAPT_TEST_KILL_AT_STEP"
-# Test-only: "N:FILE" makes the process, at the end of step N, write its checkpoint folder into FILE and then wait for
-# a signal, so that a test can interrupt the whole workflow (Ctrl-C) at a known step of a known run.
-HOLD_AT_STEP_ENV = "LAPT_TEST_HOLD_AT_STEP"
-# Test-only: "N:SIGNAME" makes the process send itself that signal (USR1, TERM) right after optimizer step N, as Slurm's
-# --signal would at some moment during a step, so that a test interrupts at a fixed step without timers;
-# "N:SIGNAME:group" sends it to the whole process group (the rule's shell too), as Slurm does to a job step.
-SIGNAL_AT_STEP_ENV = "LAPT_TEST_SIGNAL_AT_STEP"
 
 
 class TrainingInterrupted(RuntimeError):
@@ -84,6 +73,7 @@ class Run:
     micro: int  # blocks per forward/backward (hparams micro_batch, resolved)
     ckpt_path: Path
     fingerprint: dict[str, Any]  # what must match for a checkpoint to be resumed
+    ranks: shard.Ranks = field(default_factory=shard.Ranks)  # one process, or one of a sharded run's (shard.py)
 
     @property
     def n_blocks(self) -> int:
@@ -133,7 +123,6 @@ def prepare_run(
     n_source_rows: int | None,
 ) -> Run:
     """Check the arguments, tokenize and pack D, and lay out the run's steps and stages; nothing is trained yet."""
-    import torch
     from transformers import AutoTokenizer
 
     if procedure not in PROCEDURES:
@@ -141,7 +130,13 @@ def prepare_run(
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; expected one of {OBJECTIVES}")
     hp = resolve_hparams(hparams)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    ranks = shard.init_ranks()
+    if ranks.sharded and adds_lora(procedure, hp):
+        raise ValueError(
+            f"procedure {procedure!r} (eeve_layers {hp['eeve_layers']!r}) adds LoRA modules between stages, which a "
+            f"sharded run cannot do; run it as one process (it fits one GPU: tools/gpu_estimate)"
+        )
+    device = shard.device(ranks)
     low_precision = hp["weights_dtype"] == "bf16"
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     corpus = read_corpus(train_file, what="corpus D")
@@ -161,7 +156,7 @@ def prepare_run(
         "n_source_rows": n_source_rows,
     }
     grad_ckpt = device.type == "cuda" if hp["gradient_checkpointing"] is None else bool(hp["gradient_checkpointing"])
-    micro = resolve_micro_batch(hp, device, model_dir, procedure, objective, seq_len, grad_ckpt)
+    micro = resolve_micro_batch(hp, device, model_dir, procedure, objective, seq_len, grad_ckpt, ranks.world)
     if (Path(checkpoint_dir) / LEGACY_CHECKPOINT_FILE).exists():
         log.warning("%s/%s is a pickled checkpoint of an older version: not loaded", checkpoint_dir,
                     LEGACY_CHECKPOINT_FILE)  # fmt: skip
@@ -186,6 +181,7 @@ def prepare_run(
         micro=micro,
         ckpt_path=Path(checkpoint_dir) / CHECKPOINT_FILE,
         fingerprint=fingerprint,
+        ranks=ranks,
     )
 
 
@@ -195,13 +191,16 @@ def load_model(run: Run) -> TrainState:
     from transformers import AutoConfig, AutoModelForCausalLM
 
     seed_everything(int(run.hp["seed"]))  # LoRA's init and dropout draw from torch's RNG
-    dtype = torch.bfloat16 if run.low_precision else torch.float32
+    # Sharded: every weight fp32 (FSDP all-gathers one dtype per unit); each process holds 1/N of them.
+    dtype = torch.bfloat16 if run.low_precision and not run.ranks.sharded else torch.float32
     # Table 13's dropout and attention dropout, on the fields this architecture has (none of the former for Llama).
     dropout = dropout_overrides(AutoConfig.from_pretrained(run.model_dir), run.hp)
     model = AutoModelForCausalLM.from_pretrained(run.model_dir, dtype=dtype, **dropout).to(run.device)
     loss_fn = LossComputer(model, run.objective, model.get_output_embeddings())
     if run.low_precision and loss_fn.extra_head is not None:
         loss_fn.extra_head.float()  # trained, so fp32 like every trainable parameter
+    if run.ranks.sharded:
+        shard.shard_model(model, loss_fn.extra_head, decoder_parts(model)[0])
     return TrainState(model=model, loss_fn=loss_fn)
 
 
@@ -231,7 +230,7 @@ def enter_stage(run: Run, state: TrainState, i: int) -> None:
     state.model, state.stage, state.named, state.limits = model, i, named, limits
     state.optimizer = _adamw(run.hp, named)
     state.scheduler = get_cosine_schedule_with_warmup(state.optimizer, warmup, n_steps)
-    take_snapshots(state)
+    take_snapshots(run, state)
     info = _stage_record(run, state, warmup)
     state.stage_info[i:] = [info]
     log.info("stage %d/%d %s: steps %d-%d, %d parameters trainable", i + 1, len(run.ends), info["name"],
@@ -266,18 +265,22 @@ def _stage_record(run: Run, state: TrainState, warmup: int) -> dict[str, Any]:
         "last_step": run.ends[i],
         "warmup_steps": warmup,
         "warmup_note": warmup_note(warmup, run.ends[i] - (run.ends[i - 1] if i else 0)),
-        "trainable_parameters": sum(p.numel() - frozen_rows.get(id(p), 0) * p[0].numel() for _, p in state.named),
+        "trainable_parameters": sum(
+            p.numel() - frozen_rows.get(id(p), 0) * math.prod(p.shape[1:]) for _, p in state.named
+        ),
         "total_parameters": sum(p.numel() for p in state.model.parameters()) + sum(p.numel() for _, p in extra),
         "row_limited": [[n, frozen_rows[id(p)]] for n, p in state.named if id(p) in frozen_rows],
     }
 
 
-def take_snapshots(state: TrainState) -> None:
-    """Remember the frozen rows of the row-limited matrices, to copy back after every optimizer step.
+def take_snapshots(run: Run, state: TrainState) -> None:
+    """Remember the frozen rows of the row-limited matrices (of this process's shard), to copy back after every
+    optimizer step.
 
     Zeroing their gradient is not enough: AdamW's decoupled weight decay (and any momentum) would still move them.
     """
-    state.snapshots = [(p, first, p.detach()[:first].clone()) for p, first in state.limits]
+    pieces = [(p, shard.local_rows(p.detach(), first, run.ranks)) for p, first in state.limits]
+    state.snapshots = [(p, n, piece[:n].clone()) for p, (piece, n) in pieces]
 
 
 def touched_named(state: TrainState) -> list[tuple[str, Any]]:
@@ -299,6 +302,7 @@ def optimizer_step(run: Run, state: TrainState) -> None:
     """One optimizer step of the current stage over its micro-batches, then its row of the loss history.
 
     Frozen rows of row-limited matrices take no part in clipping or Adam's moments and are restored after the step.
+    A sharded run's processes each take their share of the step's blocks (``shard.micro_share``).
     """
     import torch
 
@@ -309,25 +313,29 @@ def optimizer_step(run: Run, state: TrainState) -> None:
     n2 = sum(b.shape[0] * (run.seq_len - 2) for b in batches)
     lr = state.scheduler.get_last_lr()[0]
     step_loss = None  # summed on the device: read back at log steps and checkpoints, not per micro-batch
-    for batch in batches:
+    for batch, weight in shard.micro_share(batches, run.micro, run.ranks):
         ids = batch.to(run.device, non_blocking=True)
         with torch.autocast(device_type=run.device.type, dtype=torch.bfloat16, enabled=run.use_bf16):
             loss = state.loss_fn(ids, n1, n2)
+        if weight != 1.0:  # a rank's filler pass: its collectives pair up with the others', its gradient is zero
+            loss = loss * weight
         loss.backward()
         step_loss = loss.detach() if step_loss is None else step_loss + loss.detach()
+    step_loss = shard.sum_over_ranks(step_loss, run.ranks)
     for p, first in state.limits:
         if p.grad is not None:
-            p.grad[:first] = 0
+            grad, n = shard.local_rows(p.grad, first, run.ranks)
+            grad[:n] = 0
     if run.hp["max_grad_norm"] is not None:
         torch.nn.utils.clip_grad_norm_([p for _, p in state.named], float(run.hp["max_grad_norm"]))
     state.optimizer.step()
     state.scheduler.step()
     if state.step + 1 == run.ends[state.stage]:  # the stage's last step: its gradients and Adam states all exist
-        state.stage_info[state.stage]["measured_bytes"] = _tensor_bytes(state.model, state.loss_fn, state.optimizer)
+        state.stage_info[state.stage]["measured_bytes"] = tensor_bytes(state.model, state.loss_fn, state.optimizer)
     state.optimizer.zero_grad(set_to_none=True)
     with torch.no_grad():
-        for p, first, rows in state.snapshots:
-            p[:first] = rows
+        for p, n, rows in state.snapshots:
+            shard.local(p)[:n] = rows
     state.step += 1
     state.tokens_seen += sum(b.numel() for b in batches)
     state.train_seconds += time.time() - t0
@@ -379,15 +387,22 @@ def checkpoint_due(run: Run, state: TrainState) -> bool:
 
 def save(run: Run, state: TrainState) -> None:
     """Replace the checkpoint: the parameters trained in any stage so far, the stage's optimizer and schedule, the
-    counters, the loss history and the RNG states."""
+    counters, the loss history and the RNG states. Whole tensors, gathered from every rank and written by rank 0: one
+    checkpoint that resumes on any number of processes."""
     flush_losses(state)
+    trainable = {n: shard.full(p).clone() for n, p in touched_named(state)}
+    optimizer = shard.full_optimizer_state(state.optimizer)
+    if not run.ranks.main:
+        shard.barrier(run.ranks)
+        state.last_save = time.monotonic()
+        return
     save_checkpoint(
         run.ckpt_path,
         {
             "fingerprint": run.fingerprint,
             "stage": state.stage,
-            "trainable": {n: p.detach().cpu().clone() for n, p in touched_named(state)},
-            "optimizer": state.optimizer.state_dict(),
+            "trainable": trainable,
+            "optimizer": optimizer,
             "scheduler": state.scheduler.state_dict(),
             "step": state.step,
             "history": state.history,
@@ -397,6 +412,7 @@ def save(run: Run, state: TrainState) -> None:
             "rng": rng_state(),
         },
     )
+    shard.barrier(run.ranks)  # no rank runs on (or is killed) before the checkpoint is on disk
     state.last_save = time.monotonic()
 
 
@@ -418,9 +434,9 @@ def resume(run: Run, state: TrainState) -> None:
         raise ValueError(f"checkpoint {run.ckpt_path} holds other parameters than this run trains; delete {ckpt_dir}")
     with torch.no_grad():
         for name, tensor in ckpt["trainable"].items():
-            params[name].copy_(tensor)
-    take_snapshots(state)
-    state.optimizer.load_state_dict(ckpt["optimizer"])
+            params[name].copy_(shard.place(tensor, params[name]))
+    take_snapshots(run, state)
+    shard.load_optimizer_state(state.optimizer, ckpt["optimizer"])
     state.scheduler.load_state_dict(ckpt["scheduler"])
     state.step, state.history = ckpt["step"], ckpt["history"]
     state.train_seconds, state.tokens_seen = ckpt["train_seconds"], ckpt["tokens_seen"]
@@ -429,122 +445,6 @@ def resume(run: Run, state: TrainState) -> None:
     log.info(
         "resuming from %s at step %d of %d (stage %d)", run.ckpt_path, state.step, run.total_steps, state.stage + 1
     )
-
-
-def _signal_if_asked(step: int) -> None:
-    at, name, whom = ([*os.environ.get(SIGNAL_AT_STEP_ENV, "").split(":"), "", ""])[:3]
-    if at == str(step) and name:
-        sig = getattr(signal, f"SIG{name.removeprefix('SIG')}")
-        if whom == "group":  # as Slurm signals every process of the job step: the shell too
-            os.killpg(os.getpgid(0), sig)
-        else:
-            os.kill(os.getpid(), sig)
-
-
-def _kill_if_asked(step: int, checkpoint_dir: Path) -> None:
-    if os.environ.get(KILL_AT_STEP_ENV) == str(step):
-        os.kill(os.getpid(), signal.SIGKILL)
-    hold_step, _, marker = os.environ.get(HOLD_AT_STEP_ENV, "").partition(":")
-    if hold_step == str(step) and marker:
-        write_text(marker, str(checkpoint_dir.resolve()))
-        while True:  # until a signal ends the process (SIGINT raises KeyboardInterrupt here)
-            signal.pause()
-
-
-def loss_curve_tsv(history: list[dict[str, Any]]) -> str:
-    """The loss curve: one row per optimizer step with its epoch, learning rate, loss, tokens seen and stage."""
-    rows = ["step\tepoch\tlr\tloss\ttokens_seen\tstage"]
-    rows += [
-        f"{h['step']}\t{h['epoch']}\t{h['lr']:.8e}\t{h['loss']:.6f}\t{h['tokens_seen']}\t{h.get('stage', 1)}"
-        for h in history
-    ]
-    return "\n".join(rows) + "\n"
-
-
-def write_outputs(run: Run, state: TrainState, out_dir: str | Path, loss_curve: str | Path | None) -> None:
-    """Save the trained model (LoRA merged, the mtp head left out) with its tokenizer, and the loss curve."""
-    import torch
-
-    state.loss_fn.attach(None)  # the saved model carries no hook, and the mtp head is freed with the loss
-    model = run.proc.finalize(state.model)
-    model.eval()
-    if run.grad_ckpt:
-        model.gradient_checkpointing_disable()
-    if run.low_precision:
-        model.to(torch.bfloat16)  # saved as it was loaded: the fp32 trainables rounded once, as inference would
-    with atomic_path(out_dir) as tmp:
-        model.save_pretrained(tmp, safe_serialization=True)
-        run.tokenizer.save_pretrained(tmp)
-    state.model = model
-    if loss_curve:
-        write_text(loss_curve, loss_curve_tsv(state.history))
-
-
-def run_stats(run: Run, state: TrainState, wall_start: float) -> dict[str, Any]:
-    """The stats JSON of a finished run: data and schedule, per-stage parameter counts, time, memory, precision."""
-    import torch
-
-    peak, peak_kind = _peak_memory(run.device)
-    stages, n_blocks, seq_len = state.stage_info, run.n_blocks, run.seq_len
-    return {
-        "procedure": run.procedure,
-        "objective": run.objective,
-        "seq_len": seq_len,
-        "hparams": run.hp,
-        "steps": state.step,
-        "steps_per_epoch": run.per_epoch,
-        "warmup_steps": stages[0]["warmup_steps"] if len(stages) == 1 else None,
-        "stages": stages,
-        # Table 13 dropout as applied: the model-config fields set (empty: the architecture has no such field).
-        "dropout_set": dropout_overrides(state.model.config, run.hp),
-        "n_source_rows": run.ctx.n_source_rows,
-        "blocks": n_blocks,
-        "tokens_per_epoch": n_blocks * seq_len,
-        "corpus_tokens": run.corpus_tokens,
-        "dropped_tokens": run.corpus_tokens - n_blocks * seq_len,
-        "tokens_seen": state.tokens_seen,
-        # The largest trainable set of any stage (rows frozen by EEVE not counted): what sizes gradients and Adam.
-        "trainable_parameters": max(s["trainable_parameters"] for s in stages),
-        "total_parameters": stages[-1]["total_parameters"],
-        "train_seconds": round(state.train_seconds, 3),
-        "wall_seconds_this_run": round(time.time() - wall_start, 3),
-        "tokens_per_second": round(state.tokens_seen / max(state.train_seconds, 1e-9), 2),
-        "peak_memory_bytes": peak,
-        "peak_memory_kind": peak_kind,
-        "device": str(run.device),
-        "precision": (
-            ("bf16 autocast, " if run.use_bf16 else "")
-            + ("bf16 frozen weights, fp32 trainable weights and Adam states" if run.low_precision else "fp32 weights")
-        ),
-        "gradient_checkpointing": run.grad_ckpt,
-        "micro_batch": run.micro,
-        "threads": torch.get_num_threads(),
-        "first_loss": state.history[0]["loss"],
-        "final_loss": state.history[-1]["loss"],
-        "resumed_from": state.resumed_from,
-        "data_note": "sentences joined with one EOS between them, no BOS; last partial block dropped",
-    }
-
-
-def _peak_memory(device) -> tuple[int, str]:
-    import torch
-
-    if device.type == "cuda":
-        return int(torch.cuda.max_memory_allocated(device)), "cuda_max_memory_allocated"
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024, "ru_maxrss"  # Linux reports KiB
-
-
-def _tensor_bytes(model, loss_fn: LossComputer, optimizer) -> dict[str, int]:
-    """Bytes held by weights, gradients and optimizer states now (what gpu_estimate's arithmetic must match)."""
-    import torch
-
-    params = {id(p): p for p in model.parameters()} | {id(p): p for _, p in loss_fn.extra_parameters()}
-    states = [t for st in optimizer.state.values() for t in st.values() if torch.is_tensor(t) and t.ndim > 0]
-    return {
-        "weights": sum(p.numel() * p.element_size() for p in params.values()),
-        "gradients": sum(p.grad.numel() * p.grad.element_size() for p in params.values() if p.grad is not None),
-        "optimizer": sum(t.numel() * t.element_size() for t in states),
-    }
 
 
 def train(
@@ -583,11 +483,11 @@ def train(
         if stage != state.stage:
             enter_stage(run, state, stage)
         optimizer_step(run, state)
-        _signal_if_asked(state.step)
-        stop = should_stop is not None and should_stop()
-        if stop or checkpoint_due(run, state):
-            save(run, state)
-        _kill_if_asked(state.step, run.ckpt_path.parent)
+        with testhooks.step_end(state.step, run.ckpt_path.parent):
+            asked = should_stop is not None and should_stop()
+            stop, due = shard.any_rank([asked, checkpoint_due(run, state)], run.ranks)
+            if stop or due:
+                save(run, state)
         if stop and state.step < run.total_steps:
             raise TrainingInterrupted(
                 f"stopped on request after step {state.step} of {run.total_steps}; checkpoint {run.ckpt_path}"
@@ -596,4 +496,5 @@ def train(
     if not state.history:
         raise RuntimeError("no optimizer step was taken")  # total_steps >= 1 whenever there is a block
     write_outputs(run, state, out_dir, loss_curve)
+    shard.barrier(run.ranks)
     return run_stats(run, state, wall_start)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,13 @@ def resolve_micro_batch(
     objective: str,
     seq_len: int,
     grad_ckpt: bool,
+    shards: int = 1,
 ) -> int:
-    """Blocks per forward/backward: hparams micro_batch, with "auto" the largest divisor of the step's blocks that
-    tools/gpu_estimate says fits this GPU's memory (batch_size on the CPU, where memory is not the limit)."""
-    micro, effective = hp["micro_batch"], int(hp["batch_size"]) * int(hp["grad_accum"])
+    """Blocks per forward/backward: hparams micro_batch, with "auto" the largest divisor of the step's blocks (of
+    this process's share, sharded over ``shards`` GPUs) that tools/gpu_estimate says fits this GPU's memory
+    (batch_size on the CPU, where memory is not the limit)."""
+    micro = hp["micro_batch"]
+    effective = math.ceil(int(hp["batch_size"]) * int(hp["grad_accum"]) / shards)
     if micro is None:
         return int(hp["batch_size"])
     if micro != "auto":
@@ -36,7 +40,7 @@ def resolve_micro_batch(
     est = fitting_micro_batch(
         shape_from_config(AutoConfig.from_pretrained(model_dir)), procedure, seq_len, effective, objective=objective,
         weights_dtype=hp["weights_dtype"], gradient_checkpointing=grad_ckpt, eeve_layers=hp["eeve_layers"],
-        memory_gib=total,
+        memory_gib=total, shards=shards,
     )  # fmt: skip
     log.info("micro_batch auto: %d of %d blocks a step (estimated peak %.1f of %.1f GiB%s)", est["micro_batch"],
              effective, est["peak_gib"], total, "" if est["fits"] else "; does not fit even so")  # fmt: skip

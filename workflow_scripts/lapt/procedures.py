@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 
-def _decoder_parts(model):
+def decoder_parts(model):
     """The transformer layer list and the final norm of a decoder-only HF model (Llama, Gemma, Mistral, ...)."""
     base = model.base_model
     layers = getattr(base, "layers", None)
@@ -20,7 +20,7 @@ def _decoder_parts(model):
     if layers is None or norm is None:
         raise ValueError(
             f"{type(model).__name__}: cannot find `layers` and `norm` on {type(base).__name__}; "
-            "add this architecture to workflow_scripts.lapt.procedures._decoder_parts"
+            "add this architecture to workflow_scripts.lapt.procedures.decoder_parts"
         )
     return layers, norm
 
@@ -33,7 +33,7 @@ def _set_trainable(model, modules) -> None:
 
 def _prepare_2x2ls(model, hp: dict[str, Any]):
     """2x2 LS (paper 002 §5, Remy et al. 2024): bottom-2 and top-2 layers, embeddings, LM head and final norm."""
-    layers, norm = _decoder_parts(model)
+    layers, norm = decoder_parts(model)
     if len(layers) < 4:
         raise ValueError(f"2x2LS needs at least 4 transformer layers, the model has {len(layers)}")
     picked = [layers[0], layers[1], layers[-2], layers[-1]]
@@ -146,6 +146,11 @@ def _eeve_stage(input_rows: str | None, output_rows: str | None, internal: bool)
         return model, [(w, first) for w, first in limits.values() if first > 0]
 
     return prepare
+
+
+def adds_lora(procedure: str, hp: dict[str, Any]) -> bool:
+    """Whether a stage of ``procedure`` wraps the model with LoRA (LoRA, 2-stage, EEVE with eeve_layers LoRA)."""
+    return procedure in ("LoRA", "2-stage") or (procedure == "EEVE" and hp["eeve_layers"] == "LoRA")
 
 
 def _unwrap(model):

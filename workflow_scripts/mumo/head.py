@@ -157,10 +157,10 @@ def source_model_of(folder: str | Path) -> Path:
 
 
 def load_mumo(folder: str | Path, dtype: str = "auto", device: str | None = None) -> tuple[MuMo, Any]:
-    """A saved MuMo folder as (MuMo, source tokenizer), the source model loaded as ``evaluate.load_model`` does."""
+    """A saved MuMo folder as (MuMo, source tokenizer), the source model loaded as ``evaluation.load_model`` does."""
     from safetensors.torch import load_file
 
-    from workflow_scripts.evaluate import load_model
+    from workflow_scripts.evaluation import load_model
 
     folder = Path(folder)
     if not is_mumo_dir(folder):

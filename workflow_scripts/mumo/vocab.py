@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workflow_scripts.l10n import SCRIPT_RANGES
+from workflow_scripts.languages import SCRIPT_RANGES
 from workflow_scripts.pieces import SENTENCEPIECE_BPE, detect_family, is_partial_utf8, piece_text
 
 
@@ -128,7 +128,7 @@ def target_words(target_tokenizer_json: str | Path, lang: str) -> list[str]:
     if not path.is_file():
         raise FileNotFoundError(f"target tokenizer {str(path)!r} does not exist (a tokenizer.json or its folder)")
     if lang not in SCRIPT_RANGES:
-        raise ValueError(f"language {lang!r} has no script ranges (workflow_scripts/l10n.py SCRIPT_RANGES)")
+        raise ValueError(f"language {lang!r} has no script ranges (workflow_scripts/languages.py SCRIPT_RANGES)")
     tj = json.loads(path.read_text(encoding="utf-8"))
     family = detect_family(tj, path)
     specials = {t["content"] for t in tj.get("added_tokens", [])}

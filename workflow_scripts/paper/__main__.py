@@ -12,6 +12,7 @@ import yaml
 from workflow_scripts.io import setup_logging, write_text
 from workflow_scripts.paper import costs, figures, render
 from workflow_scripts.paper.cells import fill, rouge_metric, stand_ins
+from workflow_scripts.paper.headline import labels_for, row_name
 from workflow_scripts.paper.specs import FIGURES, TABLES
 
 log = logging.getLogger("vocabexp")
@@ -34,28 +35,36 @@ def _read_optional_csv(path: Path) -> pd.DataFrame | None:
 
 
 def write_tables(frame: pd.DataFrame, out: Path, labels: list[str], models: dict[str, str]) -> list[str]:
-    """Every table spec, filled and written in four formats; returns the Markdown of each."""
+    """Every table spec, filled and written in four formats; returns the Markdown of each. A task's data label (the
+    mc proxy) goes only to the tables that show that task."""
     pages = []
     for spec in TABLES:
         filled = fill(spec, frame, models)
-        md = render.markdown(filled, labels)
+        own = labels_for(labels, [c.task for c in spec.columns])
+        md = render.markdown(filled, own)
         write_text(out / f"{spec.name}.md", md)
         write_text(out / f"{spec.name}.tex", render.latex(filled))
         write_text(out / f"{spec.name}.csv", render.to_csv(filled))
-        write_text(out / f"{spec.name}.html", render.to_html(filled, labels))
+        write_text(out / f"{spec.name}.html", render.to_html(filled, own))
         pages.append(md)
     return pages
 
 
 def write_figures(frame: pd.DataFrame, root: Path, out: Path, labels: list[str]) -> None:
     """Figures 2-5 and the loss curves from the CSV and, when present, the files next to it under ``root``."""
-    figures.figure2(_read_optional_csv(root / "analysis" / "fragmentation.csv"), out / "figure2")
-    figure3 = [(t, rouge_metric(frame)) if t == "sum" else (t, m) for t, m in figures.FIGURE3_TASKS]  # one ROUGE-L
-    figures.figure_vnew(frame, out / "figure3", figure3, "Figure 3: generation vs |V_new|", labels)
     reports = figures.read_reports(sorted(root.glob("*/*/tokenizer/*.report.json")))
-    figures.figure4(reports, frame, out / "figure4", labels)
-    figures.figure_vnew(frame, out / "figure5", figures.FIGURE5_TASKS, "Figure 5: classification vs |V_new|", labels)
-    figures.loss_curves(figures.read_losses(sorted(root.glob("*/*/*/loss.tsv"))), out / "loss_curves", labels)
+    figures.figure2(_read_optional_csv(root / "analysis" / "fragmentation.csv"), reports, out / "figure2")
+    figure3 = [(t, rouge_metric(frame)) if t == "sum" else (t, m) for t, m in figures.FIGURE3_TASKS]  # one ROUGE-L
+    title3 = "Figure 3: generation vs |V_new|"
+    figures.figure_vnew(frame, out / "figure3", figure3, title3, labels_for(labels, [t for t, _ in figure3]))
+    figures.figure4(reports, frame, out / "figure4", labels_for(labels, []))
+    title5 = "Figure 5: classification vs |V_new|"
+    tasks5 = figures.FIGURE5_TASKS
+    figures.figure_vnew(frame, out / "figure5", tasks5, title5, labels_for(labels, [t for t, _ in tasks5]))
+    cells = frame.drop_duplicates("method").to_dict("records") if not frame.empty else []
+    names = {str(c["method"]): row_name(c) for c in cells}
+    losses = figures.read_losses(sorted(root.glob("*/*/*/loss.tsv")))
+    figures.loss_curves(losses, out / "loss_curves", names, labels_for(labels, []))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -91,10 +100,12 @@ def main(argv: list[str] | None = None) -> None:
     if a.config:
         models_cfg = (yaml.safe_load(a.config.read_text()) or {}).get("models", {})
         sizes.update({m: spec.get("size") for m, spec in models_cfg.items()})
-    table = costs.cost_table(costs.read_benchmarks(root / "benchmarks"), sizes)
-    write_text(a.out / "costs.md", costs.markdown(table, labels))
+    devices = costs.run_devices(root)
+    table = costs.cost_table(costs.read_benchmarks(root / "benchmarks"), sizes, devices)
+    general = labels_for(labels, [])
+    write_text(a.out / "costs.md", costs.markdown(table, general, devices))
     write_text(a.out / "costs.csv", table.to_csv(index=False))
-    write_text(a.out / "costs.html", costs.to_html(table, labels))
+    write_text(a.out / "costs.html", costs.to_html(table, general, devices))
     log.info("paper: %d tables, %d figures, %d cost rows -> %s", len(TABLES), len(FIGURES), len(table), a.out)
 
 

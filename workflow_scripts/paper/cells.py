@@ -16,7 +16,6 @@ from workflow_scripts.paper.specs import MODEL_NAMES, PAPER_MODELS, ROUGE_SCRIPT
 
 MISSING = "–"
 NOT_APPLICABLE = "n/a"
-POSTHOC = ("elchat", "noverify")
 SETTINGS = ("label", "init", "procedure", "objective", "seq_len", "k", "aux_vocab_size", "vocab", "posthoc")
 # Settings a stand-in cell may differ in (footnoted); vocab, posthoc and what a row selects must match.
 SOFT = ("procedure", "objective", "seq_len", "k")
@@ -34,6 +33,8 @@ class Cell:
     n: int = 0
     rank: int = 0
     better: bool = False
+    low: float | None = None  # the measured spread: mean ± sd over runs, or [min, max] over a speed test's repeats
+    high: float | None = None
     method: str | None = None
     status: str = "missing"  # "ok", "missing" or "na"
 
@@ -80,18 +81,13 @@ def _norm(value: Any) -> Any:
     return int(number) if number.is_integer() else number
 
 
-def prepare(frame: pd.DataFrame) -> pd.DataFrame:
-    """The results table with ``vocab`` and ``posthoc`` (spelled by the method slug when the CSV lacks them)."""
+def method_fields(frame: pd.DataFrame) -> pd.DataFrame:
+    """The results table with the method fields ``vocab`` and ``posthoc`` always present (results.csv carries them;
+    an empty ``posthoc`` is no post-hoc step)."""
     frame = frame.copy()
-    parts = frame["method"].astype(str).str.split(".")
     if "vocab" not in frame:
-        expands = frame["init"].map(_norm).notna()
-        kinds = [("replace" if "replace" in p else "expand") for p in parts]
-        frame["vocab"] = [kind if e else None for kind, e in zip(kinds, expands, strict=True)]
-    spelled = pd.Series([next((x for x in p if x in POSTHOC), "none") for p in parts], index=frame.index)
-    # Cells carry ``posthoc`` only where it is set (grid.Method.cell): a CSV with one ElChat or MuMo cell has the
-    # column, empty for every other cell; those are spelled by their slug too.
-    frame["posthoc"] = frame["posthoc"].where(frame["posthoc"].notna(), spelled) if "posthoc" in frame else spelled
+        frame["vocab"] = None
+    frame["posthoc"] = frame["posthoc"].fillna("none") if "posthoc" in frame else "none"
     return frame
 
 
@@ -176,7 +172,7 @@ class _Index:
     """The results table indexed by grid cell, for the lookups of one table."""
 
     def __init__(self, frame: pd.DataFrame):
-        frame = prepare(frame)
+        frame = method_fields(frame)
         cols = [c for c in ("model", "language", "method", *SETTINGS) if c in frame]
         cells = frame.drop_duplicates(["model", "language", "method"])[cols]
         self.cells: dict[tuple[str, str], list[dict]] = {}
@@ -186,17 +182,21 @@ class _Index:
         keys = ["model", "language", "method", "task", "metric"]
         frame = frame.assign(**{k: frame[k].astype(str) for k in keys})
         self.values = {key: list(v) for key, v in frame.groupby(keys, sort=False)["value"]}
+        spread = frame.dropna(subset=["min", "max"]) if {"min", "max"} <= set(frame) else frame.iloc[0:0]
+        self.spread = {key: (v["min"].mean(), v["max"].mean()) for key, v in spread.groupby(keys, sort=False)}
 
 
-def _value_cell(values: list[float], fmt: str, scale: float, method: str) -> Cell:
-    """Mean ± sample sd over runs (seeds, or the ``run`` column) of one entry."""
+def _value_cell(values: list[float], fmt: str, scale: float, method: str, spread: tuple | None = None) -> Cell:
+    """Mean ± sample sd over runs (seeds, or the ``run`` column) of one entry; its spread is mean ± sd, or the
+    [min, max] over repeats that a speed entry carries (``spread``)."""
     values = [float(v) for v in values if not math.isnan(float(v))]
     if not values:
         return Cell(method=method)
     mean = sum(values) / len(values)
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else None
     text = fmt_value(mean, fmt, scale) + (f" ± {fmt_value(sd, fmt, scale)}" if sd is not None else "")
-    return Cell(text=text, mean=mean, sd=sd, n=len(values), method=method, status="ok")
+    low, high = spread if spread is not None else (None, None) if sd is None else (mean - sd, mean + sd)
+    return Cell(text=text, mean=mean, sd=sd, n=len(values), low=low, high=high, method=method, status="ok")
 
 
 def _row_cells(index: _Index, spec: TableSpec, row: Row, model: str, notes: dict[str, set]) -> list[Cell]:
@@ -210,25 +210,44 @@ def _row_cells(index: _Index, spec: TableSpec, row: Row, model: str, notes: dict
                 cells.append(Cell(text=NOT_APPLICABLE, status="na"))
                 continue
             metric = cell_metric(col.task, row.metric or col.metric)
-            values = index.values.get((model, lang, chosen["method"], col.task, metric), []) if chosen else []
-            cell = _value_cell(values, row.fmt or col.fmt, 1.0 if row.fmt else col.scale, chosen and chosen["method"])
+            key = (model, lang, chosen["method"], col.task, metric) if chosen else None
+            values = index.values.get(key, [])
+            fmt, scale = row.fmt or col.fmt, 1.0 if row.fmt else col.scale
+            cell = _value_cell(values, fmt, scale, chosen and chosen["method"], index.spread.get(key))
             cells.append(cell)
     return cells
 
 
+def _apart(a: Cell, b: Cell) -> bool:
+    """True when both entries have a measured spread and the spreads do not overlap."""
+    if None in (a.low, a.high, b.low, b.high):
+        return False
+    return a.high < b.low or b.high < a.low
+
+
+def _shown(c: Cell) -> float:
+    return float(c.text.split(" ")[0].rstrip("x"))
+
+
 def _rank(block: Block, spec: TableSpec) -> None:
-    """Dense ranks 1 and 2 by the displayed value among the ranked rows, per language and column."""
+    """Dense ranks 1 and 2 by the displayed value among the ranked rows, per language and column; an entry keeps its
+    rank only where its spread lies apart from every entry shown worse (ties share a rank)."""
     if spec.best is None:
         return
     for j in range(len(spec.languages) * len(spec.columns)):
         entries = [cells[j] for row, cells in block.rows if row.ranked and cells[j].status == "ok"]
-        shown = sorted({float(c.text.split(" ")[0].rstrip("x")) for c in entries}, reverse=spec.best == "max")
+        shown = sorted({_shown(c) for c in entries}, reverse=spec.best == "max")
         for c in entries:
-            position = shown.index(float(c.text.split(" ")[0].rstrip("x")))
-            c.rank = position + 1 if position < 2 else 0
+            position = shown.index(_shown(c))
+            worse = [o for o in entries if shown.index(_shown(o)) > position]
+            c.rank = position + 1 if position < 2 and worse and all(_apart(c, o) for o in worse) else 0
+        if not any(c.rank == 1 for c in entries):  # a second-best needs a best above it
+            for c in entries:
+                c.rank = 0
 
 
 def _mark_source(block: Block, spec: TableSpec) -> None:
+    """Better than Source: a higher (or lower) shown value whose spread lies apart from Source's."""
     base = next((cells for row, cells in block.rows if row.baseline), None)
     if base is None or not spec.mark_source:
         return
@@ -239,7 +258,8 @@ def _mark_source(block: Block, spec: TableSpec) -> None:
             col = spec.columns[j % len(spec.columns)]
             if col.higher_is_better is None or c.status != "ok" or base[j].status != "ok":
                 continue
-            c.better = c.mean > base[j].mean if col.higher_is_better else c.mean < base[j].mean
+            higher = _shown(c) > _shown(base[j]) if col.higher_is_better else _shown(c) < _shown(base[j])
+            c.better = higher and _apart(c, base[j])
 
 
 def _missing_notes(block: Block, spec: TableSpec) -> list[str]:

@@ -7,6 +7,7 @@ Jobs named by a cell's method slug (lapt, evaluate_*, measure_speed) are the cel
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pandas as pd
 
 from workflow_scripts.resources import GPU_RULES, SIZE_RESOURCES, sized_resources
 
-COLUMNS = ["model", "language", "method", "rules", "jobs", "wall_h", "gpu_h", "requested_h", "requested_gpu_h"]
+COLUMNS = ["model", "language", "method", "rules", "jobs", "wall_h", "cpu_h", "gpu_h", "requested_h", "requested_gpu_h"]
 # Benchmark file names per rule (rules/*.smk `benchmark:`): the wildcards before the method or shared job name.
 CELL_RULES = ("lapt", "evaluate_mt", "evaluate_ppl", "measure_speed")
 
@@ -45,8 +46,20 @@ def read_benchmarks(root: str | Path) -> pd.DataFrame:
         if bench.empty or "s" not in bench:
             continue
         seconds = float(bench["s"].iloc[-1])  # with repeats, the last run (the one whose outputs were kept)
-        rows.append({"rule": rule, "model": model, "language": lang, "method": method, "s": seconds})
-    return pd.DataFrame(rows, columns=["rule", "model", "language", "method", "s"])
+        cpu = float(bench["cpu_time"].iloc[-1]) if "cpu_time" in bench else float("nan")
+        rows.append({"rule": rule, "model": model, "language": lang, "method": method, "s": seconds, "cpu_s": cpu})
+    return pd.DataFrame(rows, columns=["rule", "model", "language", "method", "s", "cpu_s"])
+
+
+def run_devices(root: str | Path) -> set[str]:
+    """The devices this run's training and speed jobs ran on (train_stats.json, speed.json's hardware), e.g. {"cpu"}."""
+    devices = set()
+    for path in Path(root).glob("*/*/*/train_stats.json"):
+        devices.add(str(json.loads(path.read_text(encoding="utf-8")).get("device", "")))
+    for path in Path(root).glob("*/*/*/eval/speed.json"):
+        hardware = (json.loads(path.read_text(encoding="utf-8")).get("details") or {}).get("hardware") or {}
+        devices.add(str(hardware.get("device", "")))
+    return {d.split(":")[0] for d in devices if d}
 
 
 def _requested(rule: str, size: str | None) -> float | None:
@@ -59,15 +72,19 @@ def _requested(rule: str, size: str | None) -> float | None:
         return None
 
 
-def cost_table(bench: pd.DataFrame, sizes: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """Per model x language x method (or shared job): jobs, measured wall and GPU-hours, requested hours."""
+def cost_table(
+    bench: pd.DataFrame, sizes: Mapping[str, str] | None = None, devices: set[str] | None = None
+) -> pd.DataFrame:
+    """Per model x language x method (or shared job): jobs, measured wall, CPU and GPU-hours, requested hours. A run
+    whose jobs all ran on the CPU (``devices`` {"cpu"}) spent no GPU-hours, whatever the rules would ask a cluster."""
     if bench.empty:
         return pd.DataFrame(columns=COLUMNS)
     sizes = sizes or {}
     bench = bench.copy()
     gpus = bench["rule"].isin(GPU_RULES).astype(int)
     bench["wall_h"] = bench["s"] / 3600
-    bench["gpu_h"] = bench["wall_h"] * gpus
+    bench["cpu_h"] = (bench["cpu_s"] if "cpu_s" in bench else float("nan")) / 3600
+    bench["gpu_h"] = bench["wall_h"] * gpus * (0 if devices == {"cpu"} else 1)
     requested = [
         _requested(r, sizes.get(m)) if sizes.get(m) or not m else None
         for r, m in zip(bench["rule"], bench["model"], strict=True)
@@ -79,6 +96,7 @@ def cost_table(bench: pd.DataFrame, sizes: Mapping[str, str] | None = None) -> p
         rules=("rule", lambda r: ", ".join(sorted(set(r)))),
         jobs=("rule", "size"),
         wall_h=("wall_h", "sum"),
+        cpu_h=("cpu_h", lambda v: v.sum(min_count=1)),
         gpu_h=("gpu_h", "sum"),
         requested_h=("requested_h", lambda v: v.sum(min_count=len(v))),
         requested_gpu_h=("requested_gpu_h", lambda v: v.sum(min_count=len(v))),
@@ -94,32 +112,41 @@ def _hours(value: object) -> str:
     return f"{value:.3f}" if value < 10 else f"{value:,.1f}"
 
 
-def markdown(table: pd.DataFrame, data_labels: Iterable[str] = ()) -> str:
+def note(devices: set[str] | None = None) -> str:
+    """What the columns mean; on a CPU-only run, that it spent no GPU-hours."""
+    gpu = (
+        "GPU h = 0: every job of this run ran on the CPU (train_stats.json, speed.json); CPU h is the jobs' CPU time."
+        if devices == {"cpu"}
+        else f"GPU h = wall h x the GPUs a job asks for (one for {', '.join(GPU_RULES)}); CPU h = the jobs' CPU time."
+    )
+    return (
+        f"Measured: Snakemake `benchmark:` files (results/benchmarks/{{rule}}/*.tsv), wall seconds of each job. {gpu} "
+        "Requested: the attempt-1 time limits of workflow_scripts/resources.py by model size, the upper bound "
+        "`python -m tools.plan` sums (– where the model's size is not known: pass --config)."
+    )
+
+
+def markdown(table: pd.DataFrame, data_labels: Iterable[str] = (), devices: set[str] | None = None) -> str:
     """The cost table as Markdown, with the totals and what the columns mean."""
     lines = ["## Cost per grid cell", ""]
     lines += [f"> Data: {label}." for label in data_labels] + ([""] if data_labels else [])
     if table.empty:
         return "\n".join([*lines, "No benchmark files (results/benchmarks/) yet.", ""])
-    head = ["model", "language", "method", "rules", "jobs", "wall h", "GPU h", "requested h", "requested GPU h"]
-    lines += ["| " + " | ".join(head) + " |", "|---|---|---|---|---:|---:|---:|---:|---:|"]
+    head = ["model", "language", "method", "rules", "jobs", "wall h", "CPU h", "GPU h", "requested h",
+            "requested GPU h"]  # fmt: skip
+    lines += ["| " + " | ".join(head) + " |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    hours = ("wall_h", "cpu_h", "gpu_h", "requested_h", "requested_gpu_h")
     for rec in table.to_dict("records"):
         values = [rec[c] for c in ("model", "language", "method", "rules", "jobs")]
-        values += [_hours(rec[c]) for c in ("wall_h", "gpu_h", "requested_h", "requested_gpu_h")]
+        values += [_hours(rec[c]) for c in hours]
         lines.append("| " + " | ".join(str(v) for v in values) + " |")
-    total = [_hours(table[c].sum()) for c in ("wall_h", "gpu_h")]
+    total = [_hours(table[c].sum(min_count=1)) for c in ("wall_h", "cpu_h", "gpu_h")]
     req = [_hours(table[c].sum(min_count=len(table))) for c in ("requested_h", "requested_gpu_h")]
-    lines.append(f"| **total** | | | | {int(table['jobs'].sum())} | {total[0]} | {total[1]} | {req[0]} | {req[1]} |")
-    lines += [
-        "",
-        "Measured: Snakemake `benchmark:` files (results/benchmarks/{rule}/*.tsv), wall seconds of each job; GPU h = "
-        f"wall h x the GPUs a job asks for (one for {', '.join(GPU_RULES)}), also where it ran without a GPU. "
-        "Requested: the attempt-1 time limits of workflow_scripts/resources.py by model size, the upper bound "
-        "`python -m tools.plan` sums (– where the model's size is not known: pass --config).",
-    ]
-    return "\n".join(lines) + "\n"
+    lines.append(f"| **total** | | | | {int(table['jobs'].sum())} | {' | '.join(total)} | {req[0]} | {req[1]} |")
+    return "\n".join([*lines, "", note(devices)]) + "\n"
 
 
-def to_html(table: pd.DataFrame, data_labels: Iterable[str] = ()) -> str:
+def to_html(table: pd.DataFrame, data_labels: Iterable[str] = (), devices: set[str] | None = None) -> str:
     """The cost table as a standalone HTML page (for the Snakemake report)."""
     import html
 
@@ -127,6 +154,6 @@ def to_html(table: pd.DataFrame, data_labels: Iterable[str] = ()) -> str:
 
     body = table.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="–") if not table.empty else ""
     labels = "".join(f"<p><i>Data: {html.escape(lbl)}.</i></p>" for lbl in data_labels)
-    note = html.escape(markdown(table).splitlines()[-1]) if not table.empty else "No benchmark files yet."
+    text = html.escape(note(devices)) if not table.empty else "No benchmark files yet."
     head = f"<html><head><meta charset='utf-8'><style>{CSS}</style></head><body><h3>Cost per grid cell</h3>"
-    return f"{head}{labels}{body}<p>{note}</p></body></html>\n"
+    return f"{head}{labels}{body}<p>{text}</p></body></html>\n"

@@ -32,8 +32,14 @@ def _legend(filled: Filled) -> list[str]:
     spec, legend = filled.spec, []
     if spec.best:
         legend.append(f"Bold / underlined: best / second-best ({'lowest' if spec.best == 'min' else 'highest'}).")
-    if spec.mark_source:
+    compares = spec.mark_source and any(c.higher_is_better is not None for c in spec.columns)
+    if compares:
         legend.append(f"{BETTER} (green): better than Source on the same language and task.")
+    if spec.best or compares:
+        legend.append(
+            "Marked only where the difference lies outside the measured spread (mean ± sd over runs, or [worst–best] "
+            "over a speed test's repeats, not overlapping); an entry from one run without a spread is never marked."
+        )
     if any(c.n > 1 for b in filled.blocks for _, cells in b.rows for c in cells):
         legend.append("mean ± sd over runs where several exist.")
     return legend
@@ -51,7 +57,7 @@ def _md_cell(c: Cell) -> str:
 def markdown(filled: Filled, data_labels: list[str] = ()) -> str:
     """The table as Markdown: a title, one table per model block, the legend and the footnotes."""
     spec, groups = filled.spec, _has_groups(filled)
-    lines = [f"## Table {spec.number}", "", spec.caption, ""]
+    lines = [f"## {spec.title}", "", spec.caption, ""]
     lines += [f"> Data: {label}." for label in data_labels] + ([""] if data_labels else [])
     for block in filled.blocks:
         if len(filled.blocks) > 1 or block.results_model != block.model:
@@ -142,7 +148,7 @@ def latex(filled: Filled) -> str:
             lines.append(" & ".join([*first, *(_tex_cell(c) for c in cells)]) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     notes = _legend(filled) + [n.strip() for n in filled.notes]
-    lines.append(rf"\caption{{Table {spec.number}: {tex_escape(spec.caption)}}}")
+    lines.append(rf"\caption{{{tex_escape(spec.title)}: {tex_escape(spec.caption)}}}")
     if notes:
         lines.append(r"\par\footnotesize " + r" \\ ".join(tex_escape(n) for n in notes))
     lines.append(rf"\label{{tab:paper-{spec.number}}}")
@@ -171,7 +177,7 @@ def to_html(filled: Filled, data_labels: list[str] = ()) -> str:
     """A standalone HTML page of the table (what the Snakemake report embeds)."""
     spec = filled.spec
     parts = [f"<html><head><meta charset='utf-8'><style>{CSS}</style></head><body>"]
-    parts.append(f"<h3>Table {html.escape(spec.number)}</h3><p>{html.escape(spec.caption)}</p>")
+    parts.append(f"<h3>{html.escape(spec.title)}</h3><p>{html.escape(spec.caption)}</p>")
     parts += [f"<p><i>Data: {html.escape(label)}.</i></p>" for label in data_labels]
     for block in filled.blocks:
         name = MODEL_NAMES.get(block.model, block.model)

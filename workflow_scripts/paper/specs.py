@@ -8,10 +8,11 @@ the columns and the rows.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from workflow_scripts.evaluate import LANGUAGE_NAMES as EVALUATE_LANGUAGE_NAMES
+from workflow_scripts import languages
 
 # Metric names, one field each: (task, metric) as the evaluation steps write them into results.csv.
 MT = ("mt", "chrF")
@@ -26,8 +27,8 @@ PPL = ("ppl", "perplexity")
 TEACHER_FORCED = "@teacher_forced.greedy.b1"  # the teacher-forced variant of a speed metric (speed/table.py)
 SPEEDUP = "speedup"  # tokens_per_second / Source's on the same task and language (the paper's T/S speed-up)
 
-LANGUAGES = ("ar", "my", "de", "el", "hi", "ja", "si", "sw", "te", "th")
-LANGUAGE_NAMES = {lang: EVALUATE_LANGUAGE_NAMES[lang] for lang in LANGUAGES}
+LANGUAGES = tuple(languages.LANGUAGES)  # the paper's ten, in its tables' order
+LANGUAGE_NAMES = languages.LANGUAGE_NAMES
 MODEL_NAMES = {"llama2": "Llama2", "llama3": "Llama3", "gemma2": "Gemma2"}
 PAPER_MODELS = tuple(MODEL_NAMES)
 NO_GMMLU = ("my", "th")  # Global-MMLU has no Burmese or Thai
@@ -84,17 +85,23 @@ class TableSpec:
     recipe: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_RECIPE))
     best: str | None = None  # "min" or "max": bold / underline the best and second best of the ranked rows
     mark_source: bool = True  # mark cells better than Source
+    heading: str | None = None  # the title of a table the paper does not number
 
     @property
     def name(self) -> str:
         return f"table{self.number}"
+
+    @property
+    def title(self) -> str:
+        """ "Table 4a", or the heading of a table that is not the paper's."""
+        return self.heading or f"Table {self.number}"
 
 
 def _col(task_metric: tuple[str, str], header: str, **kw: Any) -> Column:
     return Column(task_metric[0], task_metric[1], header, **kw)
 
 
-MT_COL = _col(MT, "mt", fmt="frac2", scale=0.01)  # the paper prints chrF / 100
+MT_COL = _col(MT, "mt")  # chrF on its 0-100 scale, as results.md and sacrebleu give it (the paper prints chrF / 100)
 SUM_COL = _col(SUM, "sum", fmt="{:.0f}")
 MC_COL = _col(MC, "mc", fmt="frac2")
 GMMLU_COL = _col(GMMLU, "gmmlu", fmt="frac2", skip_languages=NO_GMMLU)
@@ -157,7 +164,7 @@ ITEMS_ROW = Row("Source (items/s)", {"label": "Source"}, metric="items_per_secon
 TABLES: tuple[TableSpec, ...] = (
     TableSpec(
         "1",
-        "Mean performance on generation tasks (mt chrF/100, sum ROUGE-L) over runs, Llama2 as source. "
+        "Mean performance on generation tasks (mt chrF 0–100, sum ROUGE-L) over runs, Llama2 as source. "
         "Marked: better than Source per language and task.",
         ("llama2",),
         LANGUAGES,
@@ -339,8 +346,8 @@ TABLES: tuple[TableSpec, ...] = (
 TABLES += (
     TableSpec(
         "_mumo",
-        "Not in paper 002: MuMo (paper 000: a target-language head on the frozen source model, top-k verification "
-        "decoding) next to vocabulary expansion, Llama2 as source: mt chrF/100 and sum ROUGE-L, and the "
+        "Not in the paper: MuMo (a target-language head on the frozen source model, top-k verification "
+        "decoding) next to vocabulary expansion, Llama2 as source: mt chrF (0–100) and sum ROUGE-L, and the "
         "teacher-forced speed-up over Source on the reference translations (Source decoded in the same job; a MuMo "
         "step is one forward-maximum-matching unit) with that speed-up divided by its token-count bound (source "
         "tokens ÷ model tokens, or ÷ MuMo steps).",
@@ -354,11 +361,33 @@ TABLES += (
         ),
         (SOURCE, CPT, *inits("Mean", "Align"), *mumo_rows()),
         recipe=RECOMMENDED,
+        heading="MuMo beside vocabulary expansion",
     ),
 )
 TABLES_BY_NAME = {t.name: t for t in TABLES}
 
 FIGURES = ("figure2", "figure3", "figure4", "figure5", "loss_curves")
+FIGURE_TITLES = {
+    "figure2": "Figure 2: tokens per sentence, source and expanded tokenizers",
+    "figure3": "Figure 3: generation and its speed-up vs |V_new|",
+    "figure4": "Figure 4: share of new target tokens vs |V_new|",
+    "figure5": "Figure 5: classification and its speed-up vs |V_new|",
+    "loss_curves": "Training loss curves",
+}
+
+
+NOT_IN_PAPER = "Not in the paper: "
+
+
+def report_title(title: str, caption: str) -> str:
+    """A table's line in the report's list: its title and the gist of its caption (the first sentence up to its first
+    parenthesis, colon or semicolon), and whether the paper has it."""
+    if not title.startswith("Table "):  # a table of this project's own, with its own heading
+        return f"{title} (not in the paper)"
+    first = caption.split(". ")[0].rstrip(".")
+    extra = first.startswith(NOT_IN_PAPER)
+    gist = re.split(r" \(|: |; ", first.removeprefix(NOT_IN_PAPER), maxsplit=1)[0]
+    return f"{title}: {gist}" + (" (not in the paper)" if extra else "")
 
 
 def output_names() -> list[str]:

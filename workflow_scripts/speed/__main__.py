@@ -9,7 +9,7 @@ import logging
 import time
 from pathlib import Path
 
-from workflow_scripts.evaluate import DECODING, add_common_args, load_model, read_cell
+from workflow_scripts.evaluation import DECODING, add_common_args, load_model, read_cell
 from workflow_scripts.io import read_pairs, set_threads, setup_logging, write_json
 from workflow_scripts.prompts import mt_query
 from workflow_scripts.speed import __doc__ as PACKAGE_DOC

@@ -52,6 +52,36 @@ class Decoder(Protocol):
         LM; MuMo counts a V_mono word as one."""
 
 
+def newline_token_mask(tokenizer, vocab_size: int):
+    """Boolean tensor over token ids: True where the token's text contains a newline (the stop condition)."""
+    import torch
+
+    n = min(len(tokenizer), vocab_size)
+    texts = tokenizer.batch_decode([[i] for i in range(n)], skip_special_tokens=False)
+    mask = torch.zeros(vocab_size, dtype=torch.bool)
+    mask[:n] = torch.tensor(["\n" in t for t in texts], dtype=torch.bool)
+    return mask
+
+
+def _newline_criterion(mask, prompt_len: int):
+    """A per-sequence stopping criterion: a row is done once any generated token contains a newline.
+
+    Rows stop individually (transformers pads finished rows), and generation ends when every row is done.
+    """
+    from transformers import StoppingCriteria
+
+    on_device = {}  # one copy of the mask per device, made at the first step and reused (no host copy per step)
+
+    class NewlineStop(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kwargs):
+            generated = input_ids[:, prompt_len:]
+            if generated.device not in on_device:
+                on_device[generated.device] = mask.to(generated.device)
+            return on_device[generated.device][generated].any(dim=1)
+
+    return NewlineStop()
+
+
 class HFDecoder:
     """A transformers causal LM: ``model.generate`` for generation, the KV cache step by step for teacher forcing.
 
@@ -62,8 +92,6 @@ class HFDecoder:
     def __init__(self, model, tokenizer=None):
         """``tokenizer`` None: teacher forcing only (random-weight benchmarks without a tokenizer)."""
         import torch
-
-        from workflow_scripts.evaluate import newline_token_mask
 
         self.model = model
         self.tokenizer = tokenizer
@@ -94,11 +122,11 @@ class HFDecoder:
     def generate(
         self, prompt_ids: list[list[int]], max_new_tokens: int, *, decoding: str, seed: int
     ) -> tuple[list[list[int]], int]:
-        """Left-padded batch generation with the given decoding (``evaluate.DECODING``), seeded."""
+        """Left-padded batch generation with the given decoding (``evaluation.DECODING``), seeded."""
         import torch
         from transformers import GenerationConfig, StoppingCriteriaList
 
-        from workflow_scripts.evaluate import DECODING, _newline_criterion
+        from workflow_scripts.evaluation import DECODING
 
         width = max(map(len, prompt_ids))
         pad = self.tokenizer.pad_token_id

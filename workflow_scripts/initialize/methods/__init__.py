@@ -1,16 +1,23 @@
-"""One module per initialization method; importing this package registers them all in ``INIT_METHODS``.
+"""One module per initialization method; importing this package imports every module in it, which registers the
+methods in ``INIT_METHODS`` (with what the package needs to know about each: ``registry.MethodSpec``).
 
-To add a method, add a module here whose function is decorated with ``@register_method("Name")`` (with
-``needs_corpus=True`` if it reads the corpus D) and import it below. The decorator is the only list of methods.
+To add a method, add a module here whose function is decorated with ``@register_method("Name", ...)``; it is found by
+``discover`` (no import line to add), its name is admitted by the config check, and ``init: Name`` in a methods entry
+runs it.
 """
 
-# Imported one by one in the paper's order (Random, Mean, Merge, Align, FOCUS, EEVE): registration order is the order
-# of INIT_METHODS, which tables and reports list methods in. Mean-ref (the reference code's Mean, an ablation) is
-# registered in random_mean right after Mean.
-from workflow_scripts.initialize.methods import random_mean  # isort: skip
-from workflow_scripts.initialize.methods import merge  # isort: skip
-from workflow_scripts.initialize.methods import align  # isort: skip
-from workflow_scripts.initialize.methods import focus  # isort: skip
-from workflow_scripts.initialize.methods import eeve  # isort: skip
+from __future__ import annotations
 
-__all__ = ["align", "eeve", "focus", "merge", "random_mean"]
+import importlib
+import pkgutil
+
+
+def discover() -> list[str]:
+    """Import every module of this package (in name order; the registry orders the methods by their ``order``)."""
+    names = sorted(info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_"))
+    for name in names:
+        importlib.import_module(f"{__name__}.{name}")
+    return names
+
+
+MODULES = discover()

@@ -183,7 +183,12 @@ def align_plans(ctx: InitContext) -> tuple[list[tuple[Plan | None, dict]], dict]
     return out, stats
 
 
-@register_method("Align", needs_corpus=True)
+def align_stats(ctx: InitContext) -> dict:
+    """The report's corpus statistics and timing of Align (occurrences counted, skipped, seconds)."""
+    return {"align": ctx.cache["Align"][1]} if "Align" in ctx.cache else {}
+
+
+@register_method("Align", needs_corpus=True, stats=align_stats, order=40)
 def init_align(source: Any, ctx: InitContext, role: str) -> InitResult:
     """Align (paper 002 §4.3): frequency-weighted mean rows of the source spans aligned with each new token over D."""
     plans, _ = align_plans(ctx)

@@ -11,7 +11,16 @@ from workflow_scripts.initialize.methods.random_mean import init_mean
 from workflow_scripts.initialize.registry import InitContext, InitResult, Plan, register_method, rows_from_plans
 
 
-@register_method("EEVE")
+def eeve_stats(ctx: InitContext) -> dict:
+    """The report's note on which rule EEVE applied: a tied model gets the input rule only."""
+    return {
+        "eeve": "tied: one matrix, initialized by the input rule (mean of subwords), i.e. as Mean"
+        if ctx.tied
+        else "untied: input rows mean of subwords, output rows the first subword's LM-head row"
+    }
+
+
+@register_method("EEVE", stats=eeve_stats, order=60)
 def init_eeve(source: Any, ctx: InitContext, role: str) -> InitResult:
     """EEVE (Kim et al. 2024, §2.2): input rows = Mean; output rows = the LM-head row of the first source subword.
 

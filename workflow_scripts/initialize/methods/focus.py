@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from workflow_scripts.initialize.methods.random_mean import init_random
-from workflow_scripts.initialize.registry import InitContext, InitResult, Plan, register_method, rows_from_plans
+from workflow_scripts.initialize.registry import (
+    COPY_SHARED,
+    InitContext,
+    InitResult,
+    Plan,
+    register_method,
+    rows_from_plans,
+)
 
 # deepfocus's defaults for a fastText model trained on the target-tokenized corpus (FOCUS, Dobler & de Melo 2023).
 FASTTEXT_DEFAULTS = {"dim": 100, "epoch": 3, "min_count": 10, "neg": 10}
@@ -142,7 +149,12 @@ def focus_plans(ctx: InitContext) -> tuple[list[tuple[Plan | None, dict]], dict]
     return out, stats
 
 
-@register_method("FOCUS", needs_corpus=True)
+def focus_stats(ctx: InitContext) -> dict:
+    """The report's statistics and timing of FOCUS (overlapping tokens, fastText training)."""
+    return {"focus": ctx.cache["FOCUS"][1]} if "FOCUS" in ctx.cache else {}
+
+
+@register_method("FOCUS", needs_corpus=True, stats=focus_stats, replace=COPY_SHARED, order=50)
 def init_focus(source: Any, ctx: InitContext, role: str) -> InitResult:
     """FOCUS (paper 002 §4.2): sparsemax-weighted combination of overlapping tokens' rows by fastText similarity."""
     plans, _ = focus_plans(ctx)

@@ -108,7 +108,7 @@ def merge_plans(ctx: InitContext) -> list[tuple[Plan | None, dict]]:
     return out
 
 
-@register_method("Merge")
+@register_method("Merge", order=30)
 def init_merge(source: Any, ctx: InitContext, role: str) -> InitResult:
     """Merge (paper 002 §4.3): hierarchical mean of source rows through T_t's merge rules; fallback Mean."""
     plans = merge_plans(ctx)

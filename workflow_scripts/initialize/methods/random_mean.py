@@ -10,10 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from workflow_scripts.initialize.registry import InitContext, InitResult, mean_of_rows, register_method
+from workflow_scripts.initialize.registry import (
+    ALL_ROWS,
+    COPY_SHARED,
+    InitContext,
+    InitResult,
+    mean_of_rows,
+    register_method,
+)
 
 
-@register_method("Random")
+@register_method("Random", compared_with_mean=False, replace=ALL_ROWS, order=10)
 def init_random(source: Any, ctx: InitContext, role: str) -> InitResult:
     """Random (paper 002 §4): each dimension ~ N(mean, std) of that dimension over the source rows, seeded."""
     import torch
@@ -26,7 +33,7 @@ def init_random(source: Any, ctx: InitContext, role: str) -> InitResult:
     return InitResult(rows=mean + std * z, records=records)
 
 
-@register_method("Mean")
+@register_method("Mean", compared_with_mean=False, replace=COPY_SHARED, order=20)
 def init_mean(source: Any, ctx: InitContext, role: str) -> InitResult:
     """Mean (paper 002 §4): mean of the source rows of the source tokens that spell the new token (BPE-model level).
 
@@ -48,7 +55,7 @@ def init_mean(source: Any, ctx: InitContext, role: str) -> InitResult:
     return InitResult(rows=rows, records=records)
 
 
-@register_method("Mean-ref")
+@register_method("Mean-ref", order=25)
 def init_mean_ref(source: Any, ctx: InitContext, role: str) -> InitResult:
     """The paper's Mean as its reference code computes it, an ABLATION (never a default; METHODS.md, mapping (1)):
     the mean of the source rows of the FULL source tokenizer run on the printed piece string.

@@ -1,5 +1,6 @@
-"""Checks of the config files as written, before the schema fills in its defaults: keys given twice (Snakemake's
-loader keeps the last silently) and a missing ``evaluation`` block (the schema's defaults are paper-scale)."""
+"""Checks of the files around the config: the config files as written, before the schema fills in its defaults
+(keys given twice, which Snakemake's loader keeps the last of silently; a missing ``evaluation`` block, whose
+defaults are paper-scale), and the output folder a real run writes to."""
 
 from __future__ import annotations
 
@@ -51,3 +52,33 @@ def unset_evaluation(config: dict, schema_path: str | Path) -> list[str]:
         f"evaluation: not set, so the schema's paper-scale defaults apply (tasks {tasks}; {', '.join(sizes)}); "
         "give an evaluation block for a smaller run"
     ]
+
+
+def unwritable_output(folder: str | Path, write: bool = True) -> str | None:
+    """Why a run could not write its outputs under ``folder`` (the workflow's ``results/``), or None.
+
+    A path under a file is refused whatever ``write`` says (a dry run too: Snakemake cannot even list it). With
+    ``write``, a write probe, not only ``os.access``: a read-only mount refuses it whatever the mode bits say, even
+    to root. A folder not created yet is probed at its nearest existing parent, where the run creates it.
+    """
+    import os
+    import tempfile
+
+    folder = Path(folder)
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{str(probe)!r} is a file, so the run cannot create its output folder {str(folder)!r} there"
+    if not write:
+        return None
+    outcome = f"so no job can write its outputs under {str(folder)!r}: make it writable, or run elsewhere"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{str(probe)!r} is not writable, {outcome}"
+    try:
+        fd, name = tempfile.mkstemp(prefix=".write-probe-", dir=probe)
+    except OSError as e:
+        return f"cannot write in {str(probe)!r} ({e.strerror}), {outcome}"
+    os.close(fd)
+    os.unlink(name)
+    return None

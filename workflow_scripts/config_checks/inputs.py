@@ -1,12 +1,16 @@
 """Planning-time checks of a config's input files: local models, Debian l10n packages, local CC-100 files.
 
-Called by ``grid.check_config``; cheap (a .deb read once and cached, the first MiB of a CC-100 file), no torch.
+Called by ``config_checks.check_config``; cheap (a .deb read once and cached, the first MiB of a CC-100 file), no
+torch.
 """
 
 from __future__ import annotations
 
 import functools
+import struct
 from pathlib import Path
+
+from workflow_scripts.pieces import BYTE_LEVEL_BPE, SENTENCEPIECE_BPE
 
 CC100_PEEK_BYTES = 1 << 20  # decompressed bytes of a local CC-100 file read at planning time
 DEFAULT_MIN_WORDS = 4  # the schema's default data.l10n_min_english_words
@@ -62,7 +66,7 @@ def check_cc100_file(path: Path, lang: str) -> list[str]:
     MiB decompresses into UTF-8 lines, some of them in the language's script. The line count needs the whole stream:
     sample_cc100 checks it."""
     from workflow_scripts.corpus import open_text_stream
-    from workflow_scripts.l10n import SCRIPT_RANGES, in_script
+    from workflow_scripts.languages import SCRIPT_RANGES, in_script
 
     key = f"languages.{lang}.corpus.path"
     if path.stat().st_size == 0:
@@ -129,3 +133,104 @@ def check_model(name: str, spec: dict, workdir: Path) -> list[str]:
         if problem:
             errors.append(f"models.{name}.random.num_heads: {problem}")
     return errors
+
+
+# The keys each model kind needs beside ``kind`` (an instruction-tuned sibling ``chat`` is checked as a model).
+_MODEL_KEYS = {
+    "hub": ["path"],
+    "local": ["path"],
+    "gguf_package": ["package", "file"],
+    "random_llama": ["package", "file"],
+}
+
+
+def check_sources(config: dict, workdir: Path) -> list[str]:
+    """The models and the languages' corpora and MT sources: required keys, files that exist, cheap content checks."""
+    errors: list[str] = []
+    chats = [(f"{n}.chat", s["chat"]) for n, s in config["models"].items() if isinstance(s.get("chat"), dict)]
+    for name, spec in [*config["models"].items(), *chats]:
+        kind = spec["kind"]
+        for key in _MODEL_KEYS[kind]:
+            if key not in spec:
+                errors.append(f"models.{name}.{key} is required for kind {kind!r}")
+        errors += check_model(name, spec, workdir)
+    for lang, spec in config["languages"].items():
+        errors += _check_corpus(config, lang, spec["corpus"], workdir)
+        mt = spec.get("mt", {"kind": "l10n"})
+        if mt["kind"] == "l10n" and spec["corpus"]["kind"] != "l10n":
+            errors.append(
+                f"languages.{lang}.mt.kind 'l10n' needs corpus kind 'l10n' (the MT pairs come from the same package)"
+            )
+        if mt["kind"] == "flores" and "root" not in mt:
+            errors.append(f"languages.{lang}.mt.root is required for mt kind 'flores'")
+    return errors
+
+
+def _check_corpus(config: dict, lang: str, corpus: dict, workdir: Path) -> list[str]:
+    if corpus["kind"] == "l10n":
+        if "deb" not in corpus:
+            return [f"languages.{lang}.corpus.deb is required for corpus kind 'l10n'"]
+        if not (workdir / corpus["deb"]).is_file():
+            return [f"languages.{lang}.corpus.deb: file {corpus['deb']!r} does not exist"]
+        return check_l10n_deb(workdir / corpus["deb"], lang, config)
+    if ("path" in corpus) == ("url" in corpus):
+        return [f"languages.{lang}.corpus: give exactly one of path and url for corpus kind 'cc100'"]
+    if "path" in corpus and not (workdir / corpus["path"]).is_file():
+        return [f"languages.{lang}.corpus.path: file {corpus['path']!r} does not exist"]
+    if "path" in corpus:
+        return check_cc100_file(workdir / corpus["path"], lang)
+    return []
+
+
+# GGUF value types (gguf's GGUFValueType): fixed sizes in bytes; 8 is a string, 9 an array.
+_GGUF_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+# tokenizer.ggml.model -> the vocab step's route (pieces.detect_family): "gpt2" byte-level BPE, "llama" SentencePiece.
+_GGUF_FAMILIES = {"gpt2": BYTE_LEVEL_BPE, "llama": SENTENCEPIECE_BPE}
+
+
+def _skip_gguf_value(f, kind: int) -> None:
+    if kind == 8:
+        f.seek(struct.unpack("<Q", f.read(8))[0], 1)
+    elif kind == 9:
+        item, count = struct.unpack("<IQ", f.read(12))
+        if item in _GGUF_SIZES:
+            f.seek(_GGUF_SIZES[item] * count, 1)
+        else:
+            for _ in range(count):
+                _skip_gguf_value(f, item)
+    else:
+        f.seek(_GGUF_SIZES[kind], 1)
+
+
+def gguf_string(path: Path, key: str) -> str | None:
+    """One string field of a GGUF (v2/v3) header, read up to that field: a few KiB, where the gguf package's reader
+    maps every tensor (seconds). None when absent or not a GGUF this reader knows."""
+    with open(path, "rb") as f:
+        magic, version = f.read(4), struct.unpack("<I", f.read(4))[0]
+        if magic != b"GGUF" or version < 2:
+            return None
+        _, n_kv = struct.unpack("<QQ", f.read(16))
+        for _ in range(n_kv):
+            name = f.read(struct.unpack("<Q", f.read(8))[0]).decode("utf-8")
+            kind = struct.unpack("<I", f.read(4))[0]
+            if name == key and kind == 8:
+                return f.read(struct.unpack("<Q", f.read(8))[0]).decode("utf-8")
+            _skip_gguf_value(f, kind)
+    return None
+
+
+def tokenizer_family(spec: dict, workdir: Path) -> str | None:
+    """The source tokenizer's family where planning can read it cheaply (a local folder's tokenizer.json, a
+    package's GGUF header); None for a hub model (not downloaded yet) or anything unreadable."""
+    from workflow_scripts.pieces import detect_family
+    from workflow_scripts.source_model import locate_package_file
+
+    try:
+        if spec["kind"] == "local":
+            return detect_family(workdir / spec["path"])
+        if spec["kind"] in ("gguf_package", "random_llama"):
+            model = gguf_string(locate_package_file(spec["package"], spec["file"]), "tokenizer.ggml.model")
+            return _GGUF_FAMILIES.get(model)
+    except (OSError, ValueError, KeyError, struct.error):
+        return None  # the model checks report what is wrong with it
+    return None

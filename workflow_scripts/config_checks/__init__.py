@@ -1,0 +1,67 @@
+"""Planning-time checks of a config, before any job runs: each problem is one line naming the config key or file.
+
+rules/common.smk runs them in this order: ``files.duplicate_keys`` (the files as written), ``schema.schema_errors``
+(the JSON schema, with the registries' method names), then ``check_config`` (what the schema cannot say: the input
+files, the methods against the registries, the cells against each other and against the corpus size). ``notes``
+holds what planning prints beside the plan, and ``files.unwritable_output`` runs when a real run starts.
+
+- ``schema``: schema_errors, one line per schema violation.
+- ``inputs``: models, l10n packages and local CC-100 files (cheap reads, cached).
+- ``cells``: the methods and the grid's cells (k against |V_aux|, vocabulary sizes against D, stages, MuMo, ElChat).
+- ``files``: the config files as written, and the output folder.
+- ``notes``: config warnings and the checks deferred to a job or to preflight.
+
+The grid itself (methods, slugs, a cell's hparams and vocabulary sizes) is ``workflow_scripts.grid``, which the rules
+read too. No torch import: planning stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workflow_scripts.config_checks.cells import IMPLEMENTED, check_grid, check_methods
+from workflow_scripts.config_checks.files import duplicate_keys, unset_evaluation, unwritable_output
+from workflow_scripts.config_checks.inputs import check_sources
+from workflow_scripts.config_checks.notes import config_warnings, deferred_checks
+from workflow_scripts.config_checks.schema import schema_errors
+from workflow_scripts.grid import ConfigError, Method, expand_methods
+
+
+def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
+    """Semantic checks beyond the JSON schema; raise ConfigError naming the key. Returns the expanded methods.
+
+    Cheap checks of the data and models (reading a .deb's catalogue, the head of a local CC-100 file, installed
+    packages), but no torch import: planning stays fast."""
+    workdir = Path(workdir)
+    errors = check_sources(config, workdir)
+    if not config["evaluation"]["tasks"]:
+        errors.append(f"evaluation.tasks: the list is empty; name at least one of {sorted(IMPLEMENTED['tasks'])}")
+    for task in config["evaluation"]["tasks"]:
+        if task not in IMPLEMENTED["tasks"]:
+            errors.append(
+                f"evaluation.tasks: task {task!r} is not implemented yet (implemented: {sorted(IMPLEMENTED['tasks'])})"
+            )
+    try:
+        methods = expand_methods(config["methods"], config.get("method_defaults"))
+    except ConfigError as e:
+        errors.append(str(e))
+        methods = []
+    errors += check_methods(methods)
+    if methods:
+        errors += check_grid(config, workdir)
+    if errors:
+        raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(dict.fromkeys(errors)))
+    return methods
+
+
+__all__ = [
+    "IMPLEMENTED",
+    "ConfigError",
+    "check_config",
+    "config_warnings",
+    "deferred_checks",
+    "duplicate_keys",
+    "schema_errors",
+    "unset_evaluation",
+    "unwritable_output",
+]

@@ -1,0 +1,126 @@
+"""The config against the JSON schema (schemas/config.schema.yaml), one short line per problem naming the key.
+
+The schema types ``init`` and ``procedure`` as strings: the values they admit are the registries'
+(``initialize.INIT_METHODS``, ``lapt.PROCEDURES``), added here as enums before validating, so that a new method is one
+module and its config line, and a misspelt name is refused with the list of registered ones.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from workflow_scripts.grid import MUMO
+
+
+def registered(field: str) -> list[str]:
+    """The values a method field admits, from the registries (``none`` first): init and procedure."""
+    if field == "init":
+        from workflow_scripts.initialize import INIT_METHODS
+
+        return ["none", *INIT_METHODS]
+    from workflow_scripts.lapt import PROCEDURES
+
+    return ["none", *PROCEDURES, MUMO]
+
+
+def with_registries(schema: dict) -> dict:
+    """A copy of the schema whose method ``init`` and ``procedure`` admit exactly the registered names."""
+    schema = copy.deepcopy(schema)
+    for field in ("init", "procedure"):
+        single, many = schema["$defs"]["method"]["properties"][field]["oneOf"]
+        single["enum"] = many["items"]["enum"] = registered(field)
+    return schema
+
+
+def _describe(schema: dict) -> str:
+    """What a (small) schema accepts, in words: 'an integer >= 1', 'one of [...]', 'a list of ...'."""
+    if "enum" in schema:
+        return f"one of {schema['enum']}"
+    types = schema.get("type")
+    types = types if isinstance(types, list) else [types]
+    words = []
+    for t in types:
+        if t == "array":
+            items = schema.get("items")
+            words.append(f"a list, each item {_describe(items)}" if items else "a list")
+        elif t in ("integer", "number"):
+            word = "an integer" if t == "integer" else "a number"
+            if "minimum" in schema:
+                word += f" >= {schema['minimum']}"
+            if "exclusiveMinimum" in schema:
+                word += f" > {schema['exclusiveMinimum']}"
+            if "maximum" in schema:
+                word += f" <= {schema['maximum']}"
+            words.append(word)
+        elif t is not None:
+            words.append({"string": "a string", "boolean": "true or false", "null": "null", "object": "a mapping"}[t])
+    return " or ".join(words) or "a valid value"
+
+
+_TYPE_NAMES = {
+    bool: "true/false",
+    int: "an integer",
+    float: "a fractional number",
+    str: "a string",
+    list: "a list",
+    dict: "a mapping",
+}
+
+
+def _relevant(error):
+    """For a oneOf failure, the error of the alternative whose type matched (the enum, not 'not an array'); when no
+    alternative has the value's type, an error that says which types are expected."""
+    if error.validator not in ("oneOf", "anyOf") or not error.context:
+        return error
+    alternatives: dict[int, list] = {}
+    for e in error.context:
+        alternatives.setdefault(e.relative_schema_path[0], []).append(e)
+    if isinstance(error.instance, float) and error.instance.is_integer():
+        for errs in alternatives.values():
+            if any(e.validator == "type" and "integer" in e.validator_value for e in errs):
+                return errs[0]
+    typed = [errs for errs in alternatives.values() if not any(e.validator == "type" and not e.path for e in errs)]
+    if len(typed) == 1:
+        return _relevant(typed[0][0])
+    if not typed:
+        got = _TYPE_NAMES.get(type(error.instance), type(error.instance).__name__)
+        expected = " or ".join(_describe(alt) for alt in error.validator_value)
+        error.message = f"{error.instance!r} is {got}; expected {expected}"
+    return error
+
+
+# JSON Schema counts 1000.0 as an integer, but the steps' argparse (type=int) refuses "1000.0" inside a job: one
+# policy, applied at planning time.
+WHOLE_NUMBER_POLICY = "an integer setting is written without a decimal point"
+
+
+def _is_integer(checker, instance) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _strict_integers():
+    """Draft 2020-12 whose 'integer' is a Python int (not a whole float, not a bool)."""
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+    return jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _is_integer))
+
+
+def schema_errors(config: dict, schema_path: str | Path) -> list[str]:
+    """Validate ``config`` against the YAML JSON-schema; one short line per problem, naming the key path."""
+    import yaml
+
+    schema = with_registries(yaml.safe_load(Path(schema_path).read_text(encoding="utf-8")))
+    validator = _strict_integers()(schema)
+    lines = []
+    for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
+        error = _relevant(error)
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+        if "propertyNames" in error.schema_path:
+            path = f"{path}.{error.instance}" if path else str(error.instance)
+        message = error.message
+        if isinstance(error.instance, float) and error.instance.is_integer() and "integer" in message:
+            message += f"; {WHOLE_NUMBER_POLICY} ({int(error.instance)}, not {error.instance})"
+        lines.append(f"{path or '<top level>'}: {message}")
+    return lines

@@ -1,0 +1,260 @@
+"""The lead of the results page (results.md, the first page of `snakemake --report`): per model and language, what even
+the small default run shows of the paper's claim, as a table and as one figure.
+
+- tokens per held-out sentence, Source → model (the perplexity step's held-out set): the expansion shortens the text
+  the model reads and writes (paper 002 §3, Figure 2);
+- the paired teacher-forced speed-up over Source on the reference translations, with [worst–best] over repeats (Source
+  decoded in the same job, so machine load cancels; workflow_scripts/speed/table.py) and its token-count bound
+  (Source tokens ÷ model tokens of the same text): the paper's speed-up (§6.4, Table 4) without generation-length noise;
+- bits per character, Source → model: the held-out likelihood in a unit every vocabulary shares (token perplexity is
+  per token of each model's own vocabulary and is not comparable across vocabularies);
+- the training loss curves (per token of each model's own vocabulary: their levels are not comparable across
+  vocabularies, their shapes are).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import pandas as pd
+
+TOKENS = ("ppl", "tokens_per_sentence")
+BPC = ("ppl", "bits_per_char")
+PAIRED = "paired_speedup"  # speed/table.py PAIRED, with its variant: paired_speedup@teacher_forced.greedy.b1
+BOUND = "token_ratio_bound"
+TEACHER_FORCED = "teacher_forced"
+FIGURE_TITLE = "Tokens per held-out sentence, paired speed-up against its bound, bits per character, training loss"
+MISSING = "–"
+
+
+TASK_LABEL_TASKS = ("mc", "gmmlu", "mc_en", "gmmlu_en", "sum", "mt", "ppl")
+
+
+def label_task(label: str) -> str | None:
+    """The task a data label is about ("mc proxy: ..." -> mc; "mc: Belebele" -> mc), None for one about all tasks."""
+    first = label.replace(":", " ").split(" ", 1)[0]
+    return first if first in TASK_LABEL_TASKS else None
+
+
+def labels_for(labels: Iterable[str], tasks: Iterable[str]) -> list[str]:
+    """The data labels that apply to a table or figure showing ``tasks``: the general ones and those of its tasks."""
+    tasks = set(tasks)
+    return [lb for lb in labels if label_task(lb) is None or label_task(lb) in tasks]
+
+
+def row_name(cell: dict) -> str:
+    """A cell's row name: its label (the paper's), "+ ElChat" for the post-hoc step (Table 10)."""
+    label = cell.get("label")
+    name = str(cell["method"] if label is None or (not isinstance(label, str) and pd.isna(label)) else label)
+    return name + (" + ElChat" if cell.get("posthoc") == "elchat" else "")
+
+
+def _mean(part: pd.DataFrame, column: str = "value") -> float | None:
+    values = pd.to_numeric(part[column], errors="coerce").dropna() if column in part else pd.Series(dtype=float)
+    return float(values.mean()) if len(values) else None
+
+
+def _metric(part: pd.DataFrame, task: str, metric: str) -> pd.DataFrame:
+    return part[(part["task"] == task) & (part["metric"] == metric)]
+
+
+def _teacher_forced(part: pd.DataFrame, base: str) -> pd.DataFrame:
+    """The mt rows of ``base`` in the first teacher-forced variant the cell has (greedy at batch size 1 by default)."""
+    names = sorted(m for m in set(part["metric"].astype(str)) if m.startswith(f"{base}@{TEACHER_FORCED}."))
+    return part[(part["task"] == "mt") & (part["metric"] == names[0])] if names else part.iloc[0:0]
+
+
+def lead_rows(frame: pd.DataFrame, is_source: Callable, name: Callable[[dict], str]) -> list[dict]:
+    """One row per model, language and adapted cell: the lead's quantities (module docstring), None where missing."""
+    rows = []
+    if frame.empty:
+        return rows
+    for (model, lang), part in frame.groupby(["model", "language"], sort=False):
+        source_mask = [is_source(m, lb) for m, lb in zip(part["method"], part["label"], strict=True)]
+        source = part[source_mask]
+        src_tokens, src_bpc = _mean(_metric(source, *TOKENS)), _mean(_metric(source, *BPC))
+        for method, cell in part[[not s for s in source_mask]].groupby("method", sort=False):
+            first = cell.iloc[0].to_dict()
+            paired, bound = _teacher_forced(cell, PAIRED), _teacher_forced(cell, BOUND)
+            row = {
+                "model": model,
+                "language": lang,
+                "method": method,
+                "name": name(first),
+                "tokens": (src_tokens, _mean(_metric(cell, *TOKENS))),
+                "bpc": (src_bpc, _mean(_metric(cell, *BPC))),
+                "paired": (_mean(paired), _mean(paired, "min"), _mean(paired, "max")),
+                "bound": _mean(bound),
+            }
+            if any(v is not None for v in (*row["tokens"][1:], row["bpc"][1], row["paired"][0])):
+                rows.append(row)
+    return rows
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return MISSING if value is None or math.isnan(value) else fmt.format(value)
+
+
+def _arrow(pair: tuple[float | None, float | None], fmt: str) -> str:
+    return f"{_num(pair[0], fmt)} → {_num(pair[1], fmt)}"
+
+
+def _paired(paired: tuple[float | None, ...]) -> str:
+    value, low, high = paired
+    if value is None:
+        return MISSING
+    spread = f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else ""
+    return f"{value:.2f}x{spread}"
+
+
+def markdown(rows: list[dict], figure: str | None) -> list[str]:
+    """The lead section of results.md: the table, the figure beside it, and what each column means."""
+    lines = ["## At a glance", ""]
+    if not rows:
+        return [*lines, "No held-out, speed or perplexity results of an adapted model yet.", ""]
+    head = ["Model", "Language", "Method", "tokens / held-out sentence (Source → model)",
+            "paired speed-up [worst–best]", "bound", "bits / character (Source → model)"]  # fmt: skip
+    lines += ["| " + " | ".join(head) + " |", "|---|---|---|---:|---:|---:|---:|"]
+    for r in rows:
+        cells = [r["model"], r["language"], r["name"], _arrow(r["tokens"], "{:.1f}"), _paired(r["paired"]),
+                 _num(r["bound"], "{:.2f}x"), _arrow(r["bpc"], "{:.3f}")]  # fmt: skip
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    lines.append("")
+    if figure:
+        lines += [f"![{FIGURE_TITLE}]({figure})", ""]
+    lines += [
+        "- tokens / held-out sentence: the perplexity step's held-out sentences under Source's and the model's "
+        "tokenizer.",
+        "- paired speed-up: teacher-forced decoding of the reference translations (the same text for both models, one "
+        "forward pass per token), Source timed in the same job; [worst–best] over the repeats. bound: Source tokens ÷ "
+        "model tokens of that text, the speed-up a model with Source's cost per token would reach.",
+        "- bits / character: held-out negative log-likelihood per character, comparable across vocabularies (token "
+        "perplexity is not; it is listed apart below).",
+        "- loss curves (figure): training loss per token of each model's own vocabulary; levels are not comparable "
+        "across vocabularies.",
+        "",
+    ]
+    return lines
+
+
+def _categories(rows: list[dict]) -> list[tuple[str, str]]:
+    return list(dict.fromkeys((r["model"], r["language"]) for r in rows))
+
+
+def _bars(ax, rows: list[dict], key: str, ylabel: str, colors: dict[str, str], source: bool = True) -> None:
+    """Grouped bars per model x language: Source's value (key[0]) first, then each adapted cell's (key[1])."""
+    cats = _categories(rows)
+    names = list(dict.fromkeys(r["name"] for r in rows))
+    series = (["Source"] if source else []) + names
+    width = 0.8 / max(1, len(series))
+    multi = len({m for m, _ in cats}) > 1
+    for i, (model, lang) in enumerate(cats):
+        here = [r for r in rows if (r["model"], r["language"]) == (model, lang)]
+        values = {"Source": here[0][key][0]} if source and here else {}
+        values.update({r["name"]: r[key][1] for r in here})
+        for j, s in enumerate(series):
+            v = values.get(s)
+            if v is not None:
+                ax.bar(i + (j - (len(series) - 1) / 2) * width, v, width, color=colors[s], label=s if i == 0 else None)
+    ax.set_xticks(range(len(cats)), [f"{m} · {lg}" if multi else lg for m, lg in cats])
+    ax.set_ylabel(ylabel)
+
+
+def figure(rows: list[dict], losses: pd.DataFrame, names: dict[str, str], stem: str | Path,
+           data_labels: Iterable[str] = ()) -> list[Path]:  # fmt: skip
+    """One PNG (and PDF) of the lead: tokens per sentence, paired speed-up with its bound, bits per character, and the
+    loss curves; ``names`` maps a method slug (loss.tsv's folder) to its row name."""
+    from workflow_scripts.paper.figures import footer, plt, save
+
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.2))
+    axes = list(axes.flat)
+    names_all = list(dict.fromkeys([r["name"] for r in rows] + [names.get(m, m) for m in losses.get("method", [])]))
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colors = {"Source": "#888888", **{n: palette[i % len(palette)] for i, n in enumerate(names_all)}}
+    if rows:
+        _bars(axes[0], rows, "tokens", "tokens per held-out sentence", colors)
+        axes[0].set_title("Tokens per held-out sentence", fontsize=10)
+        axes[0].legend(fontsize=7)
+        _speedups(axes[1], rows, colors)
+        _bars(axes[2], rows, "bpc", "bits per character (lower is better)", colors)
+        axes[2].set_title("Bits per character (held-out)", fontsize=10)
+    for ax in axes[:3] if not rows else ():
+        _empty(ax, "no adapted model's results yet")
+    _loss_panel(axes[3], losses, names, colors)
+    fig.suptitle(FIGURE_TITLE, fontsize=11)
+    footer(fig, data_labels)
+    return save(fig, stem)
+
+
+def _speedups(ax, rows: list[dict], colors: dict[str, str]) -> None:
+    """One bar per adapted cell with its [worst–best] range, its bound as a black tick, and Source's 1x line."""
+    cats = _categories(rows)
+    names = list(dict.fromkeys(r["name"] for r in rows))
+    width = 0.8 / max(1, len(names))
+    multi = len({m for m, _ in cats}) > 1
+    for i, cat in enumerate(cats):
+        for j, n in enumerate(names):
+            r = next((r for r in rows if (r["model"], r["language"]) == cat and r["name"] == n), None)
+            if r is None or r["paired"][0] is None:
+                continue
+            x = i + (j - (len(names) - 1) / 2) * width
+            value, low, high = r["paired"]
+            err = [[value - low], [high - value]] if low is not None and high is not None else None
+            ax.bar(x, value, width, color=colors[n], yerr=err, capsize=3)
+            if r["bound"] is not None:
+                ax.plot([x - width / 2, x + width / 2], [r["bound"]] * 2, color="black", linewidth=2,
+                        label="bound" if not ax.get_legend_handles_labels()[1] else None)  # fmt: skip
+    ax.axhline(1.0, color="#888888", linestyle=":", label="Source (1x)")
+    ax.set_xticks(range(len(cats)), [f"{m} · {lg}" if multi else lg for m, lg in cats])
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("speed-up over Source (x)")
+    ax.set_title("Paired teacher-forced speed-up", fontsize=10)
+    ax.legend(fontsize=7)
+
+
+def _empty(ax, text: str) -> None:
+    ax.axis("off")
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=9, wrap=True, transform=ax.transAxes)
+
+
+def _loss_panel(ax, losses: pd.DataFrame, names: dict[str, str], colors: dict[str, str]) -> None:
+    if losses.empty:
+        _empty(ax, "no training runs (loss.tsv) yet")
+        return
+    panels = list(dict.fromkeys(zip(losses["model"], losses["language"], strict=True)))
+    styles = ("-", "--", ":", "-.")  # the method is the colour, the model x language the line style
+    for (model, lang, method), run in losses.groupby(["model", "language", "method"], sort=False):
+        name = names.get(method, method)
+        label = f"{name} ({model} · {lang})" if len(panels) > 1 else name
+        style = styles[panels.index((model, lang)) % len(styles)]
+        ax.plot(run["step"], run["loss"], style, label=label, color=colors.get(name))
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss per own token (nats)")
+    ax.set_title("Training loss: per token, not comparable\nacross vocabularies", fontsize=9)
+    ax.legend(fontsize=7)
+
+
+def to_html(markdown_text: str, images: dict[str, Path]) -> str:
+    """results.md as an HTML fragment for the report's first page; each image named in ``images`` embedded as a data
+    URI so that the self-contained report shows it."""
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark").enable("table").render(markdown_text)
+    for name, path in images.items():
+        if Path(path).is_file():
+            data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+            body = body.replace(f'src="{name}"', f'src="data:image/png;base64,{data}" style="max-width:100%"')
+    # The report's landing view centers its content vertically in a scrolling box (which cuts off the top of a page
+    # taller than the window) and narrows it to a column: while this page is shown, it starts at the top, full width.
+    style = (
+        "<style>.overflow-auto:has(.vx-results){align-items:flex-start;justify-content:flex-start}"
+        " .max-w-lg:has(.vx-results){max-width:52rem}"
+        " .vx-results blockquote p:before,.vx-results blockquote p:after{content:none}"
+        " .vx-results table{border-collapse:collapse;margin:0.5em 0 1em} .vx-results th,.vx-results td"
+        "{border:1px solid #ccc;padding:2px 6px} .vx-results h1{font-size:1.5em} .vx-results h2{font-size:1.2em;"
+        "margin-top:1em} .vx-results blockquote{color:#555} .vx-results ul{list-style:disc;margin-left:1.5em}</style>"
+    )
+    return f'{style}<div class="vx-results">{body}</div>\n'
