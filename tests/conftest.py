@@ -39,6 +39,34 @@ REPO = Path(__file__).resolve().parents[1]
 def pytest_configure(config):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # pytest-xdist starts one worker a core (pyproject's `-n`): one torch/BLAS thread each, set before torch is
+        # imported, so that the workers (and the step processes they start) do not oversubscribe the cores.
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(var, "1")
+
+
+def shared_folder(tmp_path_factory, name: str) -> Path:
+    """A folder path that every pytest-xdist worker of this run shares (the base temp folder without a plain run)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # xdist gives each worker basetemp/popen-gwN of the run's one basetemp
+    return root / name
+
+
+def build_once(out: Path, build) -> Path:
+    """``build(tmp)`` into ``out`` unless it is there: under a file lock (xdist workers wait for the first one),
+    written atomically (an interrupted build never looks finished)."""
+    from filelock import FileLock
+
+    from workflow_scripts.io import atomic_path
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{out}.lock"):
+        if not out.exists():
+            with atomic_path(out) as tmp:
+                build(tmp)
+    return out
 
 
 @pytest.fixture(scope="session")
@@ -50,21 +78,21 @@ def smollm2_tokenizer_dir(request, tmp_path_factory) -> Path:
     """
     import hashlib
 
-    from workflow_scripts.io import atomic_path
     from workflow_scripts.source_model import load_gguf, locate_package_file
 
     cache = getattr(request.config, "cache", None)
     if cache is None:  # -p no:cacheprovider
-        out = tmp_path_factory.mktemp("smollm2_tokenizer") / "tokenizer"
+        out = shared_folder(tmp_path_factory, "smollm2_tokenizer") / "tokenizer"
     else:
         code = hashlib.sha256((REPO / "workflow_scripts" / "source_model.py").read_bytes()).hexdigest()[:12]
         version = importlib.metadata.version(SMOLLM2["package"])
         out = cache.mkdir(f"smollm2_tokenizer-{version}-{code}") / "tokenizer"
-    if not (out / "tokenizer.json").is_file():
+
+    def export(tmp: Path) -> None:
         _, tok = load_gguf(locate_package_file(SMOLLM2["package"], SMOLLM2["file"]), tokenizer_only=True)
-        with atomic_path(out) as tmp:
-            tok.save_pretrained(tmp)
-    return out
+        tok.save_pretrained(tmp)
+
+    return build_once(out, export)
 
 
 @pytest.fixture(scope="session")
@@ -72,18 +100,20 @@ def tiny_llama_dir(tmp_path_factory, smollm2_tokenizer_dir) -> Path:
     """A 6-layer, 64-wide random Llama with SmolLM2's tokenizer and tied embeddings, saved as an HF folder.
 
     Built as ``source_model.prepare`` builds a ``random_llama`` model, from the exported tokenizer (no second GGUF
-    parse); tests/test_workflow.py runs ``prepare`` itself through the Snakefile.
+    parse); tests/test_workflow.py runs ``prepare`` itself through the Snakefile. Built once for all xdist workers.
     """
-    from transformers import AutoTokenizer
 
-    from workflow_scripts.source_model import RANDOM_DEFAULTS, random_llama
+    def build(out: Path) -> None:
+        from transformers import AutoTokenizer
 
-    out = tmp_path_factory.mktemp("tiny_llama") / "model"
-    tokenizer = AutoTokenizer.from_pretrained(smollm2_tokenizer_dir)
-    model = random_llama(tokenizer, **{**RANDOM_DEFAULTS, **TINY_LLAMA["random"]})
-    model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
-    return out
+        from workflow_scripts.source_model import RANDOM_DEFAULTS, random_llama
+
+        tokenizer = AutoTokenizer.from_pretrained(smollm2_tokenizer_dir)
+        model = random_llama(tokenizer, **{**RANDOM_DEFAULTS, **TINY_LLAMA["random"]})
+        model.save_pretrained(out, safe_serialization=True)
+        tokenizer.save_pretrained(out)
+
+    return build_once(shared_folder(tmp_path_factory, "tiny_llama") / "model", build)
 
 
 @functools.cache
@@ -106,18 +136,20 @@ def thai_lines() -> list[str]:
 @pytest.fixture(scope="session")
 def untied_llama_dir(tmp_path_factory, tiny_llama_dir) -> Path:
     """The tiny Llama with an untied, separately initialized LM head."""
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    config = AutoConfig.from_pretrained(tiny_llama_dir)
-    config.tie_word_embeddings = False
-    torch.manual_seed(1)
-    model = AutoModelForCausalLM.from_config(config)
-    assert model.lm_head.weight.data_ptr() != model.model.embed_tokens.weight.data_ptr()
-    out = tmp_path_factory.mktemp("untied") / "model"
-    model.save_pretrained(out)
-    AutoTokenizer.from_pretrained(tiny_llama_dir).save_pretrained(out)
-    return out
+    def build(out: Path) -> None:
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+        config = AutoConfig.from_pretrained(tiny_llama_dir)
+        config.tie_word_embeddings = False
+        torch.manual_seed(1)
+        model = AutoModelForCausalLM.from_config(config)
+        assert model.lm_head.weight.data_ptr() != model.model.embed_tokens.weight.data_ptr()
+        model.save_pretrained(out)
+        AutoTokenizer.from_pretrained(tiny_llama_dir).save_pretrained(out)
+
+    return build_once(shared_folder(tmp_path_factory, "untied") / "model", build)
 
 
 # LAPT tests (tests/test_lapt*.py): the corpus D, reading a saved model, one torch thread.

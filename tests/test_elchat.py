@@ -248,25 +248,25 @@ def test_sentencepiece_family(tmp_path):
 
 
 def test_models_that_do_not_belong_together_are_refused(tmp_path, smollm2_tokenizer_dir):
+    # The small SentencePiece vocabulary (265 tokens) where the check does not look at the vocabulary: the same
+    # checks, without loading and saving SmolLM2's 49K-token tokenizer for every model.
     sp = sentencepiece_source(tmp_path / "sp")
-    chat = random_model(
-        smollm2_tokenizer_dir, tmp_path / "chat", seed=0, layers=4, hidden=32, chat_template=CHAT_TEMPLATE
-    )
+    chat = random_model(sp, tmp_path / "chat", seed=0, layers=4, hidden=32, chat_template=CHAT_TEMPLATE)
     cases = {
         "layers": (
-            random_model(smollm2_tokenizer_dir, tmp_path / "l", seed=1, layers=5, hidden=32),
+            random_model(sp, tmp_path / "l", seed=1, layers=5, hidden=32),
             "num_hidden_layers differs: the chat model has 4, the adapted model 5",
         ),
         "hidden": (
-            random_model(smollm2_tokenizer_dir, tmp_path / "h", seed=1, layers=4, hidden=64),
+            random_model(sp, tmp_path / "h", seed=1, layers=4, hidden=64),
             "hidden_size differs: the chat model has 32, the adapted model 64",
         ),
         "tied": (
-            random_model(smollm2_tokenizer_dir, tmp_path / "t", seed=1, layers=4, hidden=32, tied=False),
+            random_model(sp, tmp_path / "t", seed=1, layers=4, hidden=32, tied=False),
             "embedding tying differs: the chat model is tied, the adapted model untied",
         ),
         "vocab": (
-            random_model(sp, tmp_path / "v", seed=1, layers=4, hidden=32),
+            random_model(smollm2_tokenizer_dir, tmp_path / "v", seed=1, layers=4, hidden=32),
             "the adapted tokenizer does not extend the chat model's vocabulary",
         ),
     }
@@ -274,7 +274,7 @@ def test_models_that_do_not_belong_together_are_refused(tmp_path, smollm2_tokeni
         with pytest.raises(ElChatError, match=message):
             elchat.run(chat, adapted, tmp_path / f"out_{name}")
         assert not (tmp_path / f"out_{name}").exists(), name
-    plain = random_model(smollm2_tokenizer_dir, tmp_path / "plain", seed=0, layers=4, hidden=32)
+    plain = random_model(sp, tmp_path / "plain", seed=0, layers=4, hidden=32)
     with pytest.raises(ElChatError, match="no chat template"):
         elchat.run(plain, plain, tmp_path / "out_plain")
     with pytest.raises(FileNotFoundError, match=r"--adapted .*\(no config\.json\)"):

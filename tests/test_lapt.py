@@ -174,6 +174,7 @@ def test_usr1_before_the_time_limit_checkpoints_exits_and_resumes_to_the_same_re
         torch.testing.assert_close(state[k], ref_state[k], rtol=1e-6, atol=1e-7, msg=k)
 
 
+@pytest.mark.slow  # two training processes started by bash: 2-6 s of CPU
 def test_rule_shell_survives_usr1_sent_to_its_whole_process_group(tmp_path, tiny_llama_dir, thai_file):
     # Slurm signals every process of the job step: the rule's shell (Snakemake's shell prefix) must ignore USR1 and
     # leave it to the trainer, which checkpoints and exits 1; the shell then exits with the trainer's status. The

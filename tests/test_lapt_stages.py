@@ -130,6 +130,7 @@ def test_eeve_needs_the_source_vocabulary_size(tmp_path, untied_llama_dir, thai_
         lapt.train(untied_llama_dir, thai_file, tmp_path / "o", n_source_rows=N_ROWS, **kw)
 
 
+@pytest.mark.slow  # a two-stage training run through the command line: 2-6 s of CPU
 def test_cli_reads_source_rows_from_the_init_report(tmp_path, untied_llama_dir, thai_file):
     report = tmp_path / "init.report.json"
     report.write_text(json.dumps({"vocab": {"source": N_SRC - 3, "source_matrix_rows": N_SRC}}))

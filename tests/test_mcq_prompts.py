@@ -13,7 +13,17 @@ from lighteval.tasks.templates.utils.formulation import MCFFormulation
 from lighteval.utils.language import Language
 
 from tests.conftest import l10n_pairs
-from workflow_scripts.harness import datasets, tasks
+from workflow_scripts.harness import datasets
+
+tasks = None  # workflow_scripts.harness.tasks, bound by _import_tasks
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _import_tasks():
+    """Import the harness module (LightEval's metrics: about 6 s of CPU) when these tests run, not in every xdist
+    worker that only collects this file."""
+    global tasks
+    from workflow_scripts.harness import tasks
 
 
 def belebele_row(lang: str) -> dict:

@@ -352,6 +352,7 @@ def test_sliding_window_caches_branch_and_continue_like_a_plain_forward(smol, ki
     assert len(out.source_ids) == 20
 
 
+@pytest.mark.slow  # the speed command line: 2-6 s of CPU
 def test_speed_step_times_a_mumo_folder_paired_with_source(mumo_dir, tiny_llama_dir, tmp_path):
     """The speed step (python -m workflow_scripts.speed) on a MuMo folder: the same records as every method, own
     tokens = MuMo steps, the bound = source tokens ÷ MuMo steps, Source teacher-forced next to it."""

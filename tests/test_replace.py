@@ -266,6 +266,7 @@ def test_grid_accepts_replace_and_names_what_it_cannot_do():
             check_config(copy.deepcopy(base), REPO)
 
 
+@pytest.mark.slow  # a Snakemake dry run: 2-6 s of CPU
 def test_dry_run_plans_the_replace_rules(tmp_path):
     from conftest import snakemake, tiny_config
 

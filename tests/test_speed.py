@@ -120,6 +120,7 @@ def test_run_task_records(tiny, smollm2_tokenizer_dir):
     assert by[("generate", 1, "input_new_token_share")]["value"] == 0.0  # no new tokens in the source vocabulary
 
 
+@pytest.mark.slow  # the speed command line, all tasks: 2-6 s of CPU
 def test_cli_on_an_expanded_model(tmp_path, smollm2_tokenizer_dir):
     """The rule's command line on a model whose vocabulary adds Thai tokens: the bound on the references is the
     source ÷ expanded token count of the same text, and the new-token share of the prompts counts ids >= 49,152."""
@@ -251,6 +252,7 @@ def test_mt_items_use_the_harness_prompt_and_cut_references(tmp_path):
     assert [(i.prompt, i.target) for i in cut] == [(mt_query("Open the file", "th"), "เปิดแ")]
 
 
+@pytest.mark.slow  # the speed command line on sum: 2-6 s of CPU
 def test_sum_items_and_records_from_a_local_xlsum_folder(tmp_path, smollm2_tokenizer_dir):
     """sum is timed on the harness's sum prompts (the article cut to the prompt budget of the evaluated tokenizer),
     the summaries as references; its records carry task sum next to mt's."""

@@ -156,6 +156,7 @@ class Stop(Exception):
     pass
 
 
+@pytest.mark.slow  # three speed runs of the command line: 2-6 s of CPU
 def test_records_saved_per_task_and_a_rerun_skips_them(tmp_path, models, mc_folder, monkeypatch):
     """Stopped after its first unit (mt's generation), the step has saved that unit's records; run again it times
     only the other units, Source is loaded for the paired phase only, and the final JSON holds the saved records."""
@@ -287,6 +288,7 @@ def test_mc_speed_in_the_tables(tmp_path):
     assert plain.loc["speedup", "value"] == pytest.approx(1.2)  # mt keeps its generation headline
 
 
+@pytest.mark.slow  # a Snakemake dry run: 2-6 s of CPU
 def test_a_speed_setting_that_cannot_fit_stops_planning(tmp_path):
     """Planning the paper grid with the paper's 5 beams also at batch 8 stops before any job, naming the keys."""
     from tests.conftest import snakemake, tiny_config

@@ -414,6 +414,7 @@ def test_command_line(smollm2_tokenizer_dir, thai, tmp_path):
         V.main(["expand", *common, *args[:5], "100000", *args[6:]])
 
 
+@pytest.mark.slow  # aux training and expansion through the command line: 2-6 s of CPU
 def test_command_line_skips_invalid_utf8_and_refuses_an_empty_corpus(smollm2_tokenizer_dir, thai, tmp_path):
     """Issue 16: the tokenizer step reads D like every other step: bad lines skipped and counted, empty D refused."""
     corpus, blank, log = tmp_path / "train.txt", tmp_path / "blank.txt", tmp_path / "log.txt"

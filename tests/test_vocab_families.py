@@ -449,6 +449,7 @@ def test_5_reload_same_ids_and_model_after_resize(name, expansions, texts):
     assert isinstance(hf.decode(generated[0]), str)
 
 
+@pytest.mark.slow  # aux training and expansion through the command line: 2-6 s of CPU
 def test_command_line_sentencepiece_route(family_dirs, texts, tmp_path):
     """The rule's two commands on Mistral: aux by SentencePiece (chosen from the source, no flag), then expansion."""
     corpus, heldout = tmp_path / "train.txt", tmp_path / "heldout.txt"

@@ -41,6 +41,7 @@ def test_dry_run_plans_the_grid(configfile, tmp_path):
     assert {rule: counts[rule] for rule in expected} == expected
 
 
+@pytest.mark.slow  # Snakemake dry runs of the grid: 2-6 s of CPU
 def test_dry_run_plans_elchat_on_its_adapted_cell(tmp_path):
     """An ElChat method alone trains its adapted cell as a dependency, prepares the chat sibling once, merges, and
     evaluates only the configured cells."""
@@ -68,6 +69,7 @@ def test_dry_run_plans_elchat_on_its_adapted_cell(tmp_path):
     assert plain.returncode == 0 and "--chat-template" not in plain.stdout
 
 
+@pytest.mark.slow  # a Snakemake run: 2-6 s of CPU
 def test_bad_config_stops_before_any_job(tmp_path):
     config = tiny_config(tmp_path, methods=[{"init": "Mean", "k": 0}])
     result = snakemake(["--cores", "1", "--configfile", str(config)], tmp_path)
