@@ -1,4 +1,4 @@
-"""Inference efficiency you can trust (paper 002 §6.5, Table 4; issue 12): per task, repeated, in units that compare
+"""Inference efficiency you can trust (paper 002 §6.5, Table 4): per task, repeated, in units that compare
 across vocabularies, against the token-count bound.
 
 For each task (mt; the prompts are ``workflow_scripts/prompts.yaml``, the templates LightEval evaluation uses),
