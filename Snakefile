@@ -16,6 +16,7 @@ report: "report/workflow.rst"
 
 
 include: "rules/common.smk"
+include: "rules/common_jobs.smk"
 include: "rules/data.smk"
 include: "rules/items.smk"
 include: "rules/model.smk"

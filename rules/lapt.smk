@@ -1,33 +1,4 @@
 # Language-adaptive pre-training (LAPT): CPT-only on the source model, or the expanded model after initialization.
-from workflow_scripts.gpu_fit import lapt_gpu_counts
-
-# GPUs of one node each LAPT job of a 7B/8B/9B model runs on: the fewest that tools/gpu_estimate says hold it
-# (FSDP over N processes, workflow_scripts/lapt/shard.py); every other job runs on one.
-LAPT_GPUS = lapt_gpu_counts(
-    config,
-    workflow_gpu_class(workflow.resource_settings),
-    workflow_node_gpus(workflow.resource_settings),
-)
-
-
-def lapt_gpus(wildcards):
-    """The lapt job's `gpu` resource: its planned GPU count (none where set-resources ask for GPUs by gres)."""
-    if not gpus("lapt"):
-        return 0
-    return LAPT_GPUS.get((wildcards.model, wildcards.method), 1)
-
-
-def lapt_mem_mb(wildcards, attempt):
-    """Host memory: the cost table's per process (each loads the model before sharding it)."""
-    return sized("lapt", "mem_mb")(wildcards, attempt) * max(lapt_gpus(wildcards), 1)
-
-
-def lapt_launch(wildcards):
-    """One process per GPU: torchrun on one node when the job is sharded, else a plain python."""
-    n = lapt_gpus(wildcards)
-    return f"torchrun --standalone --nproc-per-node {n}" if n > 1 else "python"
-
-
 rule lapt:
     """Train exactly the parameters the procedure names; checkpoints let a killed job resume where it stopped."""
     input:

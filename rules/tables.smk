@@ -6,18 +6,6 @@ localrules:
     paper_tables,
 
 
-def lead_loss_files():
-    """The loss curves of every trained cell (an ElChat cell's are its adapted cell's), for the results page's lead."""
-    slugs = {
-        (model, lang, m.adapted.slug)
-        for model, lang, m in CELLS
-        if m.adapted.trains and not m.is_mumo
-    }
-    return [
-        f"results/{model}/{lang}/{slug}/loss.tsv" for model, lang, slug in sorted(slugs)
-    ]
-
-
 rule tables:
     """Collect every evaluation result into results/tables/results.csv (long format) and the results page: results.md
     (led by tokens per sentence, the paired speed-up, bits per character and the loss curves), its figure, and the
