@@ -426,3 +426,16 @@ def test_the_proxy_note_only_on_tables_with_mc(tmp_path):
     for name in ("table1", "table2", "table4a", "table4d"):
         text = (tmp_path / f"{name}.md").read_text(encoding="utf-8")
         assert "mc proxy" not in text and "stand-in text" in text
+
+
+def test_figure4_leaves_out_cells_without_a_vocabulary_size(drawn):
+    """A MuMo cell's token shares carry no k (no |V_new|): they give no point, and never an empty series to index."""
+    from workflow_scripts.paper import figures
+
+    reports = pd.DataFrame([{"model": "tiny", "language": "th", "k": 50, "share": 0.6}])
+    mumo = rec("MuMo", "th", "mt", figures.OUTPUT_SHARE, 0.9, k=None)
+    figures.figure4(reports, frame(mumo), "unused")
+    ax = drawn[0].axes[0]
+    assert [round(p.get_height(), 2) for p in ax.patches] == [0.6]  # the held-out share only
+    figures.figure4(reports.iloc[0:0], frame(mumo), "unused")  # nothing with a |V_new|: the placeholder
+    assert not drawn[1].axes[0].axison

@@ -229,6 +229,9 @@ def figure4(
         io_name = "input" if metric == INPUT_SHARE else "output"
         marker = "x" if metric == INPUT_SHARE else "o"
         series.append((f"{model} · {lang} · {task} ({io_name})", part.groupby("k")["value"].mean(), marker))
+    series = [x for x in series if len(x[1])]  # rows without a |V_new| (MuMo cells: no k) have no point
+    if not series:
+        return placeholder(stem, "Figure 4", "expansion reports (rule expand_tokenizer) or per-task token shares")
     sweep = any(len(s) > 1 for _, s, _ in series)
     fig, ax = plt.subplots(figsize=(6.4 if sweep else 1.6 + 1.1 * len(series), 3.4))
     if sweep:
