@@ -374,3 +374,15 @@ def test_gpu_corrections_from_cuda_entries():
     bench["training"][0]["measured_bytes"]["peak"] = int(75 * GIB)  # + 3 GiB context > 90% of 79.6 GiB
     assert len(gpu_corrections.corrections(bench)["over_80gb"]) == 1
     assert "multiply those terms by it" in gpu_corrections.render(c)
+
+
+def test_a_replacement_job_is_sized_by_its_largest_language_override():
+    """A language's own replace_vocab_size (grid.vocab_size) sizes the replacement job, not only the global one."""
+    from workflow_scripts.gpu_fit import lapt_jobs
+
+    config = _paper_config()
+    config["methods"] = [{"init": "Mean", "vocab": "replace"}]
+    lang = next(iter(config["languages"]))
+    config["languages"][lang]["replace_vocab_size"] = 64000
+    vocabs = {shape.vocab for _, m, shape, _, _ in lapt_jobs(config) if m.vocab == "replace"}
+    assert vocabs == {64000}

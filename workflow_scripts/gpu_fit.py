@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from workflow_scripts.grid import Method, expand_grid, first_entries, hparam
+from workflow_scripts.grid import Method, expand_grid, first_entries, hparam, vocab_size
 
 
 def lapt_jobs(config: dict) -> list[tuple[str, Method, Any, dict[str, Any], dict[str, str]]]:
@@ -29,7 +29,9 @@ def lapt_jobs(config: dict) -> list[tuple[str, Method, Any, dict[str, Any], dict
         hp = resolve_hparams({k: v for k, (v, where) in pairs.items() if "(not set" not in where})
         shape = MODELS[SIZE_SHAPES[size]]
         if m.expands and m.vocab == "replace":
-            shape = dataclasses.replace(shape, vocab=config.get("tokenizer", {}).get("replace_vocab_size", 32000))
+            # one job kind per model and method: the largest replacement vocabulary among the languages
+            vocab = max(vocab_size(config, lang, "replace")[0] for lang in config["languages"])
+            shape = dataclasses.replace(shape, vocab=vocab)
         elif m.expands and m.k:
             shape = dataclasses.replace(shape, vocab=shape.vocab + int(m.k))
         keys = {k: where.split(" ")[0] for k, (_, where) in pairs.items()}
