@@ -563,3 +563,19 @@ def test_an_output_path_under_a_file_is_named(tmp_path):
         f"{str(tmp_path / 'results')!r} is a file, so the run cannot create its output folder "
         f"{str(tmp_path / 'results' / 'tables')!r} there"
     )
+
+
+@pytest.mark.slow  # the gguf package's reader maps every tensor (seconds)
+def test_gguf_header_reader_agrees_with_the_gguf_package():
+    """source_model.gguf_metadata (planning's and the source step's one reader) against the gguf package's reader."""
+    from gguf import GGUFReader
+
+    from tests.conftest import SMOLLM2
+    from workflow_scripts.source_model import gguf_metadata, locate_package_file
+
+    path = locate_package_file(SMOLLM2["package"], SMOLLM2["file"])
+    fields = GGUFReader(str(path)).fields
+    for key in ("tokenizer.ggml.model", "tokenizer.ggml.pre"):
+        field = fields[key]
+        assert gguf_metadata(path, key) == bytes(field.parts[field.data[0]]).decode("utf-8")
+    assert gguf_metadata(path, "no.such.key") is None

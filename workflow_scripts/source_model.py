@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import shlex
+import struct
 import sys
 import time
 from pathlib import Path
@@ -65,12 +66,39 @@ def random_llama_problem(random: dict) -> str | None:
     return None
 
 
-def gguf_metadata(gguf_file: Path, key: str) -> str | None:
-    """One string field of a GGUF header (None when absent)."""
-    from gguf import GGUFReader
+# GGUF value types (gguf's GGUFValueType): fixed sizes in bytes; 8 is a string, 9 an array.
+_GGUF_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 
-    field = GGUFReader(str(gguf_file)).fields.get(key)
-    return None if field is None else bytes(field.parts[field.data[0]]).decode("utf-8")
+
+def _skip_gguf_value(f, kind: int) -> None:
+    if kind == 8:
+        f.seek(struct.unpack("<Q", f.read(8))[0], 1)
+    elif kind == 9:
+        item, count = struct.unpack("<IQ", f.read(12))
+        if item in _GGUF_SIZES:
+            f.seek(_GGUF_SIZES[item] * count, 1)
+        else:
+            for _ in range(count):
+                _skip_gguf_value(f, item)
+    else:
+        f.seek(_GGUF_SIZES[kind], 1)
+
+
+def gguf_metadata(path: Path, key: str) -> str | None:
+    """One string field of a GGUF (v2/v3) header, read up to that field: a few KiB, where the gguf package's reader
+    maps every tensor (seconds). None when absent or not a GGUF this reader knows."""
+    with open(path, "rb") as f:
+        magic, version = f.read(4), struct.unpack("<I", f.read(4))[0]
+        if magic != b"GGUF" or version < 2:
+            return None
+        _, n_kv = struct.unpack("<QQ", f.read(16))
+        for _ in range(n_kv):
+            name = f.read(struct.unpack("<Q", f.read(8))[0]).decode("utf-8")
+            kind = struct.unpack("<I", f.read(4))[0]
+            if name == key and kind == 8:
+                return f.read(struct.unpack("<Q", f.read(8))[0]).decode("utf-8")
+            _skip_gguf_value(f, kind)
+    return None
 
 
 def restore_pre_tokenizer(tokenizer, pre_type: str | None) -> None:

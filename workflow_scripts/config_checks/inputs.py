@@ -182,54 +182,21 @@ def _check_corpus(config: dict, lang: str, corpus: dict, workdir: Path) -> list[
     return []
 
 
-# GGUF value types (gguf's GGUFValueType): fixed sizes in bytes; 8 is a string, 9 an array.
-_GGUF_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 # tokenizer.ggml.model -> the vocab step's route (pieces.detect_family): "gpt2" byte-level BPE, "llama" SentencePiece.
 _GGUF_FAMILIES = {"gpt2": BYTE_LEVEL_BPE, "llama": SENTENCEPIECE_BPE}
-
-
-def _skip_gguf_value(f, kind: int) -> None:
-    if kind == 8:
-        f.seek(struct.unpack("<Q", f.read(8))[0], 1)
-    elif kind == 9:
-        item, count = struct.unpack("<IQ", f.read(12))
-        if item in _GGUF_SIZES:
-            f.seek(_GGUF_SIZES[item] * count, 1)
-        else:
-            for _ in range(count):
-                _skip_gguf_value(f, item)
-    else:
-        f.seek(_GGUF_SIZES[kind], 1)
-
-
-def gguf_string(path: Path, key: str) -> str | None:
-    """One string field of a GGUF (v2/v3) header, read up to that field: a few KiB, where the gguf package's reader
-    maps every tensor (seconds). None when absent or not a GGUF this reader knows."""
-    with open(path, "rb") as f:
-        magic, version = f.read(4), struct.unpack("<I", f.read(4))[0]
-        if magic != b"GGUF" or version < 2:
-            return None
-        _, n_kv = struct.unpack("<QQ", f.read(16))
-        for _ in range(n_kv):
-            name = f.read(struct.unpack("<Q", f.read(8))[0]).decode("utf-8")
-            kind = struct.unpack("<I", f.read(4))[0]
-            if name == key and kind == 8:
-                return f.read(struct.unpack("<Q", f.read(8))[0]).decode("utf-8")
-            _skip_gguf_value(f, kind)
-    return None
 
 
 def tokenizer_family(spec: dict, workdir: Path) -> str | None:
     """The source tokenizer's family where planning can read it cheaply (a local folder's tokenizer.json, a
     package's GGUF header); None for a hub model (not downloaded yet) or anything unreadable."""
     from workflow_scripts.pieces import detect_family
-    from workflow_scripts.source_model import locate_package_file
+    from workflow_scripts.source_model import gguf_metadata, locate_package_file
 
     try:
         if spec["kind"] == "local":
             return detect_family(workdir / spec["path"])
         if spec["kind"] in ("gguf_package", "random_llama"):
-            model = gguf_string(locate_package_file(spec["package"], spec["file"]), "tokenizer.ggml.model")
+            model = gguf_metadata(locate_package_file(spec["package"], spec["file"]), "tokenizer.ggml.model")
             return _GGUF_FAMILIES.get(model)
     except (OSError, ValueError, KeyError, struct.error):
         return None  # the model checks report what is wrong with it
