@@ -33,15 +33,10 @@ lint: setup
 	$(BIN)/snakefmt --check Snakefile rules/
 	$(BIN)/snakemake --lint
 
-# Every test: -m lifts the default selection of pyproject.toml (plain `pytest` runs only the fast ones). The tests that
-# interrupt a whole workflow with SIGINT (test_slurm, test_workflow's kill-and-resume) each run in a fresh pytest
-# process after the others: after some other end-to-end tests in the same process, Snakemake did not handle their
-# SIGINT within 120 s (cause not found; each passes alone).
+# Every test: -m "" lifts the default selection of pyproject.toml (plain `pytest` runs only the fast ones), e2e and
+# Slurm tests included, on pyproject's xdist workers.
 test: lint
-	$(BIN)/pytest -m "not e2e and not slurm"
-	$(BIN)/pytest -m "e2e or slurm" -n 0 tests/test_slurm.py
-	$(BIN)/pytest -m "e2e or slurm" -n 0 tests/test_workflow.py
-	$(BIN)/pytest -m "e2e or slurm" -n 0 --ignore=tests/test_slurm.py --ignore=tests/test_workflow.py
+	$(BIN)/pytest -m "" --durations=30
 
 
 clean-results:

@@ -13,6 +13,7 @@ import importlib.metadata
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +45,12 @@ def pytest_configure(config):
         # imported, so that the workers (and the step processes they start) do not oversubscribe the cores.
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(var, "1")
+    # A shell that starts pytest as a background job (`make test &`, nohup, some CI runners) starts it with SIGINT
+    # ignored, and every process it starts inherits that: Python keeps an inherited SIG_IGN, so the Snakemake runs
+    # of the tests that press Ctrl-C (test_workflow's kill-and-resume, test_slurm) would ignore it and hang. Restore
+    # what a foreground start has; the processes the tests start then get SIGINT's default (handlers reset on exec).
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def shared_folder(tmp_path_factory, name: str) -> Path:
