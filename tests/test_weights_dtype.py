@@ -55,6 +55,7 @@ def test_gpu_planning_reads_auto_as_fp32():
     assert as_bf16["peak_gib"] < as_fp32["peak_gib"]
 
 
+@pytest.mark.slow  # two dry runs
 def test_auto_keeps_the_source_model_in_fp32(tmp_path):
     """Only an explicit bf16 saves the source model in bf16: what auto resolves to is known on the training node."""
     from tests.conftest import snakemake, tiny_config
@@ -69,3 +70,18 @@ def test_auto_keeps_the_source_model_in_fp32(tmp_path):
         line = next(x for x in run.stdout.splitlines() if "workflow_scripts.source_model" in x)
         spec = json.loads(line.split("--spec ", 1)[1].split(" --out", 1)[0].strip("'"))
         assert spec.get("save_dtype") == save, spec
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_cpu_run_of_auto_trains_as_its_cpu_allows(tmp_path, monkeypatch, tiny_llama_dir, thai_file, native):
+    from workflow_scripts import lapt
+
+    monkeypatch.setattr(H, "cpu_has_native_bf16", lambda: native)
+    hp = {"max_steps": 1, "batch_size": 2, "warmup_steps": 0, "weights_dtype": "auto"}
+    stats = lapt.train(tiny_llama_dir, thai_file, tmp_path / "out", procedure="2x2LS", seq_len=16, hparams=hp,
+                       checkpoint_dir=tmp_path / "ckpt")  # fmt: skip
+    if native:
+        assert stats["precision"].startswith("bf16 autocast, bf16 frozen weights"), stats["precision"]
+    else:
+        assert stats["precision"] == "fp32 weights", stats["precision"]
+    assert stats["hparams"]["weights_dtype"] == "auto"  # the setting as configured; the precision as run
