@@ -83,7 +83,12 @@ def kept_folder(request, tmp_path_factory, name: str, *key: str) -> Path:
     cache = getattr(request.config, "cache", None)
     if cache is None:
         return shared_folder(tmp_path_factory, name)
-    return cache.mkdir("-".join((name, *key)))
+    folder = cache.mkdir("-".join((name, *key)))
+    if not any(folder.iterdir()):  # a new key: the builds of older code or packages are never read again
+        for old in folder.parent.glob(f"{name}-*"):
+            if old != folder:
+                shutil.rmtree(old, ignore_errors=True)
+    return folder
 
 
 def code_hash(*files: Path) -> str:
@@ -180,7 +185,7 @@ def untied_llama_dir(request, tmp_path_factory, tiny_llama_dir) -> Path:
         AutoTokenizer.from_pretrained(tiny_llama_dir).save_pretrained(out)
 
     return build_once(
-        kept_folder(request, tmp_path_factory, "untied_llama", *model_key(tiny_llama_dir)) / "model", build
+        kept_folder(request, tmp_path_factory, "untied_llama", tiny_llama_dir.parent.name) / "model", build
     )
 
 
