@@ -35,6 +35,7 @@ TINY_LLAMA = {
     "random": {"hidden_size": 64, "num_layers": 6, "num_heads": 4, "intermediate_size": 128, "seed": 0},
 }
 REPO = Path(__file__).resolve().parents[1]
+SOURCE_MODEL_PY = REPO / "workflow_scripts" / "source_model.py"
 
 
 def pytest_configure(config):
@@ -76,6 +77,30 @@ def build_once(out: Path, build) -> Path:
     return out
 
 
+def kept_folder(request, tmp_path_factory, name: str, *key: str) -> Path:
+    """The folder a session fixture builds into: in pytest's cache, kept between runs, named by ``name`` and ``key``
+    (package versions, hashes of the building code); with the cache off (-p no:cacheprovider), one of this run."""
+    cache = getattr(request.config, "cache", None)
+    if cache is None:
+        return shared_folder(tmp_path_factory, name)
+    folder = cache.mkdir("-".join((name, *key)))
+    if not any(folder.iterdir()):  # a new key: the builds of older code or packages are never read again
+        for old in folder.parent.glob(f"{name}-*"):
+            if old != folder:
+                shutil.rmtree(old, ignore_errors=True)
+    return folder
+
+
+def code_hash(*files: Path) -> str:
+    """A short hash of the files whose code builds a kept fixture (a change there builds it afresh)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(file.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 @pytest.fixture(scope="session")
 def smollm2_tokenizer_dir(request, tmp_path_factory) -> Path:
     """SmolLM2-135M-Instruct's byte-level BPE tokenizer, exported from the GGUF as a tokenizer folder.
@@ -83,31 +108,32 @@ def smollm2_tokenizer_dir(request, tmp_path_factory) -> Path:
     Parsing the GGUF takes about 15 s, so the export is kept in pytest's cache between runs, keyed by the package
     version and the exporting code (workflow_scripts/source_model.py); a clean clone (CI) exports it afresh.
     """
-    import hashlib
-
-    from workflow_scripts.source_model import load_gguf, locate_package_file
-
-    cache = getattr(request.config, "cache", None)
-    if cache is None:  # -p no:cacheprovider
-        out = shared_folder(tmp_path_factory, "smollm2_tokenizer") / "tokenizer"
-    else:
-        code = hashlib.sha256((REPO / "workflow_scripts" / "source_model.py").read_bytes()).hexdigest()[:12]
-        version = importlib.metadata.version(SMOLLM2["package"])
-        out = cache.mkdir(f"smollm2_tokenizer-{version}-{code}") / "tokenizer"
+    version = importlib.metadata.version(SMOLLM2["package"])
+    out = kept_folder(request, tmp_path_factory, "smollm2_tokenizer", version, code_hash(SOURCE_MODEL_PY))
 
     def export(tmp: Path) -> None:
+        from workflow_scripts.source_model import load_gguf, locate_package_file
+
         _, tok = load_gguf(locate_package_file(SMOLLM2["package"], SMOLLM2["file"]), tokenizer_only=True)
         tok.save_pretrained(tmp)
 
-    return build_once(out, export)
+    return build_once(out / "tokenizer", export)
+
+
+def model_key(built_from: Path) -> tuple[str, ...]:
+    """The key of a kept tiny model: torch's and transformers' versions, the building code (this file too), and the
+    folder name of what it is built from (which holds that one's key)."""
+    versions = "_".join(importlib.metadata.version(p) for p in ("torch", "transformers"))
+    return versions, code_hash(SOURCE_MODEL_PY, Path(__file__)), built_from.parent.name
 
 
 @pytest.fixture(scope="session")
-def tiny_llama_dir(tmp_path_factory, smollm2_tokenizer_dir) -> Path:
+def tiny_llama_dir(request, tmp_path_factory, smollm2_tokenizer_dir) -> Path:
     """A 6-layer, 64-wide random Llama with SmolLM2's tokenizer and tied embeddings, saved as an HF folder.
 
     Built as ``source_model.prepare`` builds a ``random_llama`` model, from the exported tokenizer (no second GGUF
-    parse); tests/test_workflow.py runs ``prepare`` itself through the Snakefile. Built once for all xdist workers.
+    parse); tests/test_workflow.py runs ``prepare`` itself through the Snakefile. Built once for all xdist workers
+    and kept in pytest's cache between runs (tests only read it).
     """
 
     def build(out: Path) -> None:
@@ -120,7 +146,9 @@ def tiny_llama_dir(tmp_path_factory, smollm2_tokenizer_dir) -> Path:
         model.save_pretrained(out, safe_serialization=True)
         tokenizer.save_pretrained(out)
 
-    return build_once(shared_folder(tmp_path_factory, "tiny_llama") / "model", build)
+    return build_once(
+        kept_folder(request, tmp_path_factory, "tiny_llama", *model_key(smollm2_tokenizer_dir)) / "model", build
+    )
 
 
 @functools.cache
@@ -141,8 +169,8 @@ def thai_lines() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def untied_llama_dir(tmp_path_factory, tiny_llama_dir) -> Path:
-    """The tiny Llama with an untied, separately initialized LM head."""
+def untied_llama_dir(request, tmp_path_factory, tiny_llama_dir) -> Path:
+    """The tiny Llama with an untied, separately initialized LM head (kept in pytest's cache as the tied one)."""
 
     def build(out: Path) -> None:
         import torch
@@ -156,7 +184,9 @@ def untied_llama_dir(tmp_path_factory, tiny_llama_dir) -> Path:
         model.save_pretrained(out)
         AutoTokenizer.from_pretrained(tiny_llama_dir).save_pretrained(out)
 
-    return build_once(shared_folder(tmp_path_factory, "untied") / "model", build)
+    return build_once(
+        kept_folder(request, tmp_path_factory, "untied_llama", tiny_llama_dir.parent.name) / "model", build
+    )
 
 
 # LAPT tests (tests/test_lapt*.py): the corpus D, reading a saved model, one torch thread.

@@ -136,7 +136,8 @@ class HubServer:
     def __init__(self, hub: Hub):
         self.hub = hub
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(hub))
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # shutdown() waits for serve_forever's next poll: 0.5 s by default, paid at the end of every test.
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
 
     def __enter__(self) -> str:
         self.thread.start()

@@ -249,7 +249,7 @@ def serve_hub(repos: dict[str, dict[str, bytes]]):
             self.answer(False)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
     return server
 
 

@@ -291,7 +291,7 @@ def test_length_tokenizer_download_fetches_tokenizer_files_only(tmp_path, bos_to
     (repo_files / "config.json").write_text("{}")
     server = ThreadingHTTPServer(("127.0.0.1", 0), _hub_handler(repo_files, "meta-llama/Llama-2-7b-hf"))
     server.requests = []
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
     env = {**os.environ, "HF_HUB_OFFLINE": "0", "HF_HOME": str(tmp_path / "home"),
            "HF_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}"}  # fmt: skip
     out = tmp_path / "items_tokenizer"
