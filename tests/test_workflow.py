@@ -101,8 +101,6 @@ def test_end_to_end_killed_and_resumed(tmp_path):
     config = tiny_config(tmp_path)
     settings = yaml.safe_load(config.read_text())
     settings["evaluation"]["one_job_per_cell"] = True  # as the default demo runs: one evaluation job per cell
-    # Speed at batch size 1 only, one timed pass, no warm-up: the tables read the batch-1 headline and paired records.
-    settings["evaluation"]["speed"] |= {"batch_size": 1, "repeats": 1, "warmup": 0}
     config.write_text(yaml.safe_dump(settings))
     held = tmp_path / "held_at_step"
     env = {
