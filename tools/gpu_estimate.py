@@ -42,6 +42,7 @@ from typing import Any
 
 from workflow_scripts.io import setup_logging, write_text
 from workflow_scripts.lapt import PROCEDURES as LAPT_PROCEDURES
+from workflow_scripts.lapt.hparams import weights_dtype_on
 
 GIB = 1024**3
 
@@ -407,7 +408,8 @@ def planned(
     lapt picks it on the device) with the accumulation that makes up batch_size x grad_accum blocks a step. Sharded
     over ``shards`` processes, each takes 1/N of the step's blocks (workflow_scripts.lapt.shard.micro_share)."""
     effective = math.ceil(int(hp["batch_size"]) * int(hp["grad_accum"]) / kw.get("shards", 1))
-    common = dict(objective=objective, weights_dtype=hp["weights_dtype"], gpu=gpu, eeve_layers=hp["eeve_layers"],
+    weights_dtype = weights_dtype_on(hp["weights_dtype"], "cuda")
+    common = dict(objective=objective, weights_dtype=weights_dtype, gpu=gpu, eeve_layers=hp["eeve_layers"],
                   gradient_checkpointing=hp["gradient_checkpointing"] is not False, epochs=float(hp["epochs"]),
                   stage_split=hp["stage_split"], **kw)  # fmt: skip
     if hp["micro_batch"] == "auto":
@@ -462,7 +464,7 @@ def fit_problem(
         tries.append(("micro_batch", "auto"))
     if procedure == "EEVE" and hp["eeve_layers"] == "full":
         tries.append(("eeve_layers", "LoRA"))
-    if hp["weights_dtype"] == "fp32":
+    if weights_dtype_on(hp["weights_dtype"], "cuda") == "fp32":
         tries.append(("weights_dtype", "bf16"))
     changed = dict(hp)
     for key, value in tries:

@@ -46,12 +46,42 @@ DEFAULT_HPARAMS: dict[str, Any] = {
     # Multi-stage procedures (2-stage, EEVE): fractions of the total steps per stage; null = equal shares.
     "stage_split": None,
     # fp32: every weight fp32 (bf16 autocast on CUDA). bf16: frozen weights bf16, trainable ones and Adam states fp32.
+    # auto: bf16 on a CPU with native bf16 kernels, fp32 elsewhere (``weights_dtype_on``).
     "weights_dtype": "fp32",
     # EEVE stages 6-7 train the transformer layers fully ("full") or through rank-lora_r LoRA ("LoRA", as EEVE §2.3).
     "eeve_layers": "full",
 }
 # Changing these does not change the result, so a checkpoint written under other values may still be resumed.
 RESUME_NEUTRAL = ("checkpoint_every", "checkpoint_minutes", "log_every", "gradient_checkpointing", "micro_batch")
+
+
+WEIGHTS_DTYPES = ("fp32", "bf16", "auto")
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU multiplies bf16 matrices in hardware (AVX512-BF16 or AMX) and torch's oneDNN uses it.
+
+    Where it does not (AVX2 only), torch emulates bf16: a LAPT step of SmolLM2-135M ran about 20x slower in bf16 than
+    in fp32 with oneDNN held to AVX2 (docs/measurements.md); where it does, about 2.4x faster.
+    """
+    import torch
+
+    try:
+        native = torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+        return bool(native and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a torch build without these probes: assume emulation
+        return False
+
+
+def weights_dtype_on(configured: str, device_type: str) -> str:
+    """The weights dtype (fp32 or bf16) a run of ``weights_dtype: configured`` uses on a device of ``device_type``.
+
+    ``auto`` is bf16 on a CPU with native bf16 kernels (``cpu_has_native_bf16``) and fp32 elsewhere: on other CPUs
+    bf16 is emulated and slow, and on a GPU fp32 weights already compute in bf16 autocast.
+    """
+    if configured != "auto":
+        return configured
+    return "bf16" if device_type == "cpu" and cpu_has_native_bf16() else "fp32"
 
 
 def resolve_hparams(overrides: dict[str, Any] | None) -> dict[str, Any]:
@@ -80,8 +110,8 @@ def resolve_hparams(overrides: dict[str, Any] | None) -> dict[str, Any]:
             )
     if hp["checkpoint_minutes"] is not None and float(hp["checkpoint_minutes"]) <= 0:
         raise ValueError(f"hparams.checkpoint_minutes must be null or > 0, got {hp['checkpoint_minutes']!r}")
-    if hp["weights_dtype"] not in ("fp32", "bf16"):
-        raise ValueError(f"hparams.weights_dtype must be 'fp32' or 'bf16', got {hp['weights_dtype']!r}")
+    if hp["weights_dtype"] not in WEIGHTS_DTYPES:
+        raise ValueError(f"hparams.weights_dtype must be one of {WEIGHTS_DTYPES}, got {hp['weights_dtype']!r}")
     if hp["eeve_layers"] not in ("full", "LoRA"):
         raise ValueError(f"hparams.eeve_layers must be 'full' or 'LoRA', got {hp['eeve_layers']!r}")
     if hp["stage_split"] is not None and (

@@ -37,6 +37,7 @@ from workflow_scripts.lapt.hparams import (
     stage_ends,
     stage_warmup,
     warmup_note,
+    weights_dtype_on,
 )
 from workflow_scripts.lapt.micro import resolve_micro_batch, split_micro
 from workflow_scripts.lapt.objective import OBJECTIVES, LossComputer
@@ -137,7 +138,7 @@ def prepare_run(
             f"sharded run cannot do; run it as one process (it fits one GPU: tools/gpu_estimate)"
         )
     device = shard.device(ranks)
-    low_precision = hp["weights_dtype"] == "bf16"
+    low_precision = weights_dtype_on(hp["weights_dtype"], device.type) == "bf16"
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     corpus = read_corpus(train_file, what="corpus D")
     blocks, corpus_tokens = build_blocks(corpus, tokenizer, seq_len, source=str(train_file))
