@@ -405,3 +405,30 @@ def require_tokenizer_package(name: str) -> None:
         if os.environ.get("CI"):  # CI installs it through the Makefile: a skip there would hide a broken setup
             pytest.fail(message)
         pytest.skip(message)
+
+
+# The command line `python -m workflow_scripts.harness ARGS` of several jobs, one after another in one interpreter:
+# LightEval is imported (~15 s) once, not once per job. Each job ends through cli_main (SystemExit with its status).
+_HARNESS_JOBS = """
+import json, runpy, sys
+codes = []
+for argv in json.loads(sys.argv[1]):
+    sys.argv = ["workflow_scripts.harness", *argv]
+    try:
+        runpy.run_module("workflow_scripts.harness", run_name="__main__", alter_sys=True)
+    except SystemExit as e:
+        codes.append(e.code)
+    else:
+        codes.append("returned without exiting")
+print(json.dumps(codes))
+"""
+
+
+def run_harness_jobs(argvs: list[list[str]], env: dict[str, str], cwd: Path) -> None:
+    """Run each argv as the harness's command line in one fresh Python process (environment ``env`` only); fail the
+    test unless every job exits 0."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _HARNESS_JOBS, json.dumps(argvs)], env=env, cwd=cwd, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.splitlines()[-1]) == [0] * len(argvs), proc.stderr[-3000:]

@@ -4,12 +4,10 @@ embedded default's data, and (slow: LightEval imports in ~15 s) runs on a tiny m
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import REPO, l10n_pairs
+from tests.conftest import REPO, l10n_pairs, run_harness_jobs
 from workflow_scripts import prompts
 from workflow_scripts.harness import datasets, metrics
 
@@ -235,31 +233,14 @@ def test_cli_offline_on_hub_layout_fixtures(tiny_llama_dir, tmp_path):
         ("gmmlu", "th", []),
     ]
     env = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
-    for task, lang, extra in jobs:
-        out = tmp_path / f"{task}_{lang}.json"
-        cmd = [
-            sys.executable,
-            "-m",
-            "workflow_scripts.harness",
-            "--task",
-            task,
-            "--lang",
-            lang,
-            "--model",
-            str(tiny_llama_dir),
-            "--n",
-            "3",
-            "--max-new-tokens",
-            "4",
-            "--cell",
-            '{"method": "Source"}',
-            "--out",
-            str(out),
-            *map(str, extra),
-        ]
-        proc = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        result = json.loads(out.read_text())
+    common = ["--model", str(tiny_llama_dir), "--n", "3", "--max-new-tokens", "4", "--cell", '{"method": "Source"}']
+    argvs = [
+        ["--task", task, "--lang", lang, *common, "--out", str(tmp_path / f"{task}_{lang}.json"), *map(str, extra)]
+        for task, lang, extra in jobs
+    ]
+    run_harness_jobs(argvs, env, tmp_path)  # one process: LightEval imported once for the five jobs
+    for task, lang, _ in jobs:
+        result = json.loads((tmp_path / f"{task}_{lang}.json").read_text())
         if (task, lang) == ("gmmlu", "th"):
             assert result["records"] == [] and "no th subset" in result["details"]["unavailable"]
             continue

@@ -449,6 +449,7 @@ def test_mumo_cells_run_through_the_workflow(tmp_path):
     """MuMo, its no-verification ablation and Random-init as grid methods on the tiny model: one head per init, mt and
     speed (teacher-forced, paired with Source) for every cell, the tables rows labeled; no ppl or mc for MuMo."""
     import pandas as pd
+    import yaml
 
     from tests.conftest import snakemake, tiny_config
 
@@ -461,6 +462,12 @@ def test_mumo_cells_run_through_the_workflow(tmp_path):
         ],
         mumo={"max_steps": 2, "batch_size": 4, "warmup_steps": 0, "seq_len": 32, "k": 3},
     )
+    settings = yaml.safe_load(config.read_text())
+    # As configs/demo-full.yaml runs MuMo: Source's ppl, mt, mc and speed in one job, MuMo cells in their own rules.
+    settings["evaluation"]["one_job_per_cell"] = True
+    # The speed records checked are at batch size 1: one timed pass, no warm-up and no larger batch (4 speed jobs).
+    settings["evaluation"]["speed"] |= {"batch_size": 1, "repeats": 1, "warmup": 0}
+    config.write_text(yaml.safe_dump(settings))
     run = snakemake(["--cores", "2", "--configfile", str(config)], tmp_path)
     assert run.returncode == 0, run.stderr[-4000:]
     for init in ("Multi", "Random"):

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from tests.conftest import REPO, tiny_config
 from workflow_scripts.resources import GPU_RULES, sized_resources
@@ -55,6 +56,9 @@ CLUSTER_RULES = {
 }
 # The tiny config with one method, Mean, which still runs every rule of the tiny grid (fewer jobs: CI time).
 METHODS = [{"init": "Mean"}]
+# Speed at batch size 1, one timed pass, no warm-up (timings are not compared): the speed jobs still go through Slurm
+# with their GPU, with a sixth of the tiny config's generation passes (batch sizes 1 and 2, 2 repeats and a warm-up).
+SPEED = {"batch_size": 1, "repeats": 1, "warmup": 0}
 TIMING_METRICS = re.compile(r"per_second|speedup|seconds")
 # Left out of the bit-for-bit comparison: mt, whose greedy predictions on the random tiny model (near-tied logits)
 # differed once between the two runs in CI (stop 18; a stale `datasets` cache, fixed since, is a candidate cause, not
@@ -121,6 +125,15 @@ def install_site_profile(home: Path) -> Path:
     assert result.returncode == 0, result.stdout + result.stderr
     path = home / ".config" / "snakemake" / "slurm" / "config.yaml"
     assert path.is_file(), result.stdout
+    return path
+
+
+def scenario_config(workdir: Path) -> Path:
+    """The tiny config with METHODS and SPEED, written into ``workdir`` (the same for the local and the Slurm run)."""
+    path = tiny_config(workdir, methods=METHODS)
+    config = yaml.safe_load(path.read_text())
+    config["evaluation"]["speed"] |= SPEED
+    path.write_text(yaml.safe_dump(config))
     return path
 
 
@@ -200,14 +213,14 @@ def scenario(tmp_path_factory) -> Scenario:
     start = time.time()
     local_log = open(s.local / "run.log", "w")
     local = subprocess.Popen(
-        snakemake_cmd(s.local, tiny_config(s.local, methods=METHODS), "--cores", "2"),
+        snakemake_cmd(s.local, scenario_config(s.local), "--cores", "2"),
         cwd=s.local,
         env=env(),
         stdout=local_log,
         stderr=subprocess.STDOUT,
     )
 
-    config = tiny_config(s.slurm, methods=METHODS)
+    config = scenario_config(s.slurm)
     home = base / "home"
     install_site_profile(home)
     slurm_env = env(home)

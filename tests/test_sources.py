@@ -248,24 +248,18 @@ def test_needed_sources_follow_tasks_and_languages():
 def test_the_harness_reads_the_mirrors_offline(tiny_llama_dir, tmp_path):
     """LightEval tasks (python -m workflow_scripts.harness) on mirrors the download step wrote, with the hub offline."""
     import json
-    import subprocess
-    import sys
 
-    from tests.conftest import REPO
+    from tests.conftest import REPO, run_harness_jobs
 
     mirrors = {
         "sum": D.download("xlsum", str(sf.xlsum_repo(tmp_path / "x")), ["thai"], ["test", "train"], tmp_path / "xl"),
         "mc": D.download("belebele", str(sf.belebele_repo(tmp_path / "b")), ["tha_Thai"], ["test"], tmp_path / "be"),
     }
     env = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
-    for task, folder in mirrors.items():
-        out = tmp_path / f"{task}.json"
-        cmd = [sys.executable, "-m", "workflow_scripts.harness", "--task", task, "--lang", "th", "--model",
-               str(tiny_llama_dir), "--n", "2", "--max-new-tokens", "4", "--cell", '{"method": "Source"}', "--out",
-               str(out), "--data", str(folder)]  # fmt: skip
-        if task == "mc":
-            cmd += ["--fewshot", "1"]
-        proc = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        result = json.loads(out.read_text())
+    argvs = [["--task", task, "--lang", "th", "--model", str(tiny_llama_dir), "--n", "2", "--max-new-tokens", "4",
+              "--cell", '{"method": "Source"}', "--out", str(tmp_path / f"{task}.json"), "--data", str(folder),
+              *(["--fewshot", "1"] if task == "mc" else [])] for task, folder in mirrors.items()]  # fmt: skip
+    run_harness_jobs(argvs, env, tmp_path)  # both jobs in one process: LightEval imported once
+    for task in mirrors:
+        result = json.loads((tmp_path / f"{task}.json").read_text())
         assert result["details"]["n_items"] == 2 and result["records"], result["details"]

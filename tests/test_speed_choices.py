@@ -241,10 +241,15 @@ def test_default_mc_cells_have_paired_speed_records(tmp_path):
     """The tiny config through the Snakefile: every cell's speed.json times mc, paired with Source for the adapted
     cells (Source's own cell has nothing to pair with)."""
     from tests.conftest import snakemake, tiny_config
+    from workflow_scripts.grid import expand_grid, tasks_of
 
     config = tiny_config(tmp_path)
     cells = yaml.safe_load(config.read_text())
-    from workflow_scripts.grid import expand_grid, tasks_of
+    # mt's generation runs before mc in every speed job, and only mc is checked here: one greedy pass at batch 1, no
+    # teacher forcing (mc alone is paired with Source), not the tiny config's two decodings, two batch sizes, repeats.
+    cells["evaluation"]["speed"] |= {"decodings": ["greedy"], "batch_size": 1, "repeats": 1, "warmup": 0}
+    cells["evaluation"]["speed"] |= {"max_new_tokens": 2, "teacher_forced": False, "paired": True}
+    config.write_text(yaml.safe_dump(cells))
 
     targets = {f"results/{model}/{lang}/{m.slug}/eval/speed.json": m for model, lang, m in expand_grid(cells)
                if "mc" in tasks_of(m, cells["evaluation"]["tasks"])}  # fmt: skip

@@ -9,6 +9,7 @@ A hand-made byte-level case pins the boundary-crossing count and Align, Merge an
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -40,9 +41,15 @@ def _texts(lang: str) -> tuple[list[str], list[str], list[str]]:
     )
 
 
-def _check_invariants(source_dir: Path, e: V.Expansion, aux: Tokenizer, k: int, corpus: list[str], others: list[str]):
+@functools.lru_cache(maxsize=2)
+def _load_source(source_dir: Path) -> tuple[dict, str, Tokenizer]:
+    """The source tokenizer of a test's expansions, parsed once for all of them (Llama-3's 128K vocabulary: ~1 s)."""
     source_json, family = V.load_source(source_dir)
-    source = Tokenizer.from_str(json.dumps(source_json))
+    return source_json, family, Tokenizer.from_str(json.dumps(source_json))
+
+
+def _check_invariants(source_dir: Path, e: V.Expansion, aux: Tokenizer, k: int, corpus: list[str], others: list[str]):
+    source_json, family, source = _load_source(source_dir)
     target = e.target
     start = V.next_free_id(source_json)
     new = [t for t, _ in e.plan.selected]
@@ -117,7 +124,7 @@ def test_both_orders_keep_the_invariants_real_families(family, tmp_path):
         else:
             train, heldout, others = texts[0], texts[1], texts[2]
         aux = V.train_aux_tokenizer(train, folder, 3000, seed=42)
-        ranked = V.rank_candidates(aux, Tokenizer.from_file(str(folder / "tokenizer.json")), train)
+        ranked = V.rank_candidates(aux, _load_source(folder)[2], train)
         # English: Llama-3's 128K vocabulary leaves only a few hundred of the 3,000 aux tokens as candidates, and
         # under "first" most of them are replaced (unreachable or unused on D), so k = 100 cannot be met there.
         k = 100 if texts is not None else 50
