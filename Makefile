@@ -19,7 +19,7 @@ $(VENV)/.installed: requirements.txt
 	$(BIN)/pip install --quiet --no-deps llama-models==0.3.0 mistral-common==1.13.1
 	touch $@
 
-# The default (config.yaml): Thai and Sinhala; Source, CPT-only and Mean + 2x2 LS; mt, ppl, speed; about 10 min, 2 cores.
+# The default (config.yaml): Thai and Sinhala; Source, CPT-only and Mean + 2x2 LS; mt, ppl, speed; about 8 min, 2 cores.
 demo: setup
 	$(BIN)/snakemake --cores 2
 
