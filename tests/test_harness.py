@@ -104,9 +104,6 @@ def gmmlu_fixture(folder):
 
 @pytest.fixture(scope="module")
 def tiny(tiny_llama_dir):
-    """The tiny Llama for the runs through LightEval, whose task module (its metrics: about 4 s of CPU) is imported
-    here once, as the module's set-up, not in the first run's test."""
-    import workflow_scripts.harness.tasks  # noqa: F401
     from workflow_scripts.evaluation import load_model
 
     model, tokenizer = load_model(tiny_llama_dir, "float32", "cpu")

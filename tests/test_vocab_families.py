@@ -75,14 +75,6 @@ def expansions(family_dirs, texts, tmp_path_factory) -> dict[str, dict]:
     return Lazy(lambda name: _expansions(name, family_dirs[name], texts, tmp_path_factory))
 
 
-@pytest.fixture(autouse=True)
-def _family_built_at_setup(request):
-    """A family's aux tokenizer and expansions (seconds for a 32K or 128K vocabulary) are built when its first test
-    sets up, so that they count as the shared fixture's time, not as that one test's."""
-    if "expansions" in request.fixturenames and hasattr(request.node, "callspec"):
-        request.getfixturevalue("expansions")[request.node.callspec.params["name"]]
-
-
 def _expansions(name: str, folder: Path, texts: dict, tmp_path_factory) -> dict:
     """One family's Thai aux tokenizer, its ranked candidates and T_t for each k in KS."""
     source = Tokenizer.from_file(str(folder / "tokenizer.json"))
