@@ -6,16 +6,16 @@
 rule init_analysis_cell:
     """One model x language: T_t with new merges first and last, crossings, differing rows, nats/char (no training)."""
     input:
-        source="results/models/{model}/source",
-        aux="results/{model}/{lang}/tokenizer/aux{aux}/tokenizer.json",
+        source="<results>/models/{model}/source",
+        aux="<results>/{model}/{lang}/tokenizer/aux{aux}/tokenizer.json",
         corpus=corpus_train_file,
         heldout=corpus_heldout_file,
     output:
-        "results/analysis/init_analysis/{model}.{lang}.aux{aux}.k{k}.json",
+        "<results>/analysis/init_analysis/{model}.{lang}.aux{aux}.k{k}.json",
     log:
-        "results/logs/init_analysis_cell/{model}.{lang}.aux{aux}.k{k}.log",
+        "<results>/logs/init_analysis_cell/{model}.{lang}.aux{aux}.k{k}.log",
     benchmark:
-        "results/benchmarks/init_analysis_cell/{model}.{lang}.aux{aux}.k{k}.tsv"
+        "<results>/benchmarks/init_analysis_cell/{model}.{lang}.aux{aux}.k{k}.tsv"
     conda:
         "../envs/workflow.yaml"
     threads: 2
@@ -37,13 +37,13 @@ rule init_analysis_cell:
 
 
 rule init_analysis:
-    """The table of every configured model x language: results/analysis/init_analysis.csv."""
+    """The table of every configured model x language: <results>/analysis/init_analysis.csv."""
     input:
         init_analysis_cells(),
     output:
-        "results/analysis/init_analysis.csv",
+        "<results>/analysis/init_analysis.csv",
     log:
-        "results/logs/init_analysis/collect.log",
+        "<results>/logs/init_analysis/collect.log",
     conda:
         "../envs/workflow.yaml"
     shell:
@@ -60,9 +60,9 @@ rule fragmentation:
         tokenizers=[source_model_dir(m) for m in MODELS],
         pairs=[data_file(lang, "mt.tsv") for lang in LANGUAGES],
     output:
-        "results/analysis/fragmentation.csv",
+        "<results>/analysis/fragmentation.csv",
     log:
-        "results/logs/fragmentation/fragmentation.log",
+        "<results>/logs/fragmentation/fragmentation.log",
     conda:
         "../envs/workflow.yaml"
     params:

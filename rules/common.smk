@@ -47,6 +47,11 @@ from workflow_scripts.config_checks import (
     unwritable_output,
 )  # noqa: E402
 from workflow_scripts.gpu_fit import gpu_fit_problems  # noqa: E402
+from workflow_scripts.runs import (
+    DOWNLOADS as RUNS_DOWNLOADS,
+    claim,
+    plan_run,
+)  # noqa: E402
 from workflow_scripts.resources import (
     rule_gpus,
     sized_resources,
@@ -89,20 +94,38 @@ for _line in deferred_checks(config):
     print(f"checked later: {_line}", file=sys.stderr)
 
 METHOD_BY_SLUG = {m.slug: m for m in METHODS}
+# Every output of this configuration lies under results/<run>/ (workflow_scripts/runs.py); rules write
+# "<results>/..." and "<downloads>/..." (Snakemake path variables), the functions here RESULTS and DOWNLOADS.
+try:
+    RUN, _outside_warning = plan_run(config, workflow.configfiles, Path.cwd())
+except ValueError as e:
+    raise WorkflowError(str(e)) from None
+if _outside_warning:
+    print(f"config warning: {_outside_warning}", file=sys.stderr)
+RESULTS = f"results/{RUN}"
+DOWNLOADS = f"results/{RUNS_DOWNLOADS}"
+
+
+pathvars:
+    results=RESULTS,
+    downloads=DOWNLOADS,
+
+
 # the methods entry whose hparams each method trains with
 FIRST_ENTRY = first_entries(config)
 
 
 # The output folder: a path under a file stops any run here; a folder a real run cannot write (a dry run writes
-# nothing) stops it when it starts, not in its first job.
-if unwritable_output("results", write=False):
-    raise WorkflowError(f"results: {unwritable_output('results', write=False)}")
+# nothing) stops it when it starts, not in its first job, which records the config files that write it.
+if unwritable_output(RESULTS, write=False):
+    raise WorkflowError(f"{RESULTS}: {unwritable_output(RESULTS, write=False)}")
 
 
 onstart:
-    _unwritable = unwritable_output("results")
+    _unwritable = unwritable_output(RESULTS)
     if _unwritable:
-        raise WorkflowError(f"results: {_unwritable}")
+        raise WorkflowError(f"{RESULTS}: {_unwritable}")
+    claim(Path(RESULTS), workflow.configfiles, Path.cwd())
 
 
 MODELS = list(config["models"])
@@ -172,7 +195,7 @@ def mt_kind(lang):
 def data_file(lang, name):
     """train.txt / heldout.txt come from the corpus source; mt.tsv from the MT source."""
     source = mt_kind(lang) if name == "mt.tsv" else corpus_kind(lang)
-    return f"results/data/{lang}/{source}/{name}"
+    return f"{RESULTS}/data/{lang}/{source}/{name}"
 
 
 L10N_LABEL = "stand-in for CC-100 / FLORES-200: LibreOffice UI translations (Debian libreoffice-l10n)"
@@ -185,7 +208,7 @@ def l10n_deb(wc):
 def cc100_path(wc):
     """A configured local file, or the download_cc100 rule's output when the config gives a url."""
     corpus = config["languages"][wc.lang]["corpus"]
-    return corpus.get("path") or f"results/downloads/cc100/{wc.lang}.txt.xz"
+    return corpus.get("path") or f"{DOWNLOADS}/cc100/{wc.lang}.txt.xz"
 
 
 def cc100_url(wc):
@@ -224,7 +247,7 @@ def method_attr(name):
 
 
 def source_model_dir(model):
-    return f"results/models/{model}/source"
+    return f"{RESULTS}/models/{model}/source"
 
 
 def source_model_of(wc):
@@ -234,13 +257,17 @@ def source_model_of(wc):
 
 def tokenizer_dir(wc):
     m = METHOD_BY_SLUG[wc.method]
-    return f"results/{wc.model}/{wc.lang}/tokenizer/aux{aux_vocab(wc.lang)}.k{m.k}"
+    return f"{RESULTS}/{wc.model}/{wc.lang}/tokenizer/aux{aux_vocab(wc.lang)}.k{m.k}"
 
 
 def init_dir(model, lang, method):
     if method.vocab == "replace":
-        return f"results/{model}/{lang}/init/{method.init}.replace{replace_vocab(lang)}"
-    return f"results/{model}/{lang}/init/{method.init}.aux{aux_vocab(lang)}.k{method.k}"
+        return (
+            f"{RESULTS}/{model}/{lang}/init/{method.init}.replace{replace_vocab(lang)}"
+        )
+    return (
+        f"{RESULTS}/{model}/{lang}/init/{method.init}.aux{aux_vocab(lang)}.k{method.k}"
+    )
 
 
 def lapt_input_model(wc):
@@ -271,7 +298,7 @@ def model_folder(model, lang, m):
     if m.is_mumo:
         return mumo_dir(model, lang, mumo_init(m))
     if m.trains or m.posthoc != "none":
-        return f"results/{model}/{lang}/{m.slug}/model"
+        return f"{RESULTS}/{model}/{lang}/{m.slug}/model"
     return init_dir(model, lang, m) if m.expands else source_model_dir(model)
 
 
@@ -291,7 +318,7 @@ def chat_model_dir(wc):
     return (
         source_model_dir(wc.model)
         if chat == "source"
-        else f"results/models/{wc.model}/chat"
+        else f"{RESULTS}/models/{wc.model}/chat"
     )
 
 
@@ -340,11 +367,11 @@ def model_spec_json(wc):
 
 def eval_files():
     return [
-        f"results/{model}/{lang}/{m.slug}/eval/{task}.json"
+        f"{RESULTS}/{model}/{lang}/{m.slug}/eval/{task}.json"
         for model, lang, m in CELLS
         for task in tasks_of(m, TASKS)
     ] + [
-        f"results/{model}/{lang}/{m.slug}/eval/sum_bleurt.json"
+        f"{RESULTS}/{model}/{lang}/{m.slug}/eval/sum_bleurt.json"
         for model, lang, m in CELLS
         if config["evaluation"]["sum"]["bleurt"] and "sum" in tasks_of(m, TASKS)
     ]
@@ -358,7 +385,7 @@ def mumo_init(m):
 def mumo_dir(model, lang, init):
     """The MuMo folder of a model, language and head initialization (head, V_mono, source model reference), shared
     by the cells that decode it with and without verification."""
-    return f"results/{model}/{lang}/mumo/{init}-init/head"
+    return f"{RESULTS}/{model}/{lang}/mumo/{init}-init/head"
 
 
 def mumo_target_tokenizer(wc):
@@ -366,9 +393,7 @@ def mumo_target_tokenizer(wc):
     path = config["mumo"]["target_tokenizer"]
     if path:
         return path.replace("{lang}", wc.lang)
-    return (
-        f"results/{wc.model}/{wc.lang}/tokenizer/aux{aux_vocab(wc.lang)}/tokenizer.json"
-    )
+    return f"{RESULTS}/{wc.model}/{wc.lang}/tokenizer/aux{aux_vocab(wc.lang)}/tokenizer.json"
 
 
 def mumo_hparams_json(wc):
@@ -414,10 +439,10 @@ def fragmentation_label(wc):
 
 def all_targets():
     return [
-        "results/tables/results.csv",
-        "results/tables/results.md",
-        "results/analysis/fragmentation.csv",
-        "results/paper/tables.md",
+        f"{RESULTS}/tables/results.csv",
+        f"{RESULTS}/tables/results.md",
+        f"{RESULTS}/analysis/fragmentation.csv",
+        f"{RESULTS}/paper/tables.md",
     ]
 
 
@@ -430,7 +455,7 @@ def analysis_k():
 def init_analysis_cells():
     """One init-analysis JSON per configured model x language (rules/analysis.smk)."""
     return [
-        f"results/analysis/init_analysis/{model}.{lang}.aux{aux_vocab(lang)}.k{analysis_k()}.json"
+        f"{RESULTS}/analysis/init_analysis/{model}.{lang}.aux{aux_vocab(lang)}.k{analysis_k()}.json"
         for model in MODELS
         for lang in LANGUAGES
     ]
@@ -455,13 +480,13 @@ def gpus(rule_name):
 
 
 def paper_outputs():
-    """Files of results/paper/ (rule paper_tables) other than those the report shows (PAPER_REPORT in tables.smk)."""
+    """Files of <results>/paper/ (rule paper_tables) other than those the report shows (PAPER_REPORT in tables.smk)."""
     shown = (
         {f"{t.name}.html" for t in PAPER_TABLES}
         | {f"{f}.png" for f in PAPER_FIGURES}
         | {"costs.html"}
     )
-    return [f"results/paper/{n}" for n in paper_output_names() if n not in shown]
+    return [f"{RESULTS}/paper/{n}" for n in paper_output_names() if n not in shown]
 
 
 def paper_report_files():
@@ -472,7 +497,7 @@ def paper_report_files():
     # labels: the report lists a category's files sorted by their labels (else by file name: table10a before table2)
     tables = [
         in_report(
-            f"results/paper/{t.name}.html",
+            f"{RESULTS}/paper/{t.name}.html",
             caption=f"../report/{t.name}.rst",
             category="Tables",
             labels={"no.": f"{i + 1:02d}", "table": report_title(t.title, t.caption)},
@@ -481,7 +506,7 @@ def paper_report_files():
     ]
     figures = [
         in_report(
-            f"results/paper/{f}.png",
+            f"{RESULTS}/paper/{f}.png",
             caption=f"../report/{f}.rst",
             category="Figures",
             labels={"no.": f"{i + 1:02d}", "figure": FIGURE_TITLES.get(f, f)},
@@ -498,7 +523,7 @@ def paper_sizes(wc):
 
 
 # Evaluation data of the LightEval tasks (workflow_scripts/harness): hub datasets are mirrored once by the local rule
-# download_dataset into results/downloads/hf/<name>/; a configured local folder is used as it is.
+# download_dataset into <downloads>/hf/<name>/ (shared by every run); a configured local folder is used as it is.
 from workflow_scripts.harness.datasets import Unavailable, task_source  # noqa: E402
 
 
@@ -506,7 +531,7 @@ def dataset_dir(name):
     setting = config["evaluation"]["datasets"].get(name)
     if setting and Path(setting).is_dir():
         return setting
-    return f"results/downloads/hf/{name}"
+    return f"{DOWNLOADS}/hf/{name}"
 
 
 def _task_lang(task, lang):
@@ -519,7 +544,7 @@ def harness_data(task):
     def get(wc):
         base, lang = _task_lang(task, wc.lang)
         if task == "mc" and config["evaluation"]["mc"]["source"] == "l10n_proxy":
-            return f"results/data/{wc.lang}/l10n/mc_proxy"
+            return f"{RESULTS}/data/{wc.lang}/l10n/mc_proxy"
         try:
             name = task_source(base, lang).dataset
         except Unavailable:
@@ -549,7 +574,7 @@ if (
 
 
 def sum_items_dir(lang):
-    return f"results/data/{lang}/sum_items/{ITEMS}"
+    return f"{RESULTS}/data/{lang}/sum_items/{ITEMS}"
 
 
 def sum_mirror(wc):
@@ -562,7 +587,7 @@ def items_tokenizer(wc):
     if wc.selection != "paper":
         return []
     setting = config["evaluation"]["items_tokenizer"]
-    return setting if Path(setting).is_dir() else "results/downloads/items_tokenizer"
+    return setting if Path(setting).is_dir() else f"{DOWNLOADS}/items_tokenizer"
 
 
 def items_tokenizer_arg(wc):
@@ -689,7 +714,7 @@ def mt5_spiece_file(wc=None):
     value = settings["mt5_spiece"]
     if Path(value).is_file():
         return value
-    return f"results/downloads/mt5/{repo_slug(value)}/spiece.model"
+    return f"{DOWNLOADS}/mt5/{repo_slug(value)}/spiece.model"
 
 
 def rouge_args(wc):
@@ -704,11 +729,7 @@ def bleurt_dir(wc=None):
     value = config["evaluation"]["sum"]["bleurt"]
     if not value:
         return []
-    return (
-        value
-        if Path(value).is_dir()
-        else f"results/downloads/bleurt/{repo_slug(value)}"
-    )
+    return value if Path(value).is_dir() else f"{DOWNLOADS}/bleurt/{repo_slug(value)}"
 
 
 def hub_id_of_repo(wc):
@@ -758,29 +779,29 @@ def download_targets():
     out = []
     for m, spec in config["models"].items():
         if spec["kind"] == "hub":
-            out.append(f"results/downloads/models/{m}.source.json")
+            out.append(f"{DOWNLOADS}/models/{m}.source.json")
         chat = spec.get("chat")
         if isinstance(chat, dict) and chat.get("kind") == "hub":
-            out.append(f"results/downloads/models/{m}.chat.json")
+            out.append(f"{DOWNLOADS}/models/{m}.chat.json")
     for lang in LANGUAGES:
         corpus = config["languages"][lang]["corpus"]
         if corpus["kind"] == "cc100" and not corpus.get("path"):
-            out.append(f"results/downloads/cc100/{lang}.txt.xz")
+            out.append(f"{DOWNLOADS}/cc100/{lang}.txt.xz")
         mt = config["languages"][lang].get("mt", {"kind": "l10n"})
         if mt["kind"] == "flores" and is_hub_id(mt["root"]):
-            out.append(f"results/downloads/flores/{lang}.json")
+            out.append(f"{DOWNLOADS}/flores/{lang}.json")
     for name in sorted(needed_sources(config)):
         setting = config["evaluation"]["datasets"].get(name)
         if setting and not Path(setting).is_dir():
-            out.append(f"results/downloads/hf/{name}")
+            out.append(f"{DOWNLOADS}/hf/{name}")
     if items_tokenizer_needed(config):
-        out.append("results/downloads/items_tokenizer")
+        out.append(f"{DOWNLOADS}/items_tokenizer")
     if (
         "sum" in TASKS
     ):  # sum's ROUGE-L segmentation and BLEURT checkpoint, where they are hub ids
         out += [
             p
             for p in (mt5_spiece_file(), bleurt_dir())
-            if p and p.startswith("results/downloads/")
+            if p and p.startswith(f"{DOWNLOADS}/")
         ]
     return out

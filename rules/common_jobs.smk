@@ -24,6 +24,10 @@ def lapt_mem_mb(wildcards, attempt):
     return sized("lapt", "mem_mb")(wildcards, attempt) * max(lapt_gpus(wildcards), 1)
 
 
+def lapt_checkpoints(wc):
+    return f"{RESULTS}/{wc.model}/{wc.lang}/{wc.method}/checkpoints"
+
+
 def lapt_launch(wildcards):
     """One process per GPU: torchrun on one node when the job is sharded, else a plain python."""
     n = lapt_gpus(wildcards)
@@ -54,7 +58,7 @@ def cell_job_slugs():
 
 def cell_job_outputs():
     return [
-        f"results/{{model}}/{{lang}}/{{method}}/eval/{name}"
+        f"{RESULTS}/{{model}}/{{lang}}/{{method}}/eval/{name}"
         for step in CELL_JOB_STEPS
         for name in CELL_STEP_FILES[step]
     ]
@@ -78,7 +82,7 @@ def cell_step_args(wc):
 
 
 def eval_file(wc, name):
-    return f"results/{wc.model}/{wc.lang}/{wc.method}/eval/{name}"
+    return f"{RESULTS}/{wc.model}/{wc.lang}/{wc.method}/eval/{name}"
 
 
 def cli(**options):
@@ -160,5 +164,6 @@ def lead_loss_files():
         if m.adapted.trains and not m.is_mumo
     }
     return [
-        f"results/{model}/{lang}/{slug}/loss.tsv" for model, lang, slug in sorted(slugs)
+        f"{RESULTS}/{model}/{lang}/{slug}/loss.tsv"
+        for model, lang, slug in sorted(slugs)
     ]

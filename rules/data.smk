@@ -6,10 +6,10 @@ rule extract_l10n_pairs:
     input:
         deb=l10n_deb,
     output:
-        pairs="results/data/{lang}/l10n/pairs.tsv",
-        report="results/data/{lang}/l10n/pairs_report.json",
+        pairs="<results>/data/{lang}/l10n/pairs.tsv",
+        report="<results>/data/{lang}/l10n/pairs_report.json",
     log:
-        "results/logs/extract_l10n_pairs/{lang}.log",
+        "<results>/logs/extract_l10n_pairs/{lang}.log",
     conda:
         "../envs/workflow.yaml"
     resources:
@@ -25,14 +25,14 @@ rule extract_l10n_pairs:
 rule split_l10n:
     """Seeded disjoint split of the l10n pairs into D (target side), held-out text and MT test pairs."""
     input:
-        pairs="results/data/{lang}/l10n/pairs.tsv",
+        pairs="<results>/data/{lang}/l10n/pairs.tsv",
     output:
-        train="results/data/{lang}/l10n/train.txt",
-        heldout="results/data/{lang}/l10n/heldout.txt",
-        mt="results/data/{lang}/l10n/mt.tsv",
-        report="results/data/{lang}/l10n/split_report.json",
+        train="<results>/data/{lang}/l10n/train.txt",
+        heldout="<results>/data/{lang}/l10n/heldout.txt",
+        mt="<results>/data/{lang}/l10n/mt.tsv",
+        report="<results>/data/{lang}/l10n/split_report.json",
     log:
-        "results/logs/split_l10n/{lang}.log",
+        "<results>/logs/split_l10n/{lang}.log",
     conda:
         "../envs/workflow.yaml"
     resources:
@@ -59,9 +59,9 @@ localrules:
 rule download_cc100:
     """Fetch a CC-100 per-language file once (run where the network is: the login node on HPC)."""
     output:
-        "results/downloads/cc100/{lang}.txt.xz",
+        "<downloads>/cc100/{lang}.txt.xz",
     log:
-        "results/logs/download_cc100/{lang}.log",
+        "<results>/logs/download_cc100/{lang}.log",
     conda:
         "../envs/workflow.yaml"
     params:
@@ -76,13 +76,13 @@ rule sample_cc100:
     input:
         corpus=cc100_path,
     output:
-        train="results/data/{lang}/cc100/train.txt",
-        heldout="results/data/{lang}/cc100/heldout.txt",
-        report="results/data/{lang}/cc100/sample_report.json",
+        train="<results>/data/{lang}/cc100/train.txt",
+        heldout="<results>/data/{lang}/cc100/heldout.txt",
+        report="<results>/data/{lang}/cc100/sample_report.json",
     log:
-        "results/logs/sample_cc100/{lang}.log",
+        "<results>/logs/sample_cc100/{lang}.log",
     benchmark:
-        "results/benchmarks/sample_cc100/{lang}.tsv"
+        "<results>/benchmarks/sample_cc100/{lang}.tsv"
     conda:
         "../envs/workflow.yaml"
     resources:
@@ -102,10 +102,10 @@ rule flores_mt:
     """The MT test set from FLORES-200 devtest (hub id or local mirror of openlanguagedata/flores_plus), selected as
     evaluation.items says (paper: the reference's 500), and the chosen ids."""
     output:
-        mt="results/data/{lang}/flores/mt.tsv",
-        ids="results/data/{lang}/flores/mt_items.json",
+        mt="<results>/data/{lang}/flores/mt.tsv",
+        ids="<results>/data/{lang}/flores/mt_items.json",
     log:
-        "results/logs/flores_mt/{lang}.log",
+        "<results>/logs/flores_mt/{lang}.log",
     conda:
         "../envs/workflow.yaml"
     resources:
@@ -124,12 +124,12 @@ rule flores_mt:
 rule mc_proxy:
     """The embedded default's mc proxy: Belebele-layout 4-way choices built from held-out l10n pairs (not Belebele)."""
     input:
-        pairs="results/data/{lang}/l10n/pairs.tsv",
-        heldout="results/data/{lang}/l10n/heldout.txt",
+        pairs="<results>/data/{lang}/l10n/pairs.tsv",
+        heldout="<results>/data/{lang}/l10n/heldout.txt",
     output:
-        directory("results/data/{lang}/l10n/mc_proxy"),
+        directory("<results>/data/{lang}/l10n/mc_proxy"),
     log:
-        "results/logs/mc_proxy/{lang}.log",
+        "<results>/logs/mc_proxy/{lang}.log",
     conda:
         "../envs/workflow.yaml"
     params:
@@ -151,9 +151,9 @@ rule download_dataset:
     """Fetch an evaluation dataset's wanted subsets and splits once from the hub and convert them into the hub layout
     with the task's fields (run where the network is: the login node)."""
     output:
-        directory("results/downloads/hf/{dataset}"),
+        directory("<downloads>/hf/{dataset}"),
     log:
-        "results/logs/download_dataset/{dataset}.log",
+        "<results>/logs/download_dataset/{dataset}.log",
     conda:
         "../envs/workflow.yaml"
     params:
@@ -169,9 +169,9 @@ rule download_hub_model:
     """Fetch a hub model's weights and tokenizer into the Hugging Face cache (login node), so that
     prepare_source_model / prepare_chat_model run with the hub offline."""
     output:
-        "results/downloads/models/{model}.{role}.json",
+        "<downloads>/models/{model}.{role}.json",
     log:
-        "results/logs/download_hub_model/{model}.{role}.log",
+        "<results>/logs/download_hub_model/{model}.{role}.log",
     wildcard_constraints:
         role="source|chat",
     conda:
@@ -186,9 +186,9 @@ rule download_flores:
     """Fetch a language's FLORES+ devtest file and English's into the Hugging Face cache (gated: accept the licence
     first), so that flores_mt runs with the hub offline."""
     output:
-        "results/downloads/flores/{lang}.json",
+        "<downloads>/flores/{lang}.json",
     log:
-        "results/logs/download_flores/{lang}.log",
+        "<results>/logs/download_flores/{lang}.log",
     conda:
         "../envs/workflow.yaml"
     params:
@@ -214,9 +214,9 @@ localrules:
 rule download_mt5_spiece:
     """Fetch mT5's SentencePiece model once (every mT5 size shares it): the ROUGE-L segmentation of sum (§6.6)."""
     output:
-        "results/downloads/mt5/{repo}/spiece.model",
+        "<downloads>/mt5/{repo}/spiece.model",
     log:
-        "results/logs/download_mt5_spiece/{repo}.log",
+        "<results>/logs/download_mt5_spiece/{repo}.log",
     conda:
         "../envs/workflow.yaml"
     params:
@@ -229,9 +229,9 @@ rule download_mt5_spiece:
 rule download_bleurt:
     """Fetch a BLEURT checkpoint in the PyTorch port's layout once (config.json, spm.model, weights; Table 8)."""
     output:
-        directory("results/downloads/bleurt/{repo}"),
+        directory("<downloads>/bleurt/{repo}"),
     log:
-        "results/logs/download_bleurt/{repo}.log",
+        "<results>/logs/download_bleurt/{repo}.log",
     conda:
         "../envs/workflow.yaml"
     params:

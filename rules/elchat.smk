@@ -9,12 +9,12 @@ rule elchat:
         chat=chat_model_dir,
         adapted=adapted_model,
     output:
-        model=directory("results/{model}/{lang}/{method}/model"),
-        report="results/{model}/{lang}/{method}/elchat.json",
+        model=directory("<results>/{model}/{lang}/{method}/model"),
+        report="<results>/{model}/{lang}/{method}/elchat.json",
     log:
-        "results/logs/elchat/{model}.{lang}.{method}.log",
+        "<results>/logs/elchat/{model}.{lang}.{method}.log",
     benchmark:
-        "results/benchmarks/elchat/{model}.{lang}.{method}.tsv"
+        "<results>/benchmarks/elchat/{model}.{lang}.{method}.tsv"
     wildcard_constraints:
         method=posthoc_slugs("elchat"),
     conda:

@@ -9,12 +9,12 @@ rule evaluate_mt:
         model=evaluated_model,
         pairs=mt_file,
     output:
-        result="results/{model}/{lang}/{method}/eval/mt.json",
-        predictions="results/{model}/{lang}/{method}/eval/mt_predictions.tsv",
+        result="<results>/{model}/{lang}/{method}/eval/mt.json",
+        predictions="<results>/{model}/{lang}/{method}/eval/mt_predictions.tsv",
     log:
-        "results/logs/evaluate_mt/{model}.{lang}.{method}.log",
+        "<results>/logs/evaluate_mt/{model}.{lang}.{method}.log",
     benchmark:
-        "results/benchmarks/evaluate_mt/{model}.{lang}.{method}.tsv"
+        "<results>/benchmarks/evaluate_mt/{model}.{lang}.{method}.tsv"
     conda:
         "../envs/workflow.yaml"
     threads: 2
@@ -52,12 +52,12 @@ rule evaluate_sum:
         data=harness_data("sum"),
         spiece=mt5_spiece_file,
     output:
-        result="results/{model}/{lang}/{method}/eval/sum.json",
-        predictions="results/{model}/{lang}/{method}/eval/sum_predictions.tsv",
+        result="<results>/{model}/{lang}/{method}/eval/sum.json",
+        predictions="<results>/{model}/{lang}/{method}/eval/sum_predictions.tsv",
     log:
-        "results/logs/evaluate_sum/{model}.{lang}.{method}.log",
+        "<results>/logs/evaluate_sum/{model}.{lang}.{method}.log",
     benchmark:
-        "results/benchmarks/evaluate_sum/{model}.{lang}.{method}.tsv"
+        "<results>/benchmarks/evaluate_sum/{model}.{lang}.{method}.tsv"
     conda:
         "../envs/workflow.yaml"
     threads: 2
@@ -92,16 +92,16 @@ rule score_bleurt:
     (workflow_scripts/bleurt.py); one record per run, the mean over items, averaged over runs in the tables.
     """
     input:
-        predictions="results/{model}/{lang}/{method}/eval/sum_predictions.tsv",
-        sum_result="results/{model}/{lang}/{method}/eval/sum.json",
+        predictions="<results>/{model}/{lang}/{method}/eval/sum_predictions.tsv",
+        sum_result="<results>/{model}/{lang}/{method}/eval/sum.json",
         bleurt=bleurt_dir,
     output:
-        result="results/{model}/{lang}/{method}/eval/sum_bleurt.json",
-        per_item="results/{model}/{lang}/{method}/eval/sum_bleurt_items.tsv",
+        result="<results>/{model}/{lang}/{method}/eval/sum_bleurt.json",
+        per_item="<results>/{model}/{lang}/{method}/eval/sum_bleurt_items.tsv",
     log:
-        "results/logs/score_bleurt/{model}.{lang}.{method}.log",
+        "<results>/logs/score_bleurt/{model}.{lang}.{method}.log",
     benchmark:
-        "results/benchmarks/score_bleurt/{model}.{lang}.{method}.tsv"
+        "<results>/benchmarks/score_bleurt/{model}.{lang}.{method}.tsv"
     conda:
         "../envs/workflow.yaml"
     threads: 2
@@ -124,11 +124,11 @@ rule evaluate_mc:
         model=evaluated_model,
         data=harness_data("mc"),
     output:
-        result="results/{model}/{lang}/{method}/eval/mc.json",
+        result="<results>/{model}/{lang}/{method}/eval/mc.json",
     log:
-        "results/logs/evaluate_mc/{model}.{lang}.{method}.log",
+        "<results>/logs/evaluate_mc/{model}.{lang}.{method}.log",
     benchmark:
-        "results/benchmarks/evaluate_mc/{model}.{lang}.{method}.tsv"
+        "<results>/benchmarks/evaluate_mc/{model}.{lang}.{method}.tsv"
     conda:
         "../envs/workflow.yaml"
     threads: 2
@@ -154,11 +154,11 @@ use rule evaluate_mc as evaluate_gmmlu with:
         model=evaluated_model,
         data=harness_data("gmmlu"),
     output:
-        result="results/{model}/{lang}/{method}/eval/gmmlu.json",
+        result="<results>/{model}/{lang}/{method}/eval/gmmlu.json",
     log:
-        "results/logs/evaluate_gmmlu/{model}.{lang}.{method}.log",
+        "<results>/logs/evaluate_gmmlu/{model}.{lang}.{method}.log",
     benchmark:
-        "results/benchmarks/evaluate_gmmlu/{model}.{lang}.{method}.tsv"
+        "<results>/benchmarks/evaluate_gmmlu/{model}.{lang}.{method}.tsv"
     resources:
         mem_mb=sized("evaluate_gmmlu", "mem_mb"),
         runtime=sized("evaluate_gmmlu", "runtime"),
@@ -176,11 +176,11 @@ use rule evaluate_mc as evaluate_mc_en with:
         model=evaluated_model,
         data=harness_data("mc_en"),
     output:
-        result="results/{model}/{lang}/{method}/eval/mc_en.json",
+        result="<results>/{model}/{lang}/{method}/eval/mc_en.json",
     log:
-        "results/logs/evaluate_mc_en/{model}.{lang}.{method}.log",
+        "<results>/logs/evaluate_mc_en/{model}.{lang}.{method}.log",
     benchmark:
-        "results/benchmarks/evaluate_mc_en/{model}.{lang}.{method}.tsv"
+        "<results>/benchmarks/evaluate_mc_en/{model}.{lang}.{method}.tsv"
     resources:
         mem_mb=sized("evaluate_mc_en", "mem_mb"),
         runtime=sized("evaluate_mc_en", "runtime"),
@@ -198,11 +198,11 @@ use rule evaluate_mc as evaluate_gmmlu_en with:
         model=evaluated_model,
         data=harness_data("gmmlu_en"),
     output:
-        result="results/{model}/{lang}/{method}/eval/gmmlu_en.json",
+        result="<results>/{model}/{lang}/{method}/eval/gmmlu_en.json",
     log:
-        "results/logs/evaluate_gmmlu_en/{model}.{lang}.{method}.log",
+        "<results>/logs/evaluate_gmmlu_en/{model}.{lang}.{method}.log",
     benchmark:
-        "results/benchmarks/evaluate_gmmlu_en/{model}.{lang}.{method}.tsv"
+        "<results>/benchmarks/evaluate_gmmlu_en/{model}.{lang}.{method}.tsv"
     resources:
         mem_mb=sized("evaluate_gmmlu_en", "mem_mb"),
         runtime=sized("evaluate_gmmlu_en", "runtime"),
@@ -221,11 +221,11 @@ rule evaluate_ppl:
         model=evaluated_model,
         text=corpus_heldout_file,
     output:
-        result="results/{model}/{lang}/{method}/eval/ppl.json",
+        result="<results>/{model}/{lang}/{method}/eval/ppl.json",
     log:
-        "results/logs/evaluate_ppl/{model}.{lang}.{method}.log",
+        "<results>/logs/evaluate_ppl/{model}.{lang}.{method}.log",
     benchmark:
-        "results/benchmarks/evaluate_ppl/{model}.{lang}.{method}.tsv"
+        "<results>/benchmarks/evaluate_ppl/{model}.{lang}.{method}.tsv"
     conda:
         "../envs/workflow.yaml"
     threads: 2
@@ -258,11 +258,11 @@ rule measure_speed:
         sum_data=speed_sum_data,
         choice_data=speed_choice_data,
     output:
-        result="results/{model}/{lang}/{method}/eval/speed.json",
+        result="<results>/{model}/{lang}/{method}/eval/speed.json",
     log:
-        "results/logs/measure_speed/{model}.{lang}.{method}.log",
+        "<results>/logs/measure_speed/{model}.{lang}.{method}.log",
     benchmark:
-        "results/benchmarks/measure_speed/{model}.{lang}.{method}.tsv"
+        "<results>/benchmarks/measure_speed/{model}.{lang}.{method}.tsv"
     conda:
         "../envs/workflow.yaml"
     threads: 2
@@ -325,9 +325,9 @@ rule evaluate_cell:
     output:
         cell_job_outputs(),
     log:
-        "results/logs/evaluate_cell/{model}.{lang}.{method}.log",
+        "<results>/logs/evaluate_cell/{model}.{lang}.{method}.log",
     benchmark:
-        "results/benchmarks/evaluate_cell/{model}.{lang}.{method}.tsv"
+        "<results>/benchmarks/evaluate_cell/{model}.{lang}.{method}.tsv"
     wildcard_constraints:
         method=cell_job_slugs(),
     conda:

@@ -4,16 +4,16 @@
 rule initialize:
     """Resize the source model to T_t and set the new rows by the named method; writes a loadable HF folder."""
     input:
-        source="results/models/{model}/source",
-        tokenizer="results/{model}/{lang}/tokenizer/aux{aux}.k{k}",
+        source="<results>/models/{model}/source",
+        tokenizer="<results>/{model}/{lang}/tokenizer/aux{aux}.k{k}",
         corpus=corpus_train_file,
     output:
-        model=directory("results/{model}/{lang}/init/{init}.aux{aux}.k{k}"),
-        report="results/{model}/{lang}/init/{init}.aux{aux}.k{k}.report.json",
+        model=directory("<results>/{model}/{lang}/init/{init}.aux{aux}.k{k}"),
+        report="<results>/{model}/{lang}/init/{init}.aux{aux}.k{k}.report.json",
     log:
-        "results/logs/initialize/{model}.{lang}.{init}.aux{aux}.k{k}.log",
+        "<results>/logs/initialize/{model}.{lang}.{init}.aux{aux}.k{k}.log",
     benchmark:
-        "results/benchmarks/initialize/{model}.{lang}.{init}.aux{aux}.k{k}.tsv"
+        "<results>/benchmarks/initialize/{model}.{lang}.{init}.aux{aux}.k{k}.tsv"
     conda:
         "../envs/workflow.yaml"
     threads: 2
@@ -35,16 +35,16 @@ rule initialize_replace:
     FOCUS; special tokens and, except under Random, the tokens V_s shares copy their source rows).
     """
     input:
-        source="results/models/{model}/source",
-        tokenizer="results/{model}/{lang}/tokenizer/replace{size}",
+        source="<results>/models/{model}/source",
+        tokenizer="<results>/{model}/{lang}/tokenizer/replace{size}",
         corpus=corpus_train_file,
     output:
-        model=directory("results/{model}/{lang}/init/{init}.replace{size}"),
-        report="results/{model}/{lang}/init/{init}.replace{size}.report.json",
+        model=directory("<results>/{model}/{lang}/init/{init}.replace{size}"),
+        report="<results>/{model}/{lang}/init/{init}.replace{size}.report.json",
     log:
-        "results/logs/initialize_replace/{model}.{lang}.{init}.replace{size}.log",
+        "<results>/logs/initialize_replace/{model}.{lang}.{init}.replace{size}.log",
     benchmark:
-        "results/benchmarks/initialize_replace/{model}.{lang}.{init}.replace{size}.tsv"
+        "<results>/benchmarks/initialize_replace/{model}.{lang}.{init}.replace{size}.tsv"
     conda:
         "../envs/workflow.yaml"
     threads: 2

@@ -9,9 +9,9 @@ localrules:
 rule download_items_tokenizer:
     """Fetch the tokenizer files (no weights) of evaluation.items_tokenizer once (run where the network is)."""
     output:
-        directory("results/downloads/items_tokenizer"),
+        directory("<downloads>/items_tokenizer"),
     log:
-        "results/logs/download_items_tokenizer.log",
+        "<results>/logs/download_items_tokenizer.log",
     conda:
         "../envs/workflow.yaml"
     params:
@@ -28,12 +28,12 @@ rule select_sum_items:
         data=sum_mirror,
         tokenizer=items_tokenizer,
     output:
-        data=directory("results/data/{lang}/sum_items/{selection}"),
-        ids="results/data/{lang}/sum_items/{selection}.ids.json",
+        data=directory("<results>/data/{lang}/sum_items/{selection}"),
+        ids="<results>/data/{lang}/sum_items/{selection}.ids.json",
     log:
-        "results/logs/select_sum_items/{lang}.{selection}.log",
+        "<results>/logs/select_sum_items/{lang}.{selection}.log",
     benchmark:
-        "results/benchmarks/select_sum_items/{lang}.{selection}.tsv"
+        "<results>/benchmarks/select_sum_items/{lang}.{selection}.tsv"
     wildcard_constraints:
         selection="paper|first",
     conda:

@@ -6,13 +6,13 @@ rule lapt:
         corpus=corpus_train_file,
         init_report=lapt_init_report,
     output:
-        model=directory("results/{model}/{lang}/{method}/model"),
-        stats="results/{model}/{lang}/{method}/train_stats.json",
-        loss="results/{model}/{lang}/{method}/loss.tsv",
+        model=directory("<results>/{model}/{lang}/{method}/model"),
+        stats="<results>/{model}/{lang}/{method}/train_stats.json",
+        loss="<results>/{model}/{lang}/{method}/loss.tsv",
     log:
-        "results/logs/lapt/{model}.{lang}.{method}.log",
+        "<results>/logs/lapt/{model}.{lang}.{method}.log",
     benchmark:
-        "results/benchmarks/lapt/{model}.{lang}.{method}.tsv"
+        "<results>/benchmarks/lapt/{model}.{lang}.{method}.tsv"
     wildcard_constraints:
         method=posthoc_slugs("none"),  # a post-hoc method's model comes from its own rule (elchat)
     conda:
@@ -32,7 +32,7 @@ rule lapt:
         objective=method_attr("objective"),
         seq_len=method_attr("seq_len"),
         hparams=hparams_json,
-        checkpoints="results/{model}/{lang}/{method}/checkpoints",
+        checkpoints=lapt_checkpoints,
         rows=lapt_rows_arg,
         launch=lapt_launch,
     # unquoted: params.launch, params.rows (lapt_launch: python or a fixed torchrun command and a number; lapt_rows_arg: a flag and its shlex-quoted report path)

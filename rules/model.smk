@@ -4,12 +4,12 @@
 rule prepare_source_model:
     """Materialize a config `models` entry as a save_pretrained folder (safetensors + tokenizer)."""
     output:
-        model=directory("results/models/{model}/source"),
-        info="results/models/{model}/source_info.json",
+        model=directory("<results>/models/{model}/source"),
+        info="<results>/models/{model}/source_info.json",
     log:
-        "results/logs/prepare_source_model/{model}.log",
+        "<results>/logs/prepare_source_model/{model}.log",
     benchmark:
-        "results/benchmarks/prepare_source_model/{model}.tsv"
+        "<results>/benchmarks/prepare_source_model/{model}.tsv"
     conda:
         "../envs/workflow.yaml"
     resources:
@@ -24,12 +24,12 @@ rule prepare_source_model:
 
 use rule prepare_source_model as prepare_chat_model with:
     output:
-        model=directory("results/models/{model}/chat"),
-        info="results/models/{model}/chat_info.json",
+        model=directory("<results>/models/{model}/chat"),
+        info="<results>/models/{model}/chat_info.json",
     log:
-        "results/logs/prepare_chat_model/{model}.log",
+        "<results>/logs/prepare_chat_model/{model}.log",
     benchmark:
-        "results/benchmarks/prepare_chat_model/{model}.tsv"
+        "<results>/benchmarks/prepare_chat_model/{model}.tsv"
     resources:
         mem_mb=sized("prepare_chat_model", "mem_mb"),
         runtime=sized("prepare_chat_model", "runtime"),

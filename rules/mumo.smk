@@ -9,17 +9,17 @@ rule mumo_head:
     """V_mono from the target tokenizer, the head initialized (Multi- or Random-init) and trained on D; the source
     model is referenced, not copied."""
     input:
-        source="results/models/{model}/source",
+        source="<results>/models/{model}/source",
         target_tokenizer=mumo_target_tokenizer,
         corpus=corpus_train_file,
     output:
-        model=directory("results/{model}/{lang}/mumo/{head_init}-init/head"),
-        stats="results/{model}/{lang}/mumo/{head_init}-init/train_stats.json",
-        loss="results/{model}/{lang}/mumo/{head_init}-init/loss.tsv",
+        model=directory("<results>/{model}/{lang}/mumo/{head_init}-init/head"),
+        stats="<results>/{model}/{lang}/mumo/{head_init}-init/train_stats.json",
+        loss="<results>/{model}/{lang}/mumo/{head_init}-init/loss.tsv",
     log:
-        "results/logs/mumo_head/{model}.{lang}.{head_init}.log",
+        "<results>/logs/mumo_head/{model}.{lang}.{head_init}.log",
     benchmark:
-        "results/benchmarks/mumo_head/{model}.{lang}.{head_init}.tsv"
+        "<results>/benchmarks/mumo_head/{model}.{lang}.{head_init}.tsv"
     wildcard_constraints:
         head_init="Multi|Random",
     conda:

@@ -7,20 +7,20 @@ localrules:
 
 
 rule tables:
-    """Collect every evaluation result into results/tables/results.csv (long format) and the results page: results.md
+    """Collect every evaluation result into <results>/tables/results.csv (long format) and the results page: results.md
     (led by tokens per sentence, the paired speed-up, bits per character and the loss curves), its figure, and the
     HTML the report shows as its first page (report/workflow.rst)."""
     input:
         results=eval_files(),
         losses=lead_loss_files(),
     output:
-        csv="results/tables/results.csv",
-        markdown="results/tables/results.md",
-        figure="results/tables/results.png",
-        figure_pdf="results/tables/results.pdf",
-        html="results/tables/results.html",
+        csv="<results>/tables/results.csv",
+        markdown="<results>/tables/results.md",
+        figure="<results>/tables/results.png",
+        figure_pdf="<results>/tables/results.pdf",
+        html="<results>/tables/results.html",
     log:
-        "results/logs/tables/tables.log",
+        "<results>/logs/tables/tables.log",
     conda:
         "../envs/workflow.yaml"
     shell:
@@ -32,23 +32,26 @@ rule tables:
 rule paper_tables:
     """The paper's Tables 1-11 and 14, Figures 2-5, the loss curves and the cost per cell, from results.csv alone."""
     input:
-        results="results/tables/results.csv",
-        markdown="results/tables/results.md",
-        fragmentation="results/analysis/fragmentation.csv",
+        results="<results>/tables/results.csv",
+        markdown="<results>/tables/results.md",
+        fragmentation="<results>/analysis/fragmentation.csv",
     output:
         paper_report_files(),
         costs=report(
-            "results/paper/costs.html", caption="../report/costs.rst", category="Costs"
+            "<results>/paper/costs.html",
+            caption="../report/costs.rst",
+            category="Costs",
         ),
         other=paper_outputs(),
     log:
-        "results/logs/paper_tables/paper_tables.log",
+        "<results>/logs/paper_tables/paper_tables.log",
     conda:
         "../envs/workflow.yaml"
     params:
         sizes=paper_sizes,
+        out=f"{RESULTS}/paper",
         data=fragmentation_label,
     # unquoted: params.sizes (paper_sizes: flags and shlex-quoted model=size values)
     shell:
-        "python -m workflow_scripts.paper --results {input.results:q} --out results/paper {params.sizes}"
+        "python -m workflow_scripts.paper --results {input.results:q} --out {params.out:q} {params.sizes}"
         " 2>> {log:q}"

@@ -4,14 +4,14 @@
 rule train_aux_tokenizer:
     """T_aux with |V_aux| tokens trained on D, by the route the source tokenizer's family requires."""
     input:
-        source="results/models/{model}/source",
+        source="<results>/models/{model}/source",
         corpus=corpus_train_file,
     output:
-        "results/{model}/{lang}/tokenizer/aux{aux}/tokenizer.json",
+        "<results>/{model}/{lang}/tokenizer/aux{aux}/tokenizer.json",
     log:
-        "results/logs/train_aux_tokenizer/{model}.{lang}.aux{aux}.log",
+        "<results>/logs/train_aux_tokenizer/{model}.{lang}.aux{aux}.log",
     benchmark:
-        "results/benchmarks/train_aux_tokenizer/{model}.{lang}.aux{aux}.tsv"
+        "<results>/benchmarks/train_aux_tokenizer/{model}.{lang}.aux{aux}.tsv"
     conda:
         "../envs/workflow.yaml"
     resources:
@@ -29,17 +29,17 @@ rule expand_tokenizer:
     """V_new = the k most frequent aux tokens not in V_s, added as BPE vocabulary entries and merges placed before
     (tokenizer.new_merges: first) or after (last, the default) the source merges."""
     input:
-        source="results/models/{model}/source",
-        aux="results/{model}/{lang}/tokenizer/aux{aux}/tokenizer.json",
+        source="<results>/models/{model}/source",
+        aux="<results>/{model}/{lang}/tokenizer/aux{aux}/tokenizer.json",
         corpus=corpus_train_file,
         heldout=corpus_heldout_file,
     output:
-        tokenizer=directory("results/{model}/{lang}/tokenizer/aux{aux}.k{k}"),
-        report="results/{model}/{lang}/tokenizer/aux{aux}.k{k}.report.json",
+        tokenizer=directory("<results>/{model}/{lang}/tokenizer/aux{aux}.k{k}"),
+        report="<results>/{model}/{lang}/tokenizer/aux{aux}.k{k}.report.json",
     log:
-        "results/logs/expand_tokenizer/{model}.{lang}.aux{aux}.k{k}.log",
+        "<results>/logs/expand_tokenizer/{model}.{lang}.aux{aux}.k{k}.log",
     benchmark:
-        "results/benchmarks/expand_tokenizer/{model}.{lang}.aux{aux}.k{k}.tsv"
+        "<results>/benchmarks/expand_tokenizer/{model}.{lang}.aux{aux}.k{k}.tsv"
     conda:
         "../envs/workflow.yaml"
     resources:
@@ -59,16 +59,16 @@ rule replace_tokenizer:
     replacing V_s; the source's special tokens keep their meaning (ids mapped in the report).
     """
     input:
-        source="results/models/{model}/source",
+        source="<results>/models/{model}/source",
         corpus=corpus_train_file,
         heldout=corpus_heldout_file,
     output:
-        tokenizer=directory("results/{model}/{lang}/tokenizer/replace{size}"),
-        report="results/{model}/{lang}/tokenizer/replace{size}.report.json",
+        tokenizer=directory("<results>/{model}/{lang}/tokenizer/replace{size}"),
+        report="<results>/{model}/{lang}/tokenizer/replace{size}.report.json",
     log:
-        "results/logs/replace_tokenizer/{model}.{lang}.replace{size}.log",
+        "<results>/logs/replace_tokenizer/{model}.{lang}.replace{size}.log",
     benchmark:
-        "results/benchmarks/replace_tokenizer/{model}.{lang}.replace{size}.tsv"
+        "<results>/benchmarks/replace_tokenizer/{model}.{lang}.replace{size}.tsv"
     conda:
         "../envs/workflow.yaml"
     resources:

@@ -247,7 +247,7 @@ def render_markdown(summary: Mapping[str, Any], problems: list[str], title: str)
         f"**{_hours(total.gpu_hours)} GPU-hours** and {_hours(total.cpu_hours)} CPU-hours (time limits, attempt 1).",
         "",
         "The hours are upper bounds: the sum of each job's requested time limit (`runtime`) times its GPUs (CPUs).",
-        "A retry asks for more. After a run, results/benchmarks/<rule>/*.tsv hold the measured times.",
+        "A retry asks for more. After a run, results/<run>/benchmarks/<rule>/*.tsv hold the measured times.",
         "",
         "## Per rule",
         "",

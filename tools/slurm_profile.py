@@ -36,7 +36,8 @@ jobs: {jobs}
 # Shared file systems show a finished job's outputs late.
 latency-wait: 60
 # Every job's Slurm log, one folder per rule and wildcards: results/logs/slurm/rule_<rule>/<wildcards>/<jobid>.log
-# (relative to the working directory; each rule's own log stays in results/logs/<rule>/).
+# (relative to the working directory, shared by every run: job ids keep the paths apart; each rule's own log
+# stays in results/<run>/logs/<rule>/).
 slurm-logdir: results/logs/slurm
 slurm-keep-successful-logs: true
 slurm-delete-logfiles-older-than: 0

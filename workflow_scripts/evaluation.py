@@ -10,7 +10,8 @@ from typing import Any
 
 from workflow_scripts.io import read_corpus
 
-# The evaluation tasks: one rule each in rules/evaluate.smk, writing results/{model}/{lang}/{method}/eval/{task}.json.
+# The evaluation tasks: one rule each in rules/evaluate.smk, writing
+# results/<run>/{model}/{lang}/{method}/eval/{task}.json.
 # mt, sum, mc, gmmlu run through LightEval (workflow_scripts/harness); mc_en, gmmlu_en are the English retention checks
 # (Table 9): English Belebele, and the original English MMLU (lighteval/mmlu, LightEval's MMLU prompt).
 TASKS = ("mt", "ppl", "speed", "sum", "mc", "gmmlu", "mc_en", "gmmlu_en")

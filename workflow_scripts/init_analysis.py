@@ -7,7 +7,7 @@ the new merges first (the paper's priority) and last (the default), and measures
 - how many new rows of Mean-ref, Merge and Align differ from Mean's (input embeddings; ``initialize`` reports the same);
 and, under ``first`` only (one run, no training), held-out nats per character of Source, Mean, Mean-ref (the reference
 code's mojibake mapping), Merge and Align, which compare across vocabularies. The rows go to one JSON per cell; the
-``init_analysis`` rule collects them into results/analysis/init_analysis.csv. It is a separate target (not in
+``init_analysis`` rule collects them into results/<run>/analysis/init_analysis.csv. It is a separate target (not in
 ``rule all``): on CPU it costs about 8 minutes per language for SmolLM2 (docs/measurements.md) and a GPU-class job
 for 7B-9B models.
 

@@ -39,7 +39,8 @@ def _row(*values: tuple[int, int]) -> dict[str, tuple[int, int]]:
 
 # Host memory (MB) and time limit (minutes) of attempt 1, by rule and size class; "any" for rules without a model.
 # Starting points for one A100/H100-80GB GPU per GPU job and the paper's settings (|D| = 30K sentences, 2 epochs of
-# 2x2 LS, 500 MT and speed sentences, 100K held-out sentences); results/benchmarks/ has the measured times afterwards.
+# 2x2 LS, 500 MT and speed sentences, 100K held-out sentences); results/<run>/benchmarks/ has the measured times
+# afterwards.
 # Loading a 7-9B checkpoint on the host takes about 2 bytes per parameter in bf16, 4 in fp32 (initialization).
 SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
     "extract_l10n_pairs": {"any": (2000, 15)},

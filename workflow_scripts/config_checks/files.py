@@ -55,7 +55,7 @@ def unset_evaluation(config: dict, schema_path: str | Path) -> list[str]:
 
 
 def unwritable_output(folder: str | Path, write: bool = True) -> str | None:
-    """Why a run could not write its outputs under ``folder`` (the workflow's ``results/``), or None.
+    """Why a run could not write its outputs under ``folder`` (the run's folder ``results/<run>/``), or None.
 
     A path under a file is refused whatever ``write`` says (a dry run too: Snakemake cannot even list it). With
     ``write``, a write probe, not only ``os.access``: a read-only mount refuses it whatever the mode bits say, even

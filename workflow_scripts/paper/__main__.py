@@ -34,12 +34,15 @@ def _read_optional_csv(path: Path) -> pd.DataFrame | None:
     return pd.read_csv(path) if path.is_file() else None
 
 
-def write_tables(frame: pd.DataFrame, out: Path, labels: list[str], models: dict[str, str]) -> list[str]:
+def write_tables(
+    frame: pd.DataFrame, out: Path, labels: list[str], models: dict[str, str], root: str = "results/<run>"
+) -> list[str]:
     """Every table spec, filled and written in four formats; returns the Markdown of each. A task's data label (the
-    mc proxy) goes only to the tables that show that task."""
+    mc proxy) goes only to the tables that show that task; a missing entry names its file under the run folder
+    ``root``."""
     pages = []
     for spec in TABLES:
-        filled = fill(spec, frame, models)
+        filled = fill(spec, frame, models, root)
         own = labels_for(labels, [c.task for c in spec.columns])
         md = render.markdown(filled, own)
         write_text(out / f"{spec.name}.md", md)
@@ -67,10 +70,18 @@ def write_figures(frame: pd.DataFrame, root: Path, out: Path, labels: list[str])
     figures.loss_curves(losses, out / "loss_curves", names, labels_for(labels, []))
 
 
+def _shown(path: Path) -> str:
+    """A folder as the notes name it: relative to the working directory when under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m workflow_scripts.paper", description=__doc__)
-    p.add_argument("--results", required=True, type=Path, help="results/tables/results.csv (rule tables)")
-    p.add_argument("--out", required=True, type=Path, help="output folder, e.g. results/paper")
+    p.add_argument("--results", required=True, type=Path, help="results/<run>/tables/results.csv (rule tables)")
+    p.add_argument("--out", required=True, type=Path, help="output folder, e.g. results/<run>/paper")
     p.add_argument("--results-root", type=Path, help="folder with analysis/, benchmarks/, {model}/{lang}/ "
                    "(default: two levels above --results)")  # fmt: skip
     p.add_argument("--config", type=Path, help="the grid's config (model sizes for the requested hours)")
@@ -85,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     setup_logging(a.log)
     if not a.results.is_file():
-        raise SystemExit(f"--results {a.results}: no such file (rule tables writes results/tables/results.csv)")
+        raise SystemExit(f"--results {a.results}: no such file (rule tables writes results/<run>/tables/results.csv)")
     frame = pd.read_csv(a.results)
     root = a.results_root or a.results.resolve().parent.parent
     labels = a.data_label or data_labels_from_markdown(a.results.with_suffix(".md"))
@@ -93,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     if a.stand_in:
         requested = dict(s.split("=", 1) for s in a.stand_in if s != "none")
     models = stand_ins(frame, requested)
-    pages = write_tables(frame, a.out, labels, models)
+    pages = write_tables(frame, a.out, labels, models, _shown(root))
     write_text(a.out / "tables.md", "# The paper's tables from this run's results\n\n" + "\n".join(pages))
     write_figures(frame, root, a.out, labels)
     sizes = dict(s.split("=", 1) for s in a.size or [])

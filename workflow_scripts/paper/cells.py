@@ -262,8 +262,9 @@ def _mark_source(block: Block, spec: TableSpec) -> None:
             c.better = higher and _apart(c, base[j])
 
 
-def _missing_notes(block: Block, spec: TableSpec) -> list[str]:
-    """What would fill each row's missing entries: the grid cell, the rules and their result files."""
+def _missing_notes(block: Block, spec: TableSpec, root: str) -> list[str]:
+    """What would fill each row's missing entries: the grid cell, the rules and their result files under the run
+    folder ``root``."""
     notes = []
     for row, cells in block.rows:
         slug = expected_method({**spec.recipe, **row.select}).slug
@@ -278,7 +279,7 @@ def _missing_notes(block: Block, spec: TableSpec) -> list[str]:
             for what, langs in columns.items():
                 notes.append(
                     f"{row.label}, {what}: {block.results_model} × {{{', '.join(langs)}}} × {slug} — {rule}: "
-                    f"results/{block.results_model}/{{lang}}/{slug}/eval/{file}"
+                    f"{root}/{block.results_model}/{{lang}}/{slug}/eval/{file}"
                 )
     return notes
 
@@ -306,7 +307,9 @@ def _rouge_columns(spec: TableSpec, frame: pd.DataFrame) -> tuple[TableSpec, lis
     return replace(spec, columns=columns), [note]
 
 
-def fill(spec: TableSpec, frame: pd.DataFrame, models: Mapping[str, str] | None = None) -> Filled:
+def fill(
+    spec: TableSpec, frame: pd.DataFrame, models: Mapping[str, str] | None = None, root: str = "results/<run>"
+) -> Filled:
     """Fill ``spec`` from the long results table; ``models`` maps a paper model to the results model standing in."""
     index = _Index(frame)
     models = stand_ins(frame, None) if models is None else models
@@ -325,7 +328,7 @@ def fill(spec: TableSpec, frame: pd.DataFrame, models: Mapping[str, str] | None 
                 f"{results_model} stands in for {MODEL_NAMES.get(model, model)}: its numbers are not the paper's."
             )
         notes += [f"{n} [{', '.join(sorted(langs))}]" for n, langs in settings_notes.items()]
-        missing += _missing_notes(block, spec)
+        missing += _missing_notes(block, spec, root)
         blocks.append(block)
     notes += rouge_note
     if any(c.status == "na" for b in blocks for _, cells in b.rows for c in cells):

@@ -37,7 +37,7 @@ def parse_benchmark_name(rule: str, stem: str) -> tuple[str, str, str]:
 
 
 def read_benchmarks(root: str | Path) -> pd.DataFrame:
-    """One row per benchmark file under ``root`` (results/benchmarks/{rule}/*.tsv): rule, cell and seconds."""
+    """One row per benchmark file under ``root`` (results/<run>/benchmarks/{rule}/*.tsv): rule, cell and seconds."""
     rows = []
     for path in sorted(Path(root).glob("*/*.tsv")):
         rule = path.parent.name
@@ -120,7 +120,8 @@ def note(devices: set[str] | None = None) -> str:
         else f"GPU h = wall h x the GPUs a job asks for (one for {', '.join(GPU_RULES)}); CPU h = the jobs' CPU time."
     )
     return (
-        f"Measured: Snakemake `benchmark:` files (results/benchmarks/{{rule}}/*.tsv), wall seconds of each job. {gpu} "
+        "Measured: Snakemake `benchmark:` files (results/<run>/benchmarks/{rule}/*.tsv), wall seconds of each job. "
+        f"{gpu} "
         "Requested: the attempt-1 time limits of workflow_scripts/resources.py by model size, the upper bound "
         "`python -m tools.plan` sums (– where the model's size is not known: pass --config)."
     )
@@ -131,7 +132,7 @@ def markdown(table: pd.DataFrame, data_labels: Iterable[str] = (), devices: set[
     lines = ["## Cost per grid cell", ""]
     lines += [f"> Data: {label}." for label in data_labels] + ([""] if data_labels else [])
     if table.empty:
-        return "\n".join([*lines, "No benchmark files (results/benchmarks/) yet.", ""])
+        return "\n".join([*lines, "No benchmark files (results/<run>/benchmarks/) yet.", ""])
     head = ["model", "language", "method", "rules", "jobs", "wall h", "CPU h", "GPU h", "requested h",
             "requested GPU h"]  # fmt: skip
     lines += ["| " + " | ".join(head) + " |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]

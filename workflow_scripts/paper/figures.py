@@ -82,7 +82,7 @@ def figure2(frag: pd.DataFrame | None, reports: pd.DataFrame, stem: str | Path) 
     expansion does to it (right: tokens per held-out sentence, source tokenizer next to each expanded one)."""
     frag = frag if frag is not None else pd.DataFrame()
     if frag.empty and reports.empty:
-        return placeholder(stem, "Figure 2", "results/analysis/fragmentation.csv (rule fragmentation)")
+        return placeholder(stem, "Figure 2", "results/<run>/analysis/fragmentation.csv (rule fragmentation)")
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
     if frag.empty:
         _no_data(left, "no fragmentation.csv (rule fragmentation)")
@@ -253,7 +253,7 @@ def figure4(
 
 
 def read_losses(paths: Iterable[str | Path]) -> pd.DataFrame:
-    """The loss.tsv files of training runs (results/{model}/{lang}/{method}/loss.tsv) as one table."""
+    """The loss.tsv files of training runs (results/<run>/{model}/{lang}/{method}/loss.tsv) as one table."""
     frames = []
     for path in paths:
         path = Path(path)
@@ -268,7 +268,7 @@ def loss_curves(
     """Training loss per step of every run, one panel per model x language, one line per method (``names``: its row
     name by slug); the losses are per token of each model's own vocabulary, which the axis and title say."""
     if losses.empty:
-        return placeholder(stem, "Training loss curves", "results/{model}/{lang}/{method}/loss.tsv (rule lapt)")
+        return placeholder(stem, "Training loss curves", "results/<run>/{model}/{lang}/{method}/loss.tsv (rule lapt)")
     names = names or {}
     panels = sorted({(m, lang) for m, lang in zip(losses["model"], losses["language"], strict=True)})
     ncols = min(3, len(panels))

@@ -1,9 +1,9 @@
 """Declarative specifications of the paper's tables (paper 002, Tables 1-11 and 14): one `TableSpec` per table.
 
 A table is model blocks x rows x (language x column). A `Column` names one task and one metric of
-results/tables/results.csv; a `Row` selects grid cells by their settings (``label``, ``procedure``, ...) on top of the
-table's ``recipe`` (the paper's settings for that table). A new table is a few lines: pick the models, the languages,
-the columns and the rows.
+results/<run>/tables/results.csv; a `Row` selects grid cells by their settings (``label``, ``procedure``, ...) on top of
+the table's ``recipe`` (the paper's settings for that table). A new table is a few lines: pick the models, the
+languages, the columns and the rows.
 """
 
 from __future__ import annotations
