@@ -51,6 +51,7 @@ from workflow_scripts.runs import (
     DOWNLOADS as RUNS_DOWNLOADS,
     claim,
     plan_run,
+    start_problem,
 )  # noqa: E402
 from workflow_scripts.resources import (
     rule_gpus,
@@ -102,6 +103,7 @@ except ValueError as e:
     raise WorkflowError(str(e)) from None
 if _outside_warning:
     print(f"config warning: {_outside_warning}", file=sys.stderr)
+config["run"] = RUN  # the report's front page (report/workflow.rst) names its folder
 RESULTS = f"results/{RUN}"
 DOWNLOADS = f"results/{RUNS_DOWNLOADS}"
 
@@ -125,6 +127,9 @@ onstart:
     _unwritable = unwritable_output(RESULTS)
     if _unwritable:
         raise WorkflowError(f"{RESULTS}: {_unwritable}")
+    _problem = start_problem(RUN)
+    if _problem:
+        raise WorkflowError(_problem)
     claim(Path(RESULTS), workflow.configfiles, Path.cwd())
 
 

@@ -69,6 +69,8 @@ def test_two_stage_keeps_one_mtp_hook_and_frees_a_replaced_head(tmp_path, tiny_l
 def _paper_config() -> dict:
     config = yaml.safe_load((REPO / "configs" / "paper.yaml").read_text())
     validate(config, schema=str(REPO / "schemas" / "config.schema.yaml"), set_default=True)
+    # its own run folder: the dry runs below plan in the repository, beside any run of configs/paper.yaml there
+    config["run"] = "test-gpu-fit"
     return config
 
 
@@ -143,7 +145,7 @@ def test_the_dry_run_refuses_a_cell_that_cannot_fit(tmp_path):
     assert out.returncode != 0 and "LAPT jobs do not fit the GPU" in text and "training.eeve_layers" in text
     assert "node_gpus: 4" in text  # the other way out: 4 GPUs of a node
     # With the default of up to 8 GPUs a node, the EEVE job is planned on 4 of 80 GB and launched by torchrun.
-    target = "results/llama3/my/EEVE.k100.EEVE.clm.L512/train_stats.json"
+    target = "results/test-gpu-fit/llama3/my/EEVE.k100.EEVE.clm.L512/train_stats.json"
     out = subprocess.run([sys.executable, "-m", "snakemake", target, "-n", "-p", "--configfile", str(path)], cwd=REPO,
                          capture_output=True, text=True)  # fmt: skip
     text = out.stdout + out.stderr

@@ -223,9 +223,9 @@ def test_rules_wire_the_selection(tmp_path, sum_folder, bos_tokenizer_dir):
     run = snakemake(["-n", "-p", "--configfile", str(config_path)], tmp_path)
     assert run.returncode == 0, run.stderr + run.stdout
     plan = run.stdout
-    assert "--items paper" in plan and "--ids results/data/th/flores/mt_items.json" in plan
+    assert "--items paper" in plan and "--ids results/default/data/th/flores/mt_items.json" in plan
     assert f"workflow_scripts.items sum --data {sum_folder}" in plan and f"--tokenizer {bos_tokenizer_dir}" in plan
-    assert "--data results/data/th/sum_items/paper --n 3" in plan
+    assert "--data results/default/data/th/sum_items/paper --n 3" in plan
 
     config["evaluation"]["mt"]["n"] = 4
     config_path.write_text(yaml.safe_dump(config))

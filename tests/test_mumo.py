@@ -471,11 +471,11 @@ def test_mumo_cells_run_through_the_workflow(tmp_path):
     run = snakemake(["--cores", "2", "--configfile", str(config)], tmp_path)
     assert run.returncode == 0, run.stderr[-4000:]
     for init in ("Multi", "Random"):
-        assert (tmp_path / f"results/tiny/th/mumo/{init}-init/head/head.safetensors").is_file()
+        assert (tmp_path / f"results/default/tiny/th/mumo/{init}-init/head/head.safetensors").is_file()
     slugs = ("MuMo", "MuMo.noverify", "MuMo.Random")
     for slug in slugs:
-        assert not (tmp_path / f"results/tiny/th/{slug}/eval/ppl.json").exists()
-    frame = pd.read_csv(tmp_path / "results/tables/results.csv")
+        assert not (tmp_path / f"results/default/tiny/th/{slug}/eval/ppl.json").exists()
+    frame = pd.read_csv(tmp_path / "results/default/tables/results.csv")
     rows = frame[frame["method"].isin(slugs)]
     assert set(rows["label"]) == {"MuMo", "MuMo w/o verification", "MuMo (Random-init)"}
     for slug in slugs:

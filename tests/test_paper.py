@@ -62,7 +62,7 @@ def test_cell_in_place_missing_and_footnote():
     assert mean_row[header.index("th mt")] == "15.5 ± 0.7" and mean_row[header.index("si mt")] == "4.0"
     notes = "\n".join(filled.notes)
     assert "Random, mt chrF: llama2 × {ar, my, de, el, hi, ja, si, sw, te, th} × Random.k100.LoRA.clm.L2048" in notes
-    assert "rule evaluate_mt: results/llama2/{lang}/Random.k100.LoRA.clm.L2048/eval/mt.json" in notes
+    assert "rule evaluate_mt: results/<run>/llama2/{lang}/Random.k100.LoRA.clm.L2048/eval/mt.json" in notes
     assert "Mean, mt chrF: llama2 × {ar, my, de, el, hi, ja, sw, te}" in notes  # si and th are filled
     md = render.markdown(filled)
     assert "| 15.5 ± 0.7 ↑ |" in md  # the Markdown marker for better than Source
@@ -192,8 +192,8 @@ def test_mumo_rows_sit_next_to_expansion_with_their_teacher_forced_speed_up():
     assert filled.cell("llama2", "w/o verification", "si", "mt").text == "19.0"
     notes = "\n".join(filled.notes)
     assert "MuMo (llama2): uses" not in notes  # MuMo's own settings, not a stand-in
-    assert "results/llama2/{lang}/MuMo.noverify/eval/sum.json" in notes  # a missing MuMo cell names its file
-    assert "results/llama2/{lang}/MuMo.Random/eval/mt.json" in notes
+    assert "results/<run>/llama2/{lang}/MuMo.noverify/eval/sum.json" in notes  # a missing MuMo cell names its file
+    assert "results/<run>/llama2/{lang}/MuMo.Random/eval/mt.json" in notes
 
 
 def test_stand_in_model():

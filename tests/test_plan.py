@@ -35,10 +35,10 @@ def site_home(tmp_path: Path, *make_args: str) -> dict[str, str]:
 DRY_RUN = """\
 [Mon Nov 30 14:01:22 2026]
 rule lapt:
-    input: results/tiny/th/init/Mean.aux1000.k50, results/data/th/l10n/train.txt
-    output: results/tiny/th/Mean.k50.2x2LS.clm.L64/model
+    input: results/default/tiny/th/init/Mean.aux1000.k50, results/default/data/th/l10n/train.txt
+    output: results/default/tiny/th/Mean.k50.2x2LS.clm.L64/model
     jobid: 13
-    reason: Missing output files: results/tiny/th/Mean.k50.2x2LS.clm.L64/model
+    reason: Missing output files: results/default/tiny/th/Mean.k50.2x2LS.clm.L64/model
     wildcards: model=tiny, lang=th, method=Mean.k50.2x2LS.clm.L64
     threads: 2
     resources: tmpdir=<TBD>, runtime=120, cpus_per_gpu=8, mem_mb=64000, mem=64 GB, gres=gpu:a100:2
@@ -46,14 +46,14 @@ Shell command: python -m workflow_scripts.lapt --hparams '{"a": 1, "b": 2}' --th
 
 [Mon Nov 30 14:01:22 2026]
 rule split_l10n:
-    input: results/data/th/l10n/pairs.tsv
+    input: results/default/data/th/l10n/pairs.tsv
     jobid: 4
     wildcards: lang=th
     resources: tmpdir=<TBD>, runtime=15, mem_mb=2000, slurm_extra='--comment=a,b'
 
 [Mon Nov 30 14:01:22 2026]
 rule tables:
-    input: results/tiny/th/Source/eval/mt.json
+    input: results/default/tiny/th/Source/eval/mt.json
     jobid: 1
     resources: tmpdir=<TBD>
 Job stats:

@@ -84,7 +84,7 @@ def test_a_hostile_target_tokenizer_path_reaches_the_step_as_one_argument(tmp_pa
     work = tmp_path / "work"
     work.mkdir()
     config = yaml_config(work, hostile)
-    target = "results/smollm2/th/mumo/Multi-init/head"
+    target = "results/default/smollm2/th/mumo/Multi-init/head"
     out = snakemake([target, "-n", "-p", "--forceall", "--configfile", str(config)], cwd=work)
     assert out.returncode == 0, out.stderr + out.stdout
     commands = [line for line in out.stdout.splitlines() if "workflow_scripts.mumo train" in line]

@@ -256,7 +256,10 @@ def scenario(tmp_path_factory) -> Scenario:
         )
         s.untouched = {
             p: p.stat().st_mtime_ns
-            for p in [*s.slurm.glob("results/data/**/*.txt"), *s.slurm.glob("results/*/*/*/train_stats.json")]
+            for p in [
+                *s.slurm.glob("results/default/data/**/*.txt"),
+                *s.slurm.glob("results/default/*/*/*/train_stats.json"),
+            ]
         }
         proc.send_signal(signal.SIGINT)
         s.sigint_rc = proc.wait(timeout=120)
@@ -358,7 +361,7 @@ def stable(obj):
 
 
 def compared_files(results: Path) -> list[Path]:
-    """Every output under results/, less logs, benchmarks (timings), checkpoints and hidden marker files, and the
+    """Every output under the run folder, less logs, benchmarks (timings), checkpoints and hidden marker files, and the
     paper's tables and figures: views of results.csv (compared below without its timing rows) that show timings
     (Table 4, costs) and carry creation dates (PDF)."""
     skip = {"logs", "benchmarks", "checkpoints", "paper"}
@@ -370,7 +373,7 @@ def compared_files(results: Path) -> list[Path]:
 
 
 def test_outputs_equal_a_local_run(scenario):
-    local, slurm = scenario.local / "results", scenario.slurm / "results"
+    local, slurm = scenario.local / "results/default", scenario.slurm / "results/default"
     files = compared_files(local)
     assert compared_files(slurm) == files
     assert len(files) > 30

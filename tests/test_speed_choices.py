@@ -251,7 +251,7 @@ def test_default_mc_cells_have_paired_speed_records(tmp_path):
     cells["evaluation"]["speed"] |= {"max_new_tokens": 2, "teacher_forced": False, "paired": True}
     config.write_text(yaml.safe_dump(cells))
 
-    targets = {f"results/{model}/{lang}/{m.slug}/eval/speed.json": m for model, lang, m in expand_grid(cells)
+    targets = {f"results/default/{model}/{lang}/{m.slug}/eval/speed.json": m for model, lang, m in expand_grid(cells)
                if "mc" in tasks_of(m, cells["evaluation"]["tasks"])}  # fmt: skip
     assert len(targets) == 3
     result = snakemake([*targets, "--cores", "2", "--configfile", str(config)], tmp_path)

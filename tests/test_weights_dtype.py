@@ -64,7 +64,7 @@ def test_auto_keeps_the_source_model_in_fp32(tmp_path):
         work = tmp_path / dtype
         work.mkdir()
         config = tiny_config(work, training={"max_steps": 2, "weights_dtype": dtype})
-        target = "results/models/tiny/source_info.json"
+        target = "results/default/models/tiny/source_info.json"
         run = snakemake([target, "-n", "-p", "--cores", "1", "--configfile", str(config)], work)
         assert run.returncode == 0, run.stderr[-3000:]
         line = next(x for x in run.stdout.splitlines() if "workflow_scripts.source_model" in x)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, TINY_LLAMA, expected_counts, snakemake, tiny_config
-from workflow_scripts import lapt
+from workflow_scripts import lapt, runs
 
 TINY_CHAT = {k: v for k, v in TINY_LLAMA.items()}  # the same shape: an instruction-tuned sibling stand-in
 
@@ -60,10 +61,11 @@ def test_dry_run_plans_elchat_on_its_adapted_cell(tmp_path):
         "evaluate_mt": 2,
         "measure_speed": 2,
     }
-    target = "results/tiny/th/Mean.k50.2x2LS.clm.L64.elchat/eval/mc.json"
+    target = "results/default/tiny/th/Mean.k50.2x2LS.clm.L64.elchat/eval/mc.json"
     shell = snakemake(["-n", "-p", target, "--configfile", str(path)], tmp_path)
     # the rule asks the harness for the chat template of an ElChat cell, and only there
-    assert '"posthoc": "elchat"' in shell.stdout and "results/tiny/th/Mean.k50.2x2LS.clm.L64/model" in shell.stdout
+    assert '"posthoc": "elchat"' in shell.stdout
+    assert "results/default/tiny/th/Mean.k50.2x2LS.clm.L64/model" in shell.stdout
     assert "--chat-template" in shell.stdout
     plain = snakemake(["-n", "-p", target.replace(".elchat", ""), "--configfile", str(path)], tmp_path)
     assert plain.returncode == 0 and "--chat-template" not in plain.stdout
@@ -92,6 +94,34 @@ HOLD_STEP = 2  # configs/test.yaml: 6 steps, a checkpoint every 2
 
 
 @pytest.mark.e2e
+def assert_runs_kept_apart(workdir: Path, config: Path) -> None:
+    """Beside this finished run, the paper grid plans every job, with Snakemake's records and without; moved outside
+    any run folder and back (tools.migrate_results), the run is still up to date."""
+    paper = workdir / "paper.yaml"
+    shutil.copy(REPO / "configs" / "paper.yaml", paper)
+    for records in (True, False):
+        if not records:
+            shutil.rmtree(workdir / ".snakemake")
+        plan = snakemake(["-n", "--quiet", "rules", "--configfile", str(paper)], workdir)
+        assert plan.returncode == 0, plan.stderr[-3000:]
+        counts, expected = planned_jobs(plan.stdout), expected_counts(yaml.safe_load(paper.read_text()))
+        assert {rule: counts[rule] for rule in expected} == expected
+        assert "Nothing to be done" not in plan.stdout + plan.stderr
+    results = workdir / "results"
+    for entry in (results / "default").iterdir():  # outside any run folder, as if written without one
+        if entry.name != runs.MARKER:
+            entry.rename(results / entry.name)
+    (results / "default" / runs.MARKER).unlink()
+    (results / "default").rmdir()
+    plan = snakemake(["-n", "--quiet", "--configfile", str(config)], workdir)
+    assert "config warning: results/ holds outputs outside any run folder (analysis/, benchmarks/, " in plan.stderr
+    moved = subprocess.run([sys.executable, "-m", "tools.migrate_results", "--configfile", str(config)], cwd=workdir,
+                           env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True)  # fmt: skip
+    assert moved.returncode == 0 and "moved results/tables/ -> results/default/tables/" in moved.stdout, moved
+    again = snakemake(["-n", "--configfile", str(config)], workdir)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
 def test_end_to_end_killed_and_resumed(tmp_path):
     """Run the tiny grid, Ctrl-C Snakemake and its jobs mid-training, run again: it finishes without redoing work.
 
@@ -116,7 +146,10 @@ def test_end_to_end_killed_and_resumed(tmp_path):
         assert _wait_for_file(proc, held, timeout=900), (tmp_path / "first_run.log").read_text()[-3000:]
         method_dir = Path(held.read_text(encoding="utf-8")).parent
         assert (method_dir / "checkpoints").is_dir() and not (method_dir / "train_stats.json").exists()
-        finished = [*sorted(tmp_path.glob("results/data/**/*.txt")), tmp_path / "results/models/tiny/source_info.json"]
+        finished = [
+            *sorted(tmp_path.glob("results/default/data/**/*.txt")),
+            tmp_path / "results/default/models/tiny/source_info.json",
+        ]
         mtimes = {p: p.stat().st_mtime_ns for p in finished}
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
         assert proc.wait(timeout=120) != 0
@@ -132,24 +165,25 @@ def test_end_to_end_killed_and_resumed(tmp_path):
     stats = yaml.safe_load((method_dir / "train_stats.json").read_text())
     assert stats["resumed_from"] == [HOLD_STEP], stats
 
-    cell_jobs = sorted(p.name for p in (tmp_path / "results/benchmarks/evaluate_cell").glob("*.tsv"))
+    cell_jobs = sorted(p.name for p in (tmp_path / "results/default/benchmarks/evaluate_cell").glob("*.tsv"))
     assert cell_jobs == [f"tiny.th.{m}.tsv" for m in ("CPT-only.2x2LS.clm.L64", "Mean.k50.2x2LS.clm.L64", "Source")]
-    assert not (tmp_path / "results/benchmarks/evaluate_mt").exists()  # ppl, mt, mc, speed: one job per cell
-    table = pd.read_csv(tmp_path / "results/tables/results.csv")
+    assert not (tmp_path / "results/default/benchmarks/evaluate_mt").exists()  # ppl, mt, mc, speed: one job per cell
+    table = pd.read_csv(tmp_path / "results/default/tables/results.csv")
     assert set(table["label"]) == {"Source", "CPT-only", "Mean"}
     assert {"chrF", "bits_per_char", "tokens_per_second", "speedup", "acc", "acc_char"} <= set(table["metric"])
     accuracy = table[(table.task == "mc") & table.metric.str.startswith("acc")]  # not mc's speed records
     assert set(accuracy["run"]) == {0}  # the mc proxy ran once, through the Snakefile
-    assert "sum: –" in (tmp_path / "results/tables/results.md").read_text()
+    assert "sum: –" in (tmp_path / "results/default/tables/results.md").read_text()
     speedup = table[(table.metric == "speedup") & (table.label == "Source")]
     assert sorted(zip(speedup["task"], speedup["value"], strict=True)) == [("mc", 1.0), ("mt", 1.0)]  # mc: forward
-    assert "Mean" in (tmp_path / "results/tables/results.md").read_text()
+    assert "Mean" in (tmp_path / "results/default/tables/results.md").read_text()
 
     again = snakemake(["-n", "--configfile", str(config)], tmp_path)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    assert_runs_kept_apart(tmp_path, config)
 
     # The paper's tables and figures (rule paper_tables, in the default target) and the HTML report that shows them.
-    paper = tmp_path / "results/paper"
+    paper = tmp_path / "results/default/paper"
     assert "| Mean |" in (paper / "table1.md").read_text(encoding="utf-8")  # tiny stands in for Llama2
     assert (paper / "figure2.png").stat().st_size > 0 and (paper / "loss_curves.pdf").stat().st_size > 0
     assert "CPT-only.2x2LS.clm.L64" in (paper / "costs.md").read_text(encoding="utf-8")
@@ -158,4 +192,4 @@ def test_end_to_end_killed_and_resumed(tmp_path):
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "table2.html" in html and "loss_curves.png" in html and "stand-in for CC-100" in html
     # results.md is the report's first page, its figure embedded
-    assert "At a glance" in html and (tmp_path / "results/tables/results.png").stat().st_size > 0
+    assert "At a glance" in html and (tmp_path / "results/default/tables/results.png").stat().st_size > 0

@@ -53,9 +53,9 @@ def run_root(name: str, results: Path = RESULTS) -> Path:
 def _shown(path: str | Path, workdir: Path) -> str:
     """A config file as the marker records it: relative to the working directory when under it (a moved clone
     keeps its names), else absolute."""
-    p = Path(path).absolute()
+    p = Path(path) if Path(path).is_absolute() else workdir / path
     try:
-        return str(p.relative_to(workdir.absolute()))
+        return str(p.absolute().relative_to(workdir.absolute()))
     except ValueError:
         return str(p)
 
@@ -120,24 +120,40 @@ def outside_runs_message(found: Sequence[Path], run: str) -> str:
     names = ", ".join(f"{p.name}/" for p in found)
     return (
         f"results/ holds outputs outside any run folder ({names}); this run writes under results/{run}/ and does not "
-        f"read them. Move them into the run folder of the configuration that wrote them, e.g. "
-        f"`python -m tools.migrate_results --run {run} --configfile <that config>` (moves without recomputing; "
-        f"add -n to see the moves first), or delete them"
+        "read them. Move them into the run folder of the configuration that wrote them without recomputing: "
+        "`python -m tools.migrate_results --configfile <that config>` (config.yaml's are results/default/; -n lists "
+        "the moves first), or delete them"
     )
 
 
 def plan_run(config: dict, configfiles: Sequence[str | Path], workdir: Path) -> tuple[str, str | None]:
     """The run a configuration writes and a warning about outputs outside any run folder; ValueError where it may
-    not write there (a bad name, a folder another configuration writes, or one of outputs outside any run)."""
+    not write there (a bad name, a folder another configuration writes, or one of outputs outside any run). Paths are
+    relative to the working directory ``workdir``, where Snakemake runs."""
     run = run_name(config, configfiles)
-    root = run_root(run, workdir / RESULTS)
-    problem = run_name_problem(run) or owner_conflict(root, configfiles, workdir)
+    problem = run_name_problem(run)
     if problem:
         raise ValueError(problem)
-    found = outside_runs(workdir / RESULTS)
-    if root in found:  # e.g. run `paper` and results/paper/, the paper tables of outputs outside any run
-        raise ValueError(f"{root}/ is not a run folder: " + outside_runs_message(found, "default"))
+    root = run_root(run)  # relative to the working directory, as every output path
+    problem = owner_conflict(root, configfiles, workdir)
+    if problem:
+        raise ValueError(problem)
+    found = outside_runs()
+    if root in found:
+        return run, start_problem(run)
     return run, outside_runs_message(found, run) if found else None
+
+
+def start_problem(run: str) -> str | None:
+    """Why a real run may not start: its run folder is a folder of outputs outside any run (run `paper` beside
+    results/paper/, the paper tables of such outputs), or None. A dry run plans it all the same: no path is shared."""
+    found = outside_runs()
+    if run_root(run) not in found:
+        return None
+    return (
+        f"{run_root(run)}/ is not a run folder yet, and a real run of this configuration waits until it is emptied: "
+        + outside_runs_message(found, run)
+    )
 
 
 def migrate(run: str, configfiles: Sequence[str | Path], results: Path = RESULTS, dry_run: bool = False) -> list[str]:
@@ -154,17 +170,15 @@ def migrate(run: str, configfiles: Sequence[str | Path], results: Path = RESULTS
     conflict = owner_conflict(root, configfiles, workdir)
     if conflict:
         raise ValueError(conflict)
-    found = [p for p in outside_runs(results) if p != root]
+    found = outside_runs(results)
+    if root in found:  # results/paper/ of the paper tables, outside any run, and run `paper`
+        raise ValueError(f"{root}/ itself lies outside any run folder: move it into another run first (--run default)")
     clashes = [str(root / p.name) for p in found if (root / p.name).exists()]
     if clashes:
         raise ValueError(f"already in {root}/: {', '.join(clashes)}; nothing was moved")
-    moves = [f"{p} -> {root / p.name}" for p in found]
+    moves = [f"{p}/ -> {root / p.name}/" for p in found]
     if dry_run or not found:
         return moves
-    if root.exists() and owner(root) is None and (root / "tables.md").exists():
-        # the run is named like a folder of the old place (results/paper/ of the paper tables): move that first
-        raise ValueError(f"{root}/ itself lies outside any run folder; move it with --run default first")
-    root.mkdir(parents=True, exist_ok=True)
     claim(root, configfiles, workdir)
     for p in found:
         p.rename(root / p.name)
