@@ -5,13 +5,16 @@ It answers what the client calls (read in huggingface_hub 2.4.0's hf_api.py / fi
 ``siblings`` and their sizes), ``HEAD``/``GET /{repo}/resolve/{rev}/{path}`` and ``/datasets/{repo}/resolve/...``
 (headers ``X-Repo-Commit``, ``ETag``, ``Content-Length``), errors as the hub marks them (``X-Error-Code``:
 ``GatedRepo`` with 403, ``RepoNotFound``, ``RevisionNotFound``, ``EntryNotFound`` with 404), and ``HEAD``/``GET`` of
-any other path under ``/files/`` (a corpus URL).
+any other path under ``/files/`` (a corpus URL). ``Hub.fail`` makes paths answer a bare HTTP status (no
+``X-Error-Code``), as a proxy or a hub outage does; ``closed_port`` and ``SilentServer`` are a host that refuses
+connections and one that accepts them and never answers.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import socket
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,6 +38,13 @@ class Hub:
     files: dict[str, Path] = field(default_factory=dict)  # /files/<name> -> file
     requests: list[str] = field(default_factory=list)
     anonymous_check_401: bool = False  # auth-check refuses anonymous callers with a bare 401, as for a missing repo
+    fail: dict[str, int] = field(default_factory=dict)  # path prefix -> HTTP status answered with an empty body
+
+    def fail_repo(self, repo_type: str, repo_id: str, code: int) -> None:
+        """Every request about the repository (API and files) answers ``code``."""
+        prefix = "" if repo_type == "model" else f"/{repo_type}s"
+        self.fail[f"/api/{repo_type}s/{repo_id}"] = code
+        self.fail[f"{prefix}/{repo_id}/resolve/"] = code
 
     def add(self, repo_type: str, repo_id: str, folder: Path, revision: str = "main", gated: bool = False) -> None:
         repo = self.repos.setdefault((repo_type, repo_id), Repo({}, gated))
@@ -69,6 +79,9 @@ def _handler(hub: Hub):
         def _route(self, head: bool):
             path = urlsplit(self.path).path
             hub.requests.append(f"{self.command} {path}")
+            for prefix, code in hub.fail.items():
+                if path.startswith(prefix):
+                    return self._send(code, b"", head=head)
             parts = [unquote(p) for p in path.strip("/").split("/")]
             if parts[0] == "files":
                 f = hub.files.get("/".join(parts[1:]))
@@ -147,3 +160,24 @@ class HubServer:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join()
+
+
+def closed_port() -> int:
+    """A local port nothing listens on (bound, then closed): a connection to it is refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class SilentServer:
+    """A local port that accepts connections (the kernel completes them from the listen backlog) and never
+    answers: a request to it waits for its timeout. ``with SilentServer() as url:``."""
+
+    def __enter__(self) -> str:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def __exit__(self, *exc) -> None:
+        self.sock.close()

@@ -51,8 +51,10 @@ def xlsum_repo(root: Path, languages=("thai", "sinhala")) -> Path:
     return root
 
 
-def mlsum_branch(root: Path) -> Path:
-    """GEM/mlsum refs/convert/parquet: {config}/{split}/0000.parquet, no README.md, GEM's fields."""
+def mlsum_branch(root: Path, layout: str = "folders") -> Path:
+    """GEM/mlsum refs/convert/parquet, no README.md, GEM's fields, in either layout of the hub's converter:
+    ``folders``: {config}/{split}/0000.parquet; ``files``: {config}/mlsum-{split}.parquet, with train cut into
+    mlsum-train-0000K-of-00002.parquet (rows 0-1, then row 2)."""
     for config in ("de", "es"):
         for split, n in (("train", 3), ("validation", 2), ("test", 3)):
             rows = [
@@ -69,8 +71,16 @@ def mlsum_branch(root: Path) -> Path:
                 }
                 for i in range(n)
             ]
-            (root / config / split).mkdir(parents=True)
-            pq.write_table(pa.Table.from_pylist(rows), root / config / split / "0000.parquet")
+            (root / config).mkdir(parents=True, exist_ok=True)
+            if layout == "folders":
+                (root / config / split).mkdir()
+                pq.write_table(pa.Table.from_pylist(rows), root / config / split / "0000.parquet")
+            elif split == "train":
+                for k, part in enumerate((rows[:2], rows[2:])):
+                    path = root / config / f"mlsum-{split}-{k:05d}-of-00002.parquet"
+                    pq.write_table(pa.Table.from_pylist(part), path)
+            else:
+                pq.write_table(pa.Table.from_pylist(rows), root / config / f"mlsum-{split}.parquet")
     return root
 
 

@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from tests import source_fixtures as sf
-from tests.hub_server import TOKEN, Hub, HubServer
+from tests.hub_server import TOKEN, Hub, HubServer, SilentServer, closed_port
 from tools import preflight
+from workflow_scripts.hub_cache import HUB_UNREACHABLE_FIX
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -121,10 +122,10 @@ def test_gated_model_without_token_names_the_licence_page(hub, tmp_path):
     code, rows, _ = run(tmp_path, small_paper_config(hub.url))
     assert code == 1
     model = rows["model llama2 (meta-llama/Llama-2-7b-hf)"]
-    assert model.status == "missing" and "gated" in model.detail
+    assert model.status == "no access" and "gated" in model.detail
     assert f"accept its licence at {hub.url}/meta-llama/Llama-2-7b-hf" in model.fix
     flores = rows["FLORES+ devtest (openlanguagedata/flores_plus)"]
-    assert flores.status == "missing" and f"{hub.url}/datasets/openlanguagedata/flores_plus" in flores.fix
+    assert flores.status == "no access" and f"{hub.url}/datasets/openlanguagedata/flores_plus" in flores.fix
 
 
 def test_missing_dataset_is_a_row_and_blocks(hub, tmp_path, monkeypatch):
@@ -134,7 +135,145 @@ def test_missing_dataset_is_a_row_and_blocks(hub, tmp_path, monkeypatch):
     code, rows, _ = run(tmp_path, config)
     assert code == 1
     row = rows["dataset xlsum (csebuetnlp/xlsum-gone)"]
-    assert row.status == "missing" and "no such dataset repository" in row.detail
+    assert row.status == "not found" and "no such dataset repository" in row.detail
+    assert row.fix.startswith("the id is wrong: fix evaluation.datasets.xlsum (check it at ")
+
+
+HUB_ROWS = [  # the rows of small_paper_config that read the hub
+    "model llama2 (meta-llama/Llama-2-7b-hf)",
+    "FLORES+ devtest (openlanguagedata/flores_plus)",
+    "dataset belebele (facebook/belebele)",
+    "dataset global_mmlu (CohereLabs/Global-MMLU)",
+    "dataset mmlu (lighteval/mmlu)",
+    "dataset xlsum (csebuetnlp/xlsum)",
+    "items tokenizer (meta-llama/Llama-2-7b-hf)",
+    "mT5 spiece.model (google/mt5-small)",
+    "BLEURT checkpoint (lucadiliello/BLEURT-20)",
+]
+
+
+def offline_unset(tmp_path, monkeypatch, endpoint: str) -> None:
+    import huggingface_hub.constants as C
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(C, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(C, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+
+
+def test_a_closed_port_as_the_hub_gives_unreachable_rows_and_no_traceback(tmp_path):
+    """The command line, HF_HUB_OFFLINE unset, HF_ENDPOINT and the corpus URL on a port nothing listens on."""
+    import os
+    import subprocess
+    import sys
+
+    url = f"http://127.0.0.1:{closed_port()}"
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(small_paper_config(url)))
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_TOKEN")}
+    env.update(HF_ENDPOINT=url, HF_HOME=str(tmp_path / "hf"))
+    argv = ["--configfile", str(config), "--results", str(tmp_path / "results"), "--json", str(tmp_path / "r.json")]
+    done = subprocess.run([sys.executable, "-m", "tools.preflight", *argv], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and "Error" not in done.stderr, done.stderr
+    rows = {r["item"]: preflight.Row(**r) for r in json.loads((tmp_path / "r.json").read_text())}
+    first = rows[HUB_ROWS[0]]
+    assert first.detail == f"{url}: connection refused (reading meta-llama/Llama-2-7b-hf)"
+    for item in HUB_ROWS:
+        assert rows[item].status == "unreachable" and rows[item].fix == HUB_UNREACHABLE_FIX, item
+    assert rows["FLORES+ devtest (openlanguagedata/flores_plus)"].detail == (
+        f"not contacted: the same host failed for {HUB_ROWS[0]}"
+    )
+    corpus = rows[f"corpus th ({url}/files/cc-100/th.txt.xz)"]
+    assert corpus.status == "unreachable" and corpus.detail == "127.0.0.1: connection refused"
+    assert "fix languages" not in corpus.fix and "check the network/proxy" in corpus.fix
+    assert rows["corpus si (l10n)"].status == "ready"
+    assert f"| unreachable | {HUB_ROWS[0]} | {first.detail} | {HUB_UNREACHABLE_FIX} |" in done.stdout
+
+
+def test_an_unresolvable_host_name_is_unreachable(tmp_path, monkeypatch):
+    """Names under the reserved .invalid TLD never resolve (RFC 6761)."""
+    offline_unset(tmp_path, monkeypatch, "http://hub.invalid")
+    config = small_paper_config("http://corpus.invalid")
+    config["evaluation"]["tasks"] = ["mt"]
+    code, rows, text = run(tmp_path, config)
+    assert code == 1, text
+    model = rows["model llama2 (meta-llama/Llama-2-7b-hf)"]
+    assert model.status == "unreachable" and "http://hub.invalid: host name not resolved" in model.detail
+    assert model.fix == HUB_UNREACHABLE_FIX
+    corpus = rows["corpus th (http://corpus.invalid/files/cc-100/th.txt.xz)"]
+    assert corpus.status == "unreachable" and corpus.detail.startswith("corpus.invalid: host name not resolved")
+    assert "the host name in languages.th.corpus.url" in corpus.fix
+
+
+def test_a_hub_that_never_answers_times_out_once(tmp_path, monkeypatch):
+    """A server that accepts connections and never answers: each host waits --timeout once, and the rows after
+    the first are not contacted again."""
+    with SilentServer() as url:
+        offline_unset(tmp_path, monkeypatch, url)
+        config = small_paper_config(url)
+        config["evaluation"]["tasks"] = ["mt"]
+        code, rows, text = run(tmp_path, config, "--timeout", "0.3")
+    assert code == 1, text
+    model = rows["model llama2 (meta-llama/Llama-2-7b-hf)"]
+    assert (
+        model.status == "timed out"
+        and model.detail == f"{url}: no answer within 0.3 s (reading meta-llama/Llama-2-7b-hf)"
+    )
+    assert model.fix.startswith(HUB_UNREACHABLE_FIX) and "--timeout" in model.fix
+    flores = rows["FLORES+ devtest (openlanguagedata/flores_plus)"]
+    assert flores.status == "timed out" and flores.detail.startswith("not contacted")
+    corpus = rows[f"corpus th ({url}/files/cc-100/th.txt.xz)"]
+    assert corpus.status == "timed out" and corpus.detail == "127.0.0.1: no answer within 0.3 s"
+
+
+@pytest.mark.parametrize(
+    "code,status,model_fix,corpus_fix",
+    [
+        (401, "no access", "log in with a token", "set languages.th.corpus.path"),
+        (403, "no access", "accept its licence at", "set languages.th.corpus.path"),
+        (404, "not found", "the id is wrong: fix models.llama2.path", "the URL is wrong: fix languages.th.corpus.url"),
+        (503, "http error", "rerun later", "rerun later"),
+    ],
+)
+def test_http_statuses_are_distinct_rows_with_their_fix(
+    hub, tmp_path, monkeypatch, code, status, model_fix, corpus_fix
+):
+    """Bare HTTP statuses (no X-Error-Code: a proxy, an outage) for a model, a dataset, FLORES+ and a corpus URL."""
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    hub.fail_repo("model", "meta-llama/Llama-2-7b-hf", code)
+    hub.fail_repo("dataset", "csebuetnlp/xlsum", code)
+    hub.fail_repo("dataset", "openlanguagedata/flores_plus", code)
+    hub.fail["/files/cc-100/th.txt.xz"] = code
+    config = small_paper_config(hub.url)
+    config["evaluation"]["tasks"] = ["mt", "sum"]
+    rc, rows, text = run(tmp_path, config)
+    assert rc == 1, text
+    model = rows["model llama2 (meta-llama/Llama-2-7b-hf)"]
+    assert model.status == status and f"HTTP {code}" in model.detail and model_fix in model.fix, model
+    xlsum = rows["dataset xlsum (csebuetnlp/xlsum)"]
+    assert xlsum.status == status and f"HTTP {code}" in xlsum.detail, xlsum
+    flores = rows["FLORES+ devtest (openlanguagedata/flores_plus)"]
+    assert flores.status == status, flores
+    if code in (401, 404):  # the id may be wrong: the fix names the key that sets it
+        assert "fix evaluation.datasets.xlsum" in xlsum.fix and "fix languages.th.mt.root" in flores.fix
+    corpus = rows[f"corpus th ({hub.url}/files/cc-100/th.txt.xz)"]
+    assert corpus.status == status and f"HTTP {code}" in corpus.detail and corpus_fix in corpus.fix, corpus
+    assert ("fix languages.th.corpus.url" in corpus.fix) == (code == 404)
+    assert rows["items tokenizer (meta-llama/Llama-2-7b-hf)"].status == status
+
+
+def test_a_wrong_revision_names_its_key(hub, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    config = small_paper_config(hub.url)
+    config["models"]["llama2"]["revision"] = "no-such-branch"
+    config["evaluation"]["tasks"] = ["mt"]
+    code, rows, text = run(tmp_path, config)
+    assert code == 1, text
+    row = rows["model llama2 (meta-llama/Llama-2-7b-hf)"]
+    assert (row.status, row.detail) == ("not found", "meta-llama/Llama-2-7b-hf: no such revision")
+    assert row.fix == "the revision is wrong: fix models.llama2.revision: name an existing branch, tag or commit"
 
 
 def test_greeksum_without_a_folder_names_the_converter(hub, tmp_path, monkeypatch):
@@ -197,6 +336,9 @@ def test_offline_marks_what_needs_the_network_not_checked(tmp_path, monkeypatch)
     assert rows["dataset xlsum thai (csebuetnlp/xlsum)"].status == "not checked"
     assert rows["corpus si (l10n)"].status == "ready"
     assert all(r.status in ("ready", "not checked") for r in rows.values())
+    unchecked = [r for r in rows.values() if r.status == "not checked"]
+    assert unchecked and all(r.fix for r in unchecked), text  # each says what to do
+    assert rows["model llama2 (meta-llama/Llama-2-7b-hf)"].fix == preflight.OFFLINE_FIX
 
 
 def test_default_config_passes_offline(tmp_path, monkeypatch, capsys):

@@ -88,6 +88,55 @@ def test_mlsum_summary_falls_back_to_the_first_reference(tmp_path):
     assert ds["summary"] == ["Zusammenfassung 0.", "Zusammenfassung 1.", "Zusammenfassung 2."]
 
 
+@pytest.mark.parametrize("layout", ["folders", "files"])
+def test_mlsum_branch_reads_in_either_layout_of_the_converter(tmp_path, layout):
+    """{config}/{split}/NNNN.parquet and {config}/mlsum-{split}[-NNNNN-of-NNNNN].parquet give the same mirror; the
+    shards of train are read in their order."""
+    src = sf.mlsum_branch(tmp_path / "src", layout)
+    out = D.download("mlsum", str(src), ["de"], ["test", "train", "validation"], tmp_path / "m")
+    train = load(out, "de", "train", tmp_path)
+    assert train["id"] == ["mlsum_de-train-0", "mlsum_de-train-1", "mlsum_de-train-2"]
+    assert load(out, "de", "test", tmp_path)["summary"] == [f"Zusammenfassung {i}." for i in range(3)]
+    assert len(load(out, "de", "validation", tmp_path)) == 2
+
+
+def test_parquet_branch_layouts_are_parsed_to_configs_and_splits():
+    files = {
+        "de/mlsum-train-00000-of-00002.parquet": 1,
+        "de/mlsum-train-00001-of-00002.parquet": 1,
+        "de/mlsum-test.parquet": 1,
+        "es/my-data-challenge_test_covid-00000-of-00001.parquet": 1,  # a hyphenated dataset name, a split with _
+        "de/validation/0000.parquet": 1,
+        "de/mlsum-validation.parquet": 1,  # the same split in both layouts: the folder's file alone
+        "de/notes.parquet": 1,  # no -{split}: not a converter's file
+        ".gitattributes": 1,
+    }
+    assert S._parquet_branch(files) == {
+        "de": {
+            "train": ["de/mlsum-train-00000-of-00002.parquet", "de/mlsum-train-00001-of-00002.parquet"],
+            "test": ["de/mlsum-test.parquet"],
+            "validation": ["de/validation/0000.parquet"],
+        },
+        "es": {"challenge_test_covid": ["es/my-data-challenge_test_covid-00000-of-00001.parquet"]},
+    }
+
+
+def test_a_branch_in_neither_layout_names_the_repository_revision_and_files(hub, tmp_path):
+    odd = tmp_path / "repos/odd"
+    (odd / "de").mkdir(parents=True)
+    (odd / "de" / "data.parquet").write_bytes(b"PAR1")
+    (odd / "de" / "test.arrow").write_bytes(b"")
+    hub.add("dataset", "GEM/odd", odd, revision=S.PARQUET_BRANCH)
+    with pytest.raises(D.LayoutError) as e:
+        D.download("mlsum", "GEM/odd", ["de"], ["test"], tmp_path / "m")
+    assert str(e.value) == (
+        "mlsum (GEM/odd@refs/convert/parquet): no README.md configs block and no Parquet-branch layout "
+        "({config}/{split}/NNNN.parquet or {config}/{dataset}-{split}[-NNNNN-of-NNNNN].parquet); "
+        "files: de/data.parquet, de/test.arrow"
+    )
+    assert not (tmp_path / "m").exists()
+
+
 def test_global_mmlu_keeps_rows_with_an_empty_option(tmp_path):
     ds = load(D.download("global_mmlu", str(sf.gmmlu_repo(tmp_path / "s")), ["si"], ["test"], tmp_path / "m"), "si",
               "test", tmp_path)  # fmt: skip
@@ -158,6 +207,14 @@ def test_hub_download_then_offline_load(hub, tmp_path, monkeypatch, name, hub_id
     for split in splits:
         ds = load(out, subset, split, tmp_path)
         assert field in ds.column_names and len(ds) > 0
+
+
+def test_mlsum_hub_branch_in_the_files_layout_downloads(hub, tmp_path):
+    hub.repos[("dataset", "GEM/mlsum")].revisions[S.PARQUET_BRANCH] = sf.mlsum_branch(tmp_path / "pq2", "files")
+    out = D.download("mlsum", "GEM/mlsum", ["es"], ["train"], tmp_path / "m")
+    assert any(r.startswith("GET /datasets/GEM/mlsum/resolve/") and r.endswith("/es/mlsum-train-00001-of-00002.parquet")
+               for r in hub.requests)  # fmt: skip
+    assert load(out, "es", "train", tmp_path)["id"] == [f"mlsum_es-train-{i}" for i in range(3)]
 
 
 def test_a_source_without_a_layout_entry_is_read_generically(hub, tmp_path):

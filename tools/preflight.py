@@ -6,27 +6,48 @@ For every model (and its tokenizer), corpus URL, FLORES+ file and evaluation dat
 it is reachable with the user's credentials (a gated repository without access is named with the page where its
 licence is accepted), what it weighs, whether the disk under ``results/`` and the Hugging Face cache has room for it,
 and, for each dataset, whether the subset, split and columns the tasks read exist (on the first rows only). One
-table, ready / missing / not checked, each with its fix; the exit status is 1 when anything blocks the run.
+table, one row per item, each with its fix: ready; not checked; or why it failed (missing; no access: gated or
+refused credentials; not found: a wrong id or URL; unreachable: no connection or no DNS; timed out; http error: any
+other HTTP status). The exit status is 1 when any row failed; network errors are rows, never a traceback.
 
 Offline (``HF_HUB_OFFLINE=1`` or ``--offline``) it checks what is local (packages, files, mirrors already downloaded,
 the Hugging Face cache) and marks everything else "not checked", saying what was not checked. The hub is read with
-``huggingface_hub`` (``HF_ENDPOINT`` and the user's token apply). The next step, ``snakemake download_all``, fetches
-what this lists (docs/data.md).
+``huggingface_hub`` (``HF_ENDPOINT`` and the user's token apply); each request waits ``--timeout`` seconds for an
+answer, and a host that did not answer once is not contacted again. The next step, ``snakemake download_all``,
+fetches what this lists (docs/data.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import shutil
 import sys
+import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
+
+from workflow_scripts.hub_cache import (
+    HTTP_ERROR,
+    NO_ACCESS,
+    NOT_FOUND,
+    TIMED_OUT,
+    UNREACHABLE,
+    AccessError,
+    network_failure,
+    request_timeout,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 READY, MISSING, NOT_CHECKED = "ready", "missing", "not checked"
+STATUSES = (READY, MISSING, NO_ACCESS, NOT_FOUND, UNREACHABLE, TIMED_OUT, HTTP_ERROR, NOT_CHECKED)
+FAILED = frozenset(STATUSES) - {READY, NOT_CHECKED}  # any of these blocks the run (exit status 1)
 OFFLINE_NOTE = "offline (HF_HUB_OFFLINE=1 or --offline)"
+OFFLINE_FIX = "run preflight where downloads run (the login node), without --offline and HF_HUB_OFFLINE=1"
 FIRST_ROWS = 5
 
 
@@ -50,6 +71,38 @@ def human(n: int | None) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
     return str(n)
+
+
+def failure_row(item: str, e: AccessError) -> Row:
+    return Row(e.status, item, str(e), e.fix)
+
+
+# host -> (the item it failed for, its failure): a host that gave no answer once is not contacted again in this run
+# (a host that drops packets costs the timeout per request, and the hub serves every model and dataset row)
+_DOWN: dict[str, tuple[str, AccessError]] = {}
+
+
+@contextmanager
+def contact(host: str | None, item: str):
+    """Around the requests of one item to ``host`` (None: a local folder): raises the host's earlier failure
+    without contacting it, and records a new one (unreachable, timed out)."""
+    if host in _DOWN:
+        first, e = _DOWN[host]
+        again = AccessError(f"not contacted: the same host failed for {first}", e.fix, e.status)
+        again.first = e
+        raise again
+    try:
+        yield
+    except AccessError as e:
+        if host is not None and e.status in (UNREACHABLE, TIMED_OUT):
+            _DOWN.setdefault(host, (item, e))
+        raise
+
+
+def hub_host(repo) -> str | None:
+    from workflow_scripts import hub_cache
+
+    return hub_cache.endpoint() if isinstance(repo, hub_cache.HubRepo) else None
 
 
 def load_config(path: Path) -> dict:
@@ -99,8 +152,8 @@ def _cached(repo_id: str, filename: str, repo_type: str, revision: str | None) -
     return isinstance(hit, str)
 
 
-def model_rows(name: str, spec: dict, online: bool) -> list[Row]:
-    """The model of one ``models`` entry (or its chat sibling) and its tokenizer."""
+def model_rows(name: str, spec: dict, online: bool, key: str) -> list[Row]:
+    """The model of one ``models`` entry (or its chat sibling; ``key``: its config key) and its tokenizer."""
     from workflow_scripts import hub_cache
     from workflow_scripts.source_model import package_file_problem
 
@@ -112,13 +165,15 @@ def model_rows(name: str, spec: dict, online: bool) -> list[Row]:
         if not online:
             if _cached(repo_id, "config.json", "model", revision):
                 return [Row(READY, item, "in the Hugging Face cache; " + OFFLINE_NOTE + ": not compared with the hub")]
-            return [Row(NOT_CHECKED, item, OFFLINE_NOTE + ": access (gated licence), size, tokenizer files")]
-        repo = hub_cache.HubRepo(repo_id, "model", revision)
+            detail = OFFLINE_NOTE + ": access (gated licence), size, tokenizer files"
+            return [Row(NOT_CHECKED, item, detail, OFFLINE_FIX)]
+        repo = hub_cache.HubRepo(repo_id, "model", revision, key + ".path", key + ".revision")
         try:
-            repo.check_access()
-            files = repo.files()
-        except hub_cache.AccessError as e:
-            return [Row(MISSING, item, str(e), e.fix)]
+            with contact(hub_host(repo), item):
+                repo.check_access()
+                files = repo.files()
+        except AccessError as e:
+            return [failure_row(item, e)]
         wanted = hub_cache.model_files(files)
         weights = [f for f in wanted if f.endswith(".safetensors")]
         size = sum(files[f] or 0 for f in wanted)
@@ -126,47 +181,101 @@ def model_rows(name: str, spec: dict, online: bool) -> list[Row]:
         if weights:
             rows.append(Row(READY, item, f"{len(weights)} safetensors files, {human(size)}", bytes=size, disk="cache"))
         else:
-            rows.append(
-                Row(MISSING, item, "no .safetensors weights at the top level", "name a revision with safetensors")
-            )
+            fix = f"name a revision with safetensors ({key}.revision) or another model ({key}.path)"
+            rows.append(Row(MISSING, item, "no .safetensors weights at the top level", fix))
         tok = [f for f in hub_cache.TOKENIZER_FILES if f in files]
         if tok:
             rows.append(Row(READY, f"tokenizer {name} ({repo_id})", ", ".join(tok)))
         else:
-            rows.append(Row(MISSING, f"tokenizer {name} ({repo_id})", "no tokenizer.json / tokenizer.model", ""))
+            fix = f"name a revision ({key}.revision) or a model ({key}.path) that has its tokenizer"
+            rows.append(Row(MISSING, f"tokenizer {name} ({repo_id})", "no tokenizer.json / tokenizer.model", fix))
         return rows
     if kind == "local":
         ok = (Path(spec["path"]) / "config.json").is_file()
         return [
             Row(READY, item, f"local folder {spec['path']}")
             if ok
-            else Row(MISSING, item, f"{spec['path']}/config.json does not exist", f"fix models.{name}.path")
+            else Row(MISSING, item, f"{spec['path']}/config.json does not exist", f"fix {key}.path")
         ]
     if kind in ("gguf_package", "random_llama"):
         problem = package_file_problem(spec["package"], spec["file"])
         if problem:
-            return [Row(MISSING, item, problem[1], f"models.{name}.{problem[0]}")]
+            return [Row(MISSING, item, problem[1], f"fix {key}.{problem[0]}")]
         return [Row(READY, item, f"{spec['file']} in installed package {spec['package']}")]
-    return [Row(MISSING, item, f"unknown kind {kind!r}", f"fix models.{name}.kind")]
+    return [Row(MISSING, item, f"unknown kind {kind!r}", f"fix {key}.kind")]
 
 
 # ---- corpora and FLORES+ ---------------------------------------------------------------------------------------------
 
 
+def _head(url: str, timeout: float) -> int | None:
+    """The Content-Length of ``url`` (None where the server gives none), asked with HEAD, or GET for a server that
+    refuses HEAD (the body is not read)."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout) as r:
+            size = r.headers.get("Content-Length")
+    except urllib.error.HTTPError as e:
+        if e.code not in (405, 501):
+            raise
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            size = r.headers.get("Content-Length")
+    return int(size) if size else None
+
+
+def url_unreachable_fix(url: str, key: str, status: str, what: str) -> str:
+    """The fix for a corpus host that gave no answer (``status``, ``what``: from ``network_failure``)."""
+    host = urlsplit(url).hostname or url
+    fix = f"{host} is unreachable from this host: check the network/proxy (HTTPS_PROXY)"
+    if "not resolved" in what:
+        fix += f" and the host name in {key}"
+    fix += ", or run preflight where downloads run"
+    if status == TIMED_OUT:
+        fix += "; a slow link needs more seconds (preflight --timeout)"
+    return fix
+
+
+def url_failure(url: str, key: str, path_key: str, e: Exception, timeout: float) -> AccessError:
+    """What a failed request for a corpus URL means: a wrong URL (HTTP 404/410, not a URL), refused access (HTTP
+    401/403), any other HTTP status, or a host that did not answer; only a wrong URL says to fix ``key``."""
+    host = urlsplit(url).hostname or url
+    if isinstance(e, urllib.error.HTTPError):
+        if e.code in (404, 410):
+            return AccessError(f"HTTP {e.code}: no file at this URL", f"the URL is wrong: fix {key}", NOT_FOUND)
+        if e.code in (401, 403):
+            fix = f"{host} refuses this file without credentials: fetch it where you may and set {path_key} to it"
+            return AccessError(f"HTTP {e.code} from {host}", fix, NO_ACCESS)
+        fix = f"{host} failed on its side (HTTP 5xx) or limits requests (429): rerun later; the URL may be right"
+        return AccessError(f"HTTP {e.code} {e.reason} from {host}", fix, HTTP_ERROR)
+    failure = network_failure(e, timeout)
+    if failure is not None:
+        return AccessError(f"{host}: {failure[1]}", url_unreachable_fix(url, key, *failure), failure[0])
+    if isinstance(e, ValueError):  # urllib's "unknown url type" and the like
+        return AccessError(f"not a URL: {e}", f"the URL is wrong: fix {key}", NOT_FOUND)
+    if isinstance(e, http.client.HTTPException):
+        return AccessError(f"{host} sent no valid HTTP answer ({type(e).__name__})", "rerun later", HTTP_ERROR)
+    return AccessError(f"{host}: {type(e).__name__}: {e}", "check the network/proxy (HTTPS_PROXY)", UNREACHABLE)
+
+
 def url_row(lang: str, url: str, online: bool, downloads: Path) -> Row:
     item = f"corpus {lang} ({url})"
+    key, path_key = f"languages.{lang}.corpus.url", f"languages.{lang}.corpus.path"
     local = downloads / "cc100" / f"{lang}.txt.xz"
     if local.is_file():
         return Row(READY, item, f"downloaded: {local}")
     if not online:
-        return Row(NOT_CHECKED, item, OFFLINE_NOTE + ": reachability and size")
+        return Row(NOT_CHECKED, item, OFFLINE_NOTE + ": reachability and size", OFFLINE_FIX)
+    timeout = request_timeout()
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=30) as r:
-            size = r.headers.get("Content-Length")
-        size = int(size) if size else None
-        return Row(READY, item, human(size), bytes=size, disk="results")
-    except Exception as e:  # any network or HTTP error: the URL does not serve the file
-        return Row(MISSING, item, f"unreachable: {e}", f"fix languages.{lang}.corpus.url")
+        with contact(urlsplit(url).netloc or url, item):
+            try:
+                size = _head(url, timeout)
+            except (OSError, ValueError, http.client.HTTPException) as e:  # urllib's errors are OSError
+                raise url_failure(url, key, path_key, e, timeout) from e
+    except AccessError as e:
+        if e.status in (UNREACHABLE, TIMED_OUT):  # a host that failed for another language: this row's key
+            e.fix = url_unreachable_fix(url, key, e.status, str(getattr(e, "first", e)))
+        return failure_row(item, e)
+    return Row(READY, item, human(size), bytes=size, disk="results")
 
 
 def flores_rows(config: dict, online: bool) -> list[Row]:
@@ -184,30 +293,36 @@ def flores_rows(config: dict, online: bool) -> list[Row]:
         codes = [FLORES_ENGLISH] + [flores_code(lang) for lang in langs]
         paths = hub_cache.flores_paths("devtest", codes)
         item = f"FLORES+ devtest ({root})"
+        key = f"languages.{langs[0]}.mt.root"
         local = Path(root).is_dir()
         if not local and not online:
             cached = all(_cached(root, p, "dataset", None) for p in paths)
             if cached:
                 rows.append(Row(READY, item, f"{len(paths)} files in the Hugging Face cache"))
             else:
-                rows.append(Row(NOT_CHECKED, item, OFFLINE_NOTE + ": access (gated licence), files, columns"))
+                detail = OFFLINE_NOTE + ": access (gated licence), files, columns"
+                rows.append(Row(NOT_CHECKED, item, detail, OFFLINE_FIX))
             continue
-        repo = hub_cache.open_repo(root)
+        repo = hub_cache.open_repo(root, key=key)
         try:
-            repo.check_access()
-            files = repo.files()
-        except hub_cache.AccessError as e:
-            rows.append(Row(MISSING, item, str(e), e.fix))
-            continue
-        missing = [p for p in paths if p not in files]
-        if missing:
-            rows.append(Row(MISSING, item, f"no {', '.join(missing)}", "check languages.<lang>.mt.root / FLORES codes"))
-            continue
-        import pyarrow.parquet as pq
+            with contact(hub_host(repo), item):
+                repo.check_access()
+                files = repo.files()
+                missing = [p for p in paths if p not in files]
+                if not missing:
+                    import pyarrow.parquet as pq
 
-        cols = pq.read_schema(repo.fetch(paths[1])).names
+                    cols = pq.read_schema(repo.fetch(paths[1])).names
+        except AccessError as e:
+            rows.append(failure_row(item, e))
+            continue
+        if missing:
+            fix = f"fix {key} (a FLORES+ copy with devtest/{{code}}.parquet) or the language codes (docs/data.md)"
+            rows.append(Row(MISSING, item, f"no {', '.join(missing)}", fix))
+            continue
         if not {"id", "text"} <= set(cols):
-            rows.append(Row(MISSING, item, f"{paths[1]} has columns {cols}, not id and text", ""))
+            fix = f"fix {key}: a FLORES+ copy whose devtest files have id and text columns (docs/data.md)"
+            rows.append(Row(MISSING, item, f"{paths[1]} has columns {cols}, not id and text", fix))
             continue
         size = sum(files[p] or 0 for p in paths)
         disk = "" if local else "cache"
@@ -231,7 +346,10 @@ def _mirror_row(name: str, folder: Path, subset: str, splits: list[str], columns
             have = list(first) if first is not None else list(ds.features or [])
             missing = [c for c in columns if c not in have]
             if missing:
-                return Row(MISSING, item, f"{folder} {split}: no column {', '.join(missing)} (has {have})", "")
+                fix = f"set evaluation.datasets.{name} to a folder whose rows have {', '.join(columns)}"
+                if how == "mirror":
+                    fix = "rerun `snakemake download_all` with this config (the mirror lacks the task's columns)"
+                return Row(MISSING, item, f"{folder} {split}: no column {', '.join(missing)} (has {have})", fix)
             seen.append(split)
     except Exception as e:  # datasets raises many kinds for a wrong folder, subset or split
         fix = (
@@ -277,25 +395,33 @@ def dataset_rows(config: dict, online: bool, downloads: Path, max_read: int) -> 
                     NOT_CHECKED,
                     f"dataset {name} {s} ({setting})",
                     OFFLINE_NOTE + f": access, size, subset, splits {', '.join(splits)}, columns",
+                    OFFLINE_FIX,
                 )
                 for s in subsets
             ]
             continue
+        key = f"evaluation.datasets.{name}"
+        host = None if Path(setting).is_dir() else hub_cache.endpoint()
         try:
-            repo, files = S.open_source(name, setting)
-        except (hub_cache.AccessError, D.LayoutError) as e:
-            rows.append(Row(MISSING, f"dataset {name} ({setting})", str(e), e.fix))
+            with contact(host, f"dataset {name}"):
+                repo, files = S.open_source(name, setting, key)
+        except AccessError as e:
+            rows.append(failure_row(f"dataset {name} ({setting})", e))
+            continue
+        except D.LayoutError as e:
+            rows.append(Row(MISSING, f"dataset {name} ({setting})", str(e), e.fix or f"fix {key}"))
             continue
         for s in subsets:
             item = f"dataset {name} {s} ({repo.where})"
             try:
-                sizes = {sp: S.split_bytes(name, repo, files, s, sp) for sp in splits}
+                with contact(host, item):  # the sizes may need README.md, the reads fetch data files
+                    sizes = {sp: S.split_bytes(name, repo, files, s, sp) for sp in splits}
+                    read = [sp for sp, b in sizes.items() if b is not None and b <= max_read]
+                    for sp in read:
+                        S.read_split(name, repo, files, s, sp, limit=FIRST_ROWS)
                 known = [b for b in sizes.values() if b is not None]
                 size = sum(set(known)) if lay.kind == "xlsum_archives" else sum(known)
                 detail = ", ".join(f"{sp} {human(b)}" for sp, b in sizes.items())
-                read = [sp for sp, b in sizes.items() if b is not None and b <= max_read]
-                for sp in read:
-                    S.read_split(name, repo, files, s, sp, limit=FIRST_ROWS)
                 if read:
                     cols = ", ".join(lay.columns) or "(any)"
                     detail += f"; columns {cols} on the first {FIRST_ROWS} rows of {', '.join(read)}"
@@ -305,8 +431,10 @@ def dataset_rows(config: dict, online: bool, downloads: Path, max_read: int) -> 
                         f"; {', '.join(skipped)} not read (over --max-read-mb {max_read // 10**6}: the download checks)"
                     )
                 rows.append(Row(READY, item, detail, bytes=size, disk="both"))
-            except (hub_cache.AccessError, D.LayoutError) as e:
-                rows.append(Row(MISSING, item, str(e), e.fix))
+            except AccessError as e:
+                rows.append(failure_row(item, e))
+            except D.LayoutError as e:
+                rows.append(Row(MISSING, item, str(e), e.fix or f"fix {key}"))
     return rows
 
 
@@ -322,7 +450,9 @@ def disk_rows(rows: list[Row], results: Path, cache: Path) -> list[Row]:
             need["cache"] += r.bytes
         if r.bytes and r.disk in ("results", "both"):
             need["results"] += r.bytes
-    unknown = sum(1 for r in rows if r.status == NOT_CHECKED or (r.disk and r.bytes is None))
+    # rows whose download size is unknown: not checked, or failed before the hub listed their files
+    unsized = {NOT_CHECKED, NO_ACCESS, NOT_FOUND, UNREACHABLE, TIMED_OUT, HTTP_ERROR}
+    unknown = sum(1 for r in rows if r.status in unsized or (r.disk and r.bytes is None))
     places = {"cache": cache, "results": results}
     if _device(cache) == _device(results):
         groups = [("results/ and the Hugging Face cache", results, need["cache"] + need["results"], f"{cache}")]
@@ -336,7 +466,8 @@ def disk_rows(rows: list[Row], results: Path, cache: Path) -> list[Row]:
             fix = "free space there, or point HF_HOME / the working directory at a larger disk"
             out.append(Row(MISSING, f"disk {label}", detail, fix))
         elif unknown:
-            out.append(Row(NOT_CHECKED, f"disk {label}", detail + f"; {unknown} download sizes not known"))
+            fix = "fix or check those rows (online: the hub lists their sizes), then rerun preflight"
+            out.append(Row(NOT_CHECKED, f"disk {label}", detail + f"; {unknown} download sizes not known", fix))
         else:
             out.append(Row(READY, f"disk {label}", detail))
     return out
@@ -347,11 +478,12 @@ def disk_rows(rows: list[Row], results: Path, cache: Path) -> list[Row]:
 
 def preflight(config: dict, *, online: bool, results: Path, max_read: int) -> list[Row]:
     """Every row for ``config`` (no side effects but the Hugging Face cache, which the download step reuses)."""
+    _DOWN.clear()
     rows: list[Row] = []
     for name, spec in config.get("models", {}).items():
-        rows += model_rows(name, spec, online)
+        rows += model_rows(name, spec, online, f"models.{name}")
         if isinstance(spec.get("chat"), dict):
-            rows += model_rows(f"{name} chat", spec["chat"], online)
+            rows += model_rows(f"{name} chat", spec["chat"], online, f"models.{name}.chat")
     for lang, lc in config.get("languages", {}).items():
         corpus = lc["corpus"]
         if corpus["kind"] == "l10n":
@@ -359,13 +491,12 @@ def preflight(config: dict, *, online: bool, results: Path, max_read: int) -> li
             rows.append(
                 Row(READY, f"corpus {lang} (l10n)", str(deb))
                 if deb.is_file()
-                else Row(MISSING, f"corpus {lang} (l10n)", f"{deb} does not exist", f"languages.{lang}.corpus.deb")
+                else Row(MISSING, f"corpus {lang} (l10n)", f"{deb} does not exist", f"fix languages.{lang}.corpus.deb")
             )
         elif corpus.get("path"):
             ok = Path(corpus["path"]).is_file()
-            rows.append(
-                Row(READY if ok else MISSING, f"corpus {lang}", corpus["path"], "" if ok else "fix corpus.path")
-            )
+            fix = "" if ok else f"fix languages.{lang}.corpus.path (the file does not exist)"
+            rows.append(Row(READY if ok else MISSING, f"corpus {lang}", corpus["path"], fix))
         else:
             rows.append(url_row(lang, corpus["url"], online, results / "downloads"))
     rows += flores_rows(config, online)
@@ -388,13 +519,14 @@ def items_tokenizer_rows(config: dict, online: bool, downloads: Path) -> list[Ro
     if (downloads / "items_tokenizer").is_dir():  # written atomically by download_items_tokenizer
         return [Row(READY, item, f"downloaded to {downloads / 'items_tokenizer'}")]
     if not online:
-        return [Row(NOT_CHECKED, item, OFFLINE_NOTE + ": access (gated licence), tokenizer files")]
-    repo = hub_cache.HubRepo(repo_id, "model")
+        return [Row(NOT_CHECKED, item, OFFLINE_NOTE + ": access (gated licence), tokenizer files", OFFLINE_FIX)]
+    repo = hub_cache.HubRepo(repo_id, "model", key="evaluation.items_tokenizer")
     try:
-        repo.check_access()
-        files = repo.files()
-    except hub_cache.AccessError as e:
-        return [Row(MISSING, item, str(e), e.fix)]
+        with contact(hub_host(repo), item):
+            repo.check_access()
+            files = repo.files()
+    except AccessError as e:
+        return [failure_row(item, e)]
     tok = [f for f in hub_cache.TOKENIZER_FILES if f in files]
     if not tok:
         return [Row(MISSING, item, "no tokenizer.json / tokenizer.model", "fix evaluation.items_tokenizer")]
@@ -427,15 +559,16 @@ def sum_asset_rows(config: dict, online: bool, downloads: Path) -> list[Row]:
         elif local.exists():
             rows.append(Row(READY, item, f"downloaded to {local}"))
         elif not online:
-            rows.append(Row(NOT_CHECKED, item, OFFLINE_NOTE + ": access, files"))
+            rows.append(Row(NOT_CHECKED, item, OFFLINE_NOTE + ": access, files", OFFLINE_FIX))
         else:
             repo_id, revision = hub_cache.split_id(value)
+            repo = hub_cache.HubRepo(repo_id, "model", revision, key)
             try:
-                repo = hub_cache.HubRepo(repo_id, "model", revision)
-                repo.check_access()
-                files = repo.files()
-            except hub_cache.AccessError as e:
-                rows.append(Row(MISSING, item, str(e), e.fix))
+                with contact(hub_host(repo), item):
+                    repo.check_access()
+                    files = repo.files()
+            except AccessError as e:
+                rows.append(failure_row(item, e))
                 continue
             lacking = [f for f in needed if f not in files]
             taken = needed if what.startswith("mT5") else [f for f in BLEURT_FILES if f in files]
@@ -451,9 +584,9 @@ def sum_asset_rows(config: dict, online: bool, downloads: Path) -> list[Row]:
 def table(rows: list[Row]) -> str:
     lines = ["| status | item | detail | fix |", "|---|---|---|---|"]
     lines += [f"| {r.status} | {r.item} | {r.detail} | {r.fix} |" for r in rows]
-    counts = {s: sum(r.status == s for r in rows) for s in (READY, MISSING, NOT_CHECKED)}
+    counts = {s: sum(r.status == s for r in rows) for s in STATUSES}
     lines.append("")
-    lines.append(", ".join(f"{n} {s}" for s, n in counts.items()))
+    lines.append(", ".join(f"{n} {s}" for s, n in counts.items() if n or s in (READY, MISSING, NOT_CHECKED)))
     return "\n".join(lines)
 
 
@@ -466,15 +599,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", type=Path, default=Path("results"), help="the workflow's results folder")
     p.add_argument("--max-read-mb", type=int, default=512, help="read first rows only from smaller downloads")
     p.add_argument("--json", type=Path, help="also write the rows as JSON")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=request_timeout(),
+        help="seconds each request waits for an answer (default: HF_HUB_ETAG_TIMEOUT, else 10)",
+    )
     a = p.parse_args(argv)
     config = load_config(a.configfile)
     online = not (a.offline or hub_cache.offline())
-    rows = preflight(config, online=online, results=a.results, max_read=a.max_read_mb * 10**6)
-    print(f"preflight for {a.configfile} ({'online: ' + hub_cache.endpoint() if online else OFFLINE_NOTE})")
+    with hub_cache.timeouts(a.timeout):
+        rows = preflight(config, online=online, results=a.results, max_read=a.max_read_mb * 10**6)
+    where = f"online: {hub_cache.endpoint()}, timeout {a.timeout:g} s" if online else OFFLINE_NOTE
+    print(f"preflight for {a.configfile} ({where})")
     print(table(rows))
     if a.json:
         a.json.write_text(json.dumps([asdict(r) for r in rows], indent=1, ensure_ascii=False))
-    blocked = [r for r in rows if r.status == MISSING]
+    blocked = [r for r in rows if r.status in FAILED]
     if blocked:
         print(f"\n{len(blocked)} item(s) block the run: fix them, then rerun preflight.", file=sys.stderr)
         return 1

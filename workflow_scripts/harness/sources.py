@@ -10,6 +10,7 @@ its public release.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +37,7 @@ class Layout:
     """How one source is stored on the hub and what the mirror keeps of it.
 
     ``kind``: ``configs`` (a README.md ``configs:`` block naming data files, or, where the repository has none,
-    the hub's Parquet conversion branch ``{config}/{split}/NNNN.parquet``), ``xlsum_archives`` (per-language
+    the hub's Parquet conversion branch in either of its layouts, ``BRANCH_LAYOUTS``), ``xlsum_archives`` (per-language
     tar.bz2 of jsonl files) or ``local`` (no hub copy). ``rename``: source column -> task column, applied when the
     mirror is written. ``columns``: what the task reads (checked on the first rows by preflight, on every row file
     by the download). ``split_names``: our split -> the split's name in the source files.
@@ -122,14 +123,32 @@ def readme_configs(readme: Path) -> dict[str, dict[str, list[str]]]:
     return out
 
 
+# The hub's Parquet conversion names a config's files ``{config}/{split}/NNNN.parquet`` (a split cut at 5 GB is
+# ``partial-{split}``; seen on the branch of e.g. huggingface.co/datasets/SciPhi/AgentSearch-V1), and it has also
+# published ``{config}/{dataset}-{split}.parquet`` / ``{config}/{dataset}-{split}-NNNNN-of-NNNNN.parquet``, the
+# names ``datasets`` gives a builder's files (datasets/naming.py, filenames_for_dataset_split). A split name matches
+# ``\w+(\.\w+)*`` (datasets/naming.py, _split_re), so it holds no hyphen: it is the last part before the shard numbers.
+_SHARDED = re.compile(r"(?P<prefix>.+)-(?P<split>[A-Za-z_]\w*(?:\.\w+)*)-\d{5}-of-\d{5}\.parquet")
+_SINGLE = re.compile(r"(?P<prefix>.+)-(?P<split>[A-Za-z_]\w*(?:\.\w+)*)\.parquet")
+BRANCH_LAYOUTS = "{config}/{split}/NNNN.parquet or {config}/{dataset}-{split}[-NNNNN-of-NNNNN].parquet"
+
+
 def _parquet_branch(files: dict[str, int | None]) -> dict[str, dict[str, list[str]]]:
-    """Configs and splits of the hub's Parquet conversion: ``{config}/{split}/NNNN.parquet``, a split cut at 5 GB
-    named ``partial-{split}`` (seen on the branch of e.g. huggingface.co/datasets/SciPhi/AgentSearch-V1)."""
-    out: dict[str, dict[str, list[str]]] = {}
+    """Configs and splits of the hub's Parquet conversion in either of its layouts (``BRANCH_LAYOUTS``): config ->
+    split -> files. A split with files in both is read from the folder layout alone (both would double its rows)."""
+    folders: dict[str, dict[str, list[str]]] = {}
+    flat: dict[str, dict[str, list[str]]] = {}
     for f in files:
         parts = f.split("/")
         if len(parts) == 3 and parts[2].endswith(".parquet"):
-            out.setdefault(parts[0], {}).setdefault(parts[1], []).append(f)
+            folders.setdefault(parts[0], {}).setdefault(parts[1], []).append(f)
+        elif len(parts) == 2:
+            m = _SHARDED.fullmatch(parts[1]) or _SINGLE.fullmatch(parts[1])
+            if m:
+                flat.setdefault(parts[0], {}).setdefault(m["split"], []).append(f)
+    out = {c: dict(splits) for c, splits in flat.items()}
+    for config, splits in folders.items():
+        out.setdefault(config, {}).update(splits)
     return out
 
 
@@ -178,7 +197,13 @@ def data_files(name: str, repo, files: dict[str, int | None], subset: str, split
             f"{name} ({repo.where}) is a loading-script dataset ({scripts[0]}), which datasets 4+ no longer runs",
             f"name its Parquet conversion branch: {repo.where.split('@')[0]}@{PARQUET_BRANCH}",
         )
-    raise LayoutError(f"{name} ({repo.where}): no README.md configs block and no Parquet-branch layout")
+    shown = sorted(files)[:20]
+    more = f" and {len(files) - len(shown)} more" if len(files) > len(shown) else ""
+    raise LayoutError(
+        f"{name} ({repo.where}): no README.md configs block and no Parquet-branch layout ({BRANCH_LAYOUTS}); "
+        f"files: {', '.join(shown) or 'none'}{more}",
+        "name a revision (or a local folder) whose files follow one of these layouts (docs/data.md)",
+    )
 
 
 def _read_table(path: Path, limit: int | None = None):
@@ -302,21 +327,22 @@ def write_parquet_layout(folder: Path, tables: dict[str, dict[str, object]], pre
     return folder
 
 
-def open_source(name: str, location: str):
+def open_source(name: str, location: str, key: str | None = None):
     """The repository of source ``name`` at ``location`` (hub id[@revision] or local folder) and its file list.
 
     A hub id without a revision is read at the layout's revision (the Parquet branch for MLSUM); a loading-script
-    repository without one is read at its Parquet conversion branch.
+    repository without one is read at its Parquet conversion branch. ``key``: the config key that sets
+    ``location`` (named by errors).
     """
     from workflow_scripts.hub_cache import open_repo
 
-    repo = open_repo(location, "dataset", layout_of(name).revision)
+    repo = open_repo(location, "dataset", layout_of(name).revision, key)
     repo.check_access()
     files = repo.files()
     explicit = "@" in location or Path(location).is_dir()
     has_data = "README.md" in files or _parquet_branch(files) or layout_of(name).kind != "configs"
     if not explicit and not has_data and any(f.endswith(".py") and "/" not in f for f in files):
-        repo = open_repo(f"{location}@{PARQUET_BRANCH}", "dataset")
+        repo = open_repo(f"{location}@{PARQUET_BRANCH}", "dataset", key=key)
         files = repo.files()
     return repo, files
 
