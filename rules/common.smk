@@ -704,7 +704,11 @@ def dataset_subsets(wc):
 
 # sum's metrics (workflow_scripts/harness/metrics.py, workflow_scripts/bleurt.py): mT5's spiece.model (ROUGE-L's
 # segmentation) and the BLEURT checkpoint are a hub id fetched once by a local rule (rules/data.smk) or a local path.
-from workflow_scripts.sum_assets import hub_asset_problems, repo_slug  # noqa: E402
+from workflow_scripts.sum_assets import (  # noqa: E402
+    hub_asset_problems,
+    reads_mt5_spiece,
+    repo_slug,
+)
 
 _sum_problems = hub_asset_problems(config["evaluation"]["sum"])
 if _sum_problems:
@@ -712,9 +716,9 @@ if _sum_problems:
 
 
 def mt5_spiece_file(wc=None):
-    """mT5's spiece.model where ROUGE-L is on mT5 pieces: a local file, or the download rule's output."""
+    """mT5's spiece.model where ROUGE-L reads mT5 pieces: a local file, or the download rule's output."""
     settings = config["evaluation"]["sum"]
-    if settings["rouge_tokenizer"] != "mt5":
+    if not reads_mt5_spiece(settings):
         return []
     value = settings["mt5_spiece"]
     if Path(value).is_file():
@@ -724,8 +728,9 @@ def mt5_spiece_file(wc=None):
 
 def rouge_args(wc):
     spiece = mt5_spiece_file(wc)
+    kind = config["evaluation"]["sum"]["rouge_tokenizer"]
     if spiece:
-        return f"--rouge-tokenizer mt5 --mt5-spiece {shlex.quote(spiece)}"
+        return f"--rouge-tokenizer {kind} --mt5-spiece {shlex.quote(spiece)}"
     return "--rouge-tokenizer script"
 
 

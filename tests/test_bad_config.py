@@ -219,3 +219,16 @@ def test_an_output_path_under_a_file_is_refused_by_the_dry_run_too(tmp_path):
     (tmp_path / "results").write_text("not a folder\n")
     out = refused(tmp_path, "results: 'results' is a file, so the run cannot create its output folder 'results'")
     assert "NotADirectoryError" not in out
+
+
+def test_reference_rouge_on_a_language_not_in_latin_script_is_refused_at_planning(tmp_path):
+    def reference_rouge(config):
+        config["evaluation"]["tasks"] = [*config["evaluation"]["tasks"], "sum"]
+        config["evaluation"]["sum"] = {**config["evaluation"].get("sum", {}), "rouge_tokenizer": "reference"}
+
+    refused(
+        tmp_path,
+        "evaluation.sum.rouge_tokenizer: reference",
+        "cannot score language 'th', written in Thai script",
+        mutate=reference_rouge,
+    )

@@ -51,6 +51,44 @@ def test_paper_prompts():
     )
 
 
+def test_sinhala_prompts_keep_the_zero_width_joiner():
+    # Sinhala writes "consonant + al-lakuna + ra" (the rakaaraansaya of ඉංග්‍රීසි "English", ප්‍රශ්න "questions") with a
+    # zero-width joiner between al-lakuna (U+0DCA) and ra (U+0DBB), as the reference's prompts do
+    assert prompts.mt_query("Hi.", "si").encode("utf-8") == (
+        b"\xe0\xb6\x89\xe0\xb6\x82\xe0\xb6\x9c\xe0\xb7\x8a\xe2\x80\x8d\xe0\xb6\xbb\xe0\xb7\x93\xe0\xb7\x83\xe0\xb7\x92 "
+        b"\xe0\xb7\x83\xe0\xb7\x92\xe0\xb6\x82\xe0\xb7\x84\xe0\xb6\xbd\xe0\xb6\xba\xe0\xb6\xa7 "
+        b"\xe0\xb6\xb4\xe0\xb6\xbb\xe0\xb7\x92\xe0\xb7\x80\xe0\xb6\xbb\xe0\xb7\x8a\xe0\xb6\xad\xe0\xb6\xb1\xe0\xb6\xba "
+        b"\xe0\xb6\x9a\xe0\xb6\xbb\xe0\xb6\xb1\xe0\xb7\x8a\xe0\xb6\xb1:\nHi. ="
+    )
+    assert prompts.mt_query("Hi.", "si")[:8] == "\u0d89\u0d82\u0d9c\u0dca\u200d\u0dbb\u0dd3\u0dc3"
+    instruction = prompts.gmmlu_instruction("anatomy", "si")
+    assert instruction.index("\u200d") == 28
+    assert instruction[:33] == (
+        "anatomy \u0db4\u0dd2\u0dc5\u0dd2\u0db6\u0db3 \u0db6\u0dc4\u0dd4 \u0dc0\u0dd2\u0d9a\u0dbd\u0dca\u0db4 "
+        "\u0db4\u0dca\u200d\u0dbb\u0dc1\u0dca\u0db1"
+    )
+    assert instruction[26:33].encode("utf-8") == (
+        b"\xe0\xb6\xb4\xe0\xb7\x8a\xe2\x80\x8d\xe0\xb6\xbb\xe0\xb7\x81\xe0\xb7\x8a\xe0\xb6\xb1"
+    )
+
+
+def test_no_other_prompt_holds_an_invisible_character():
+    # every format or control character (ZWJ, ZWNJ, BOM, ...) and non-plain space of prompts.yaml, where it stands;
+    # checked codepoint for codepoint against the reference's prompts (docs/evaluation.md, "Prompt strings")
+    import unicodedata
+
+    found = []
+    for task, table in prompts.prompt_table().items():
+        for lang, entry in table.items():
+            for part, text in {"": entry}.items() if isinstance(entry, str) else entry.items():
+                found += [
+                    (task, lang, part, i, f"U+{ord(c):04X}")
+                    for i, c in enumerate(text)
+                    if unicodedata.category(c) in ("Cf", "Cc", "Zs", "Zl", "Zp") and c != " "
+                ]
+    assert found == [("mt", "si", "", 4, "U+200D"), ("gmmlu", "si", "", 30, "U+200D")]
+
+
 def test_mc_proxy_items_are_seeded_and_hold_the_translation():
     pairs = l10n_pairs("th")[:30]
     items = datasets.proxy_items(pairs, 10, seed=3)

@@ -1,6 +1,7 @@
 """mc and gmmlu through LightEval's own multilingual multiple-choice prompt function (paper 002 §6.4; PROMPTS.md
 "mc and gmmlu"): the prompts equal LightEval's, Global-MMLU runs by subject with LightEval's row filter and average,
-and English MMLU runs in LightEval's own MMLU prompt. Importing LightEval takes about 15 s: every test here needs it."""
+and English MMLU runs in the prompt of LightEval's leaderboard MMLU tasks. Importing LightEval takes about 15 s:
+every test here needs it."""
 
 from __future__ import annotations
 
@@ -140,7 +141,7 @@ def test_gmmlu_prompt_is_lighteval_own_under_the_subject_instruction(tmp_path):
     )  # capitalized by LightEval
     assert ours.gold_index == [2]
     si = tasks.task_config("gmmlu", "si", tmp_path).prompt_function(row, "gmmlu_si")
-    assert si.instruction == "high school biology පිළිබඳ බහු විකල්ප ප්රශ්න (පිළිතුරු සමඟ) පහත දැක්වේ."
+    assert si.instruction == "high school biology පිළිබඳ බහු විකල්ප ප්\u200dරශ්න (පිළිතුරු සමඟ) පහත දැක්වේ."
 
 
 def test_gmmlu_row_filter_is_lighteval_own():
@@ -223,32 +224,83 @@ def test_global_mmlu_runs_by_subject_filtered_and_averaged_over_subjects(tiny_ll
         assert all(f"about {subject}?" in shot.query for shot in doc.fewshot_samples)
 
 
+def mmlu_row(subject: str, i: int, question: str | None = None) -> dict:
+    """A row of lighteval/mmlu: fields question, subject, choices, answer (an int)."""
+    return {
+        "question": question if question is not None else f"Q{i} on {subject}",
+        "subject": subject,
+        "choices": [f"c{i}{k}" for k in "abcd"],
+        "answer": i % 4,
+    }
+
+
 def mmlu_fixture(folder):
-    """lighteval/mmlu's layout: subset ``all`` (every subject), fields question, subject, choices, answer (an int)."""
+    """lighteval/mmlu's layout: subset ``all`` (every subject)."""
+    dev = [mmlu_row(s, i) for s in ("college_physics", "virology") for i in range(4)]
+    test = [mmlu_row("college_physics", 10), mmlu_row("college_physics", 11), mmlu_row("virology", 12)]
+    return datasets.write_hub_layout(folder, {"all": {"dev": dev, "test": test}}), dev, test
 
-    def row(subject, i):
-        return {
-            "question": f"Q{i} on {subject}",
-            "subject": subject,
-            "choices": [f"c{i}{k}" for k in "abcd"],
-            "answer": i % 4,
-        }
 
-    dev = [row(s, i) for s in ("college_physics", "virology") for i in range(4)]
-    test = [row("college_physics", 10), row("college_physics", 11), row("virology", 12)]
-    return datasets.write_hub_layout(folder, {"all": {"dev": dev, "test": test}}), dev
+def leaderboard_context(subject: str, shots: list[dict], item: dict) -> str:
+    """The context of LightEval's leaderboard ``mmlu:{subject}`` task (the reference's; LightEval <= 0.8), written
+    from its definition: the header and a blank line, then each shot's question, options and "Answer:" with its
+    letter, and the item's, joined by blank lines; nothing stripped."""
+
+    def text(row):
+        options = "".join(f"{k}. {c}\n" for k, c in zip("ABCD", row["choices"], strict=True))
+        return f"{row['question']}\n{options}Answer:"
+
+    header = f"The following are multiple choice questions (with answers) about {subject.replace('_', ' ')}.\n\n"
+    return header + "\n\n".join([text(r) + " " + "ABCD"[r["answer"]] for r in shots] + [text(item)])
+
+
+def mmlu_context(subject: str, shots: list[dict], item: dict, prompt_function) -> str:
+    """The plain-text context LightEval 0.13.0's prompt builder makes of ``item`` with ``shots`` before it."""
+    from lighteval.tasks.prompt_manager import PromptManager
+
+    doc = prompt_function(item, f"gmmlu_en:{subject}")
+    doc.fewshot_samples = [prompt_function(r, f"gmmlu_en:{subject}") for r in shots]
+    return PromptManager(use_chat_template=False).prepare_prompt(doc)
+
+
+def test_english_mmlu_context_is_the_leaderboards_byte_for_byte():
+    from lighteval.tasks.tasks.mmlu import mmlu_prompt
+
+    shots = [mmlu_row("high_school_us_history", i) for i in range(5)]
+    item = mmlu_row("high_school_us_history", 6, question=" Q6, with a leading space")
+    ours = mmlu_context("high_school_us_history", shots, item, tasks.gmmlu_prompt_function("en"))
+    assert ours == leaderboard_context("high_school_us_history", shots, item)
+    assert ours == (
+        "The following are multiple choice questions (with answers) about high school us history.\n\n"
+        "Q0 on high_school_us_history\nA. c0a\nB. c0b\nC. c0c\nD. c0d\nAnswer: A\n\n"
+        "Q1 on high_school_us_history\nA. c1a\nB. c1b\nC. c1c\nD. c1d\nAnswer: B\n\n"
+        "Q2 on high_school_us_history\nA. c2a\nB. c2b\nC. c2c\nD. c2d\nAnswer: C\n\n"
+        "Q3 on high_school_us_history\nA. c3a\nB. c3b\nC. c3c\nD. c3d\nAnswer: D\n\n"
+        "Q4 on high_school_us_history\nA. c4a\nB. c4b\nC. c4c\nD. c4d\nAnswer: A\n\n"
+        " Q6, with a leading space\nA. c6a\nB. c6b\nC. c6c\nD. c6d\nAnswer:"
+    )
+    doc = tasks.gmmlu_prompt_function("en")(item, "gmmlu_en")
+    assert doc.choices == [" A", " B", " C", " D"] and doc.gold_index == 2
+    assert tasks.gmmlu_prompt_function("en")(item | {"answer": "D"}, "x").gold_index == 3
+    # LightEval 0.13.0's bundled MMLU prompt is not the leaderboard's: "Question: ", and a second blank line under
+    # the header (its instruction ends in one and the builder adds another)
+    bundled = mmlu_context("high_school_us_history", shots, item, mmlu_prompt)
+    assert bundled.startswith(
+        "The following are multiple choice questions (with answers) about high school us history.\n\n\n\n"
+        "Question: Q0 on high_school_us_history\nA. c0a\n"
+    )
 
 
 @pytest.mark.slow
-def test_english_mmlu_runs_in_lighteval_own_mmlu_prompt(tiny_llama_dir, tmp_path, monkeypatch):
-    from lighteval.tasks.tasks.mmlu import mmlu_prompt
+def test_english_mmlu_runs_in_the_leaderboards_prompt(tiny_llama_dir, tmp_path, monkeypatch):
+    from lighteval.tasks.prompt_manager import PromptManager
 
     from workflow_scripts.harness import run
 
     captured = []
     original = run._group_run
     monkeypatch.setattr(run, "_group_run", lambda *a: captured.append(original(*a)) or captured[-1])
-    folder, dev = mmlu_fixture(tmp_path / "mmlu")
+    folder, dev, test = mmlu_fixture(tmp_path / "mmlu")
     result = run_harness("gmmlu", "en", folder, tiny_llama_dir, tmp_path / "en.json", 3)
 
     assert {r["task"] for r in result["records"]} == {"gmmlu_en"}
@@ -256,10 +308,10 @@ def test_english_mmlu_runs_in_lighteval_own_mmlu_prompt(tiny_llama_dir, tmp_path
     for detail in captured[0].details:
         doc = detail.doc
         subject = doc.task_name.split(":", 1)[1].split("|")[0]
-        assert doc.query.startswith(
-            f"The following are multiple choice questions (with answers) about {subject.replace('_', ' ')}."
-        )
         assert doc.choices == [" A", " B", " C", " D"]
-        # the leaderboard's sequential few-shot: the subject's first dev rows, in order
-        expected = [mmlu_prompt(r, "x").query for r in dev if r["subject"] == subject][:3]
-        assert [shot.query for shot in doc.fewshot_samples] == expected
+        # the leaderboard's sequential few-shot: the subject's first dev rows, in order; the context LightEval
+        # builds of them is the leaderboard's, byte for byte
+        shots = [r for r in dev if r["subject"] == subject][:3]
+        assert [shot.query for shot in doc.fewshot_samples] == [tasks.mmlu_leaderboard_doc(r, "x").query for r in shots]
+        (item,) = [r for r in test if r["question"] == doc.query.split("\n", 1)[0]]
+        assert PromptManager().prepare_prompt(doc) == leaderboard_context(subject, shots, item)

@@ -11,15 +11,18 @@ import pandas as pd
 import pytest
 
 from workflow_scripts import tables
+from workflow_scripts.config_checks import rouge_route_problems
 from workflow_scripts.harness import metrics
 from workflow_scripts.paper.cells import fill, rouge_metric
 from workflow_scripts.paper.specs import TABLES_BY_NAME
 from workflow_scripts.sum_assets import hub_asset_problems
 
 # A character model whose multi-character pieces are fixed (user-defined symbols are always whole pieces), so the
-# hand counts do not depend on what the trainer learns; word-initial Sinhala pieces carry "▁" as mT5's do.
-SYMBOLS = ["แมว", "กิน", "ปลา", "ข้าว", "▁මම", "▁ගෙදර", "▁යනවා", "▁පාසල්"]
-LINES = ["แมวกินปลา", "แมวกินข้าว", "หมากินปลาทู", "මම ගෙදර යනවා.", "මම පාසල් යනවා", "ඔහු ගෙදර යනවා"]
+# hand counts do not depend on what the trainer learns; word-initial Sinhala and German pieces carry "▁" as mT5's do.
+GERMAN = ["▁Die", "▁Regierung", "▁plant", "▁höhere", "▁Steuern", "▁für", "▁Familien", "▁hat", "▁beschlossen"]
+SYMBOLS = ["แมว", "กิน", "ปลา", "ข้าว", "▁මම", "▁ගෙදර", "▁යනවා", "▁පාසල්", *GERMAN]
+DE_PRED, DE_REF = "Die Regierung plant höhere Steuern für Familien.", "Die Regierung hat höhere Steuern beschlossen."
+LINES = ["แมวกินปลา", "แมวกินข้าว", "หมากินปลาทู", "මම ගෙදර යනවා.", "මම පාසල් යනවා", "ඔහු ගෙදර යනවා", DE_PRED, DE_REF]
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +71,70 @@ def test_sinhala_pair_on_pieces_and_on_words(spiece):
     assert metrics.rouge_l(pred, ref, metrics.rouge_tokenizer("script")) == pytest.approx(200 / 3)
 
 
+def reference_code_rouge_l(prediction: str, reference: str, spiece) -> float:
+    """The reference code's ROUGE-L, written out: mT5 pieces joined by spaces, rouge-score's own tokenizer, stemmer."""
+    from rouge_score import rouge_scorer
+
+    pieces = metrics.PieceTokenizer(spiece)
+    joined_ref, joined_pred = " ".join(pieces.tokenize(reference)), " ".join(pieces.tokenize(prediction))
+    return (
+        100 * rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True).score(joined_ref, joined_pred)["rougeL"].fmeasure
+    )
+
+
+def test_reference_route_german_pair_against_the_pieces_route(spiece):
+    # the worked pair of docs/evaluation.md ("The reference code's ROUGE-L")
+    pieces = metrics.rouge_tokenizer("mt5", spiece)
+    assert pieces.tokenize(DE_PRED) == [*GERMAN[:7], "."]
+    assert pieces.tokenize(DE_REF) == [*GERMAN[:2], "▁hat", "▁höhere", "▁Steuern", "▁beschlossen", "."]
+    # pieces: LCS ▁Die ▁Regierung ▁höhere ▁Steuern . = 5 of 8 and 7 -> F 2/3
+    assert metrics.rouge_l(DE_PRED, DE_REF, pieces) == pytest.approx(f1(5, 8, 7)) == pytest.approx(200 / 3)
+    # reference code: "▁", "ö", "ü" and "." become spaces, so höhere -> h here and für -> f r; stemming changes no
+    # match; LCS die regierung h here steuern = 5 of 9 and 7 -> F 5/8
+    reference = metrics.rouge_tokenizer("reference", spiece)
+    assert reference.tokenize(DE_PRED) == ["die", "regierung", "plant", "h", "here", "steuern", "f", "r", "familien"]
+    assert reference.tokenize(DE_REF) == ["die", "regierung", "hat", "h", "here", "steuern", "beschlossen"]
+    assert metrics.rouge_l(DE_PRED, DE_REF, reference) == pytest.approx(f1(5, 9, 7)) == pytest.approx(62.5)
+    assert metrics.rouge_l(DE_PRED, DE_REF, reference) == pytest.approx(reference_code_rouge_l(DE_PRED, DE_REF, spiece))
+    # script-aware words: LCS 4 of 7 and 6 -> F 8/13
+    assert metrics.rouge_l(DE_PRED, DE_REF) == pytest.approx(f1(4, 7, 6)) == pytest.approx(800 / 13)
+
+
+def test_reference_route_scores_thai_zero(spiece):
+    reference = metrics.rouge_tokenizer("reference", spiece)
+    pred, ref = "แมวกินปลาทู", "แมวกินปลา"  # 80.0 on pieces, 94.1 on grapheme clusters (above)
+    assert reference.tokenize(pred) == reference.tokenize(ref) == []
+    assert metrics.rouge_l(pred, ref, reference) == 0.0 == reference_code_rouge_l(pred, ref, spiece)
+    # only ASCII digits survive: "cat rice 2024" against "dog mackerel 2024" share nothing but the year and score 100;
+    # on pieces ▁ แมว ข้าว ▁ 2024 / ▁ ห ม า ปลา ท ู ▁ 2024: LCS ▁ ▁ 2024 = 3 of 5 and 9 -> F 3/7
+    assert metrics.rouge_l("แมวข้าว 2024", "หมาปลาทู 2024", reference) == pytest.approx(100.0)
+    pieces = metrics.rouge_tokenizer("mt5", spiece)
+    assert (
+        metrics.rouge_l("แมวข้าว 2024", "หมาปลาทู 2024", pieces) == pytest.approx(f1(3, 5, 9)) == pytest.approx(300 / 7)
+    )
+    again = pickle.loads(pickle.dumps(reference))
+    assert again.tokenize(DE_PRED) == reference.tokenize(DE_PRED)
+
+
+def test_reference_route_is_refused_for_a_language_not_in_latin_script(tmp_path):
+    def config(tokenizer, languages, tasks=("sum",)):
+        return {
+            "evaluation": {"tasks": list(tasks), "sum": {"rouge_tokenizer": tokenizer}},
+            "languages": {lang: {} for lang in languages},
+        }
+
+    assert rouge_route_problems(config("reference", ["de", "sw"])) == []
+    assert rouge_route_problems(config("mt5", ["th", "si"])) == []
+    assert rouge_route_problems(config("reference", ["th"], tasks=("mt",))) == []  # no sum: nothing scored
+    problems = rouge_route_problems(config("reference", ["de", "th", "si"]))
+    assert len(problems) == 2
+    assert all(p.startswith("evaluation.sum.rouge_tokenizer: reference") for p in problems)
+    assert "language 'th', written in Thai script" in problems[0] and "language 'si'" in problems[1]
+    assert hub_asset_problems({"rouge_tokenizer": "reference", "mt5_spiece": "google/mt5-small"}) == []
+    (problem,) = hub_asset_problems({"rouge_tokenizer": "reference", "mt5_spiece": str(tmp_path / "x" / "z.model")})
+    assert problem.startswith("evaluation.sum.mt5_spiece:")
+
+
 def test_piece_tokenizer_pickles_and_bad_settings_name_the_key(spiece, tmp_path):
     tok = metrics.rouge_tokenizer("mt5", spiece)
     tok.tokenize("แมว")  # loaded: the processor itself is not pickled, it reloads on use
@@ -79,7 +146,9 @@ def test_piece_tokenizer_pickles_and_bad_settings_name_the_key(spiece, tmp_path)
         metrics.rouge_tokenizer("mt5", None)
     with pytest.raises(ValueError, match=r"evaluation\.sum\.rouge_tokenizer"):
         metrics.rouge_tokenizer("words")
-    assert metrics.ROUGE_METRICS == {"mt5": "rougeL_mt5", "script": "rougeL_script"}
+    with pytest.raises(ValueError, match=r"evaluation\.sum\.mt5_spiece"):
+        metrics.rouge_tokenizer("reference", None)
+    assert metrics.ROUGE_METRICS == {"mt5": "rougeL_mt5", "script": "rougeL_script", "reference": "rougeL_reference"}
 
 
 def test_real_mt5_spiece_when_the_cache_has_it():
@@ -146,12 +215,30 @@ def test_results_markdown_keeps_each_segmentation_in_its_own_column(tmp_path):
     assert (rows["Align"][mt5], rows["Align"][script]) == ("–", "12.0")
 
 
+def test_results_markdown_shows_the_reference_route_in_a_column_of_its_own(tmp_path):
+    import json
+
+    cell = {"model": "m", "language": "de", "method": "source", "label": "Source"}
+    path = tmp_path / "r.json"
+    path.write_text(
+        json.dumps({"cell": cell, "records": [{"task": "sum", "metric": "rougeL_reference", "value": 62.5}]})
+    )
+    _, md = tables.build_tables([path])
+    header = next(line for line in md.splitlines() if line.startswith("| Language")).split(" | ")
+    (row,) = [line.split(" | ") for line in md.splitlines() if line.startswith("| de |")]
+    assert row[header.index("sum ROUGE-L (reference code)")] == "62.5"
+    assert row[header.index("sum ROUGE-L (mT5)")] == "–" and "sum ROUGE-L (script)" not in header
+
+
 @pytest.mark.slow
 def test_lighteval_metric_is_named_by_its_segmentation(spiece):
     from workflow_scripts.harness import lighteval_metrics
 
     (metric,) = lighteval_metrics.rouge_metrics("mt5", str(spiece))
     assert metric.metric_name == "rougeL_mt5"
+    (metric,) = lighteval_metrics.rouge_metrics("reference", str(spiece))
+    assert metric.metric_name == "rougeL_reference"
+    pickle.dumps(metric)
     lighteval_metrics.set_rouge_tokenizer("script")
     assert lighteval_metrics.rouge_metrics()[0].metric_name == "rougeL_script"
     with pytest.raises(FileNotFoundError):

@@ -534,16 +534,17 @@ def items_tokenizer_rows(config: dict, online: bool, downloads: Path) -> list[Ro
 
 
 def sum_asset_rows(config: dict, online: bool, downloads: Path) -> list[Row]:
-    """sum's metric assets where they are hub ids: mT5's spiece.model (ROUGE-L on mT5 pieces) and BLEURT."""
+    """sum's metric assets where they are hub ids: mT5's spiece.model (ROUGE-L on mT5 pieces, or the reference
+    code's ROUGE-L) and BLEURT."""
     from workflow_scripts import hub_cache
-    from workflow_scripts.sum_assets import BLEURT_FILES, repo_slug
+    from workflow_scripts.sum_assets import BLEURT_FILES, reads_mt5_spiece, repo_slug
 
     ev = config.get("evaluation", {})
     settings = ev.get("sum", {})
     if "sum" not in ev.get("tasks", []):
         return []
     wanted = []
-    if settings.get("rouge_tokenizer") == "mt5" and settings.get("mt5_spiece"):
+    if reads_mt5_spiece(settings) and settings.get("mt5_spiece"):
         value = settings["mt5_spiece"]
         local = downloads / "mt5" / repo_slug(value) / "spiece.model"
         wanted.append(("mT5 spiece.model", "evaluation.sum.mt5_spiece", value, local, ["spiece.model"]))

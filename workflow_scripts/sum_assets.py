@@ -25,6 +25,15 @@ BLEURT_FILES = ("config.json", SPM_FILE, *WEIGHT_FILES)
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+(@[\w./-]+)?$")
 
 
+# The ROUGE-L segmentations (evaluation.sum.rouge_tokenizer) that read mT5's spiece.model (evaluation.sum.mt5_spiece).
+PIECE_SEGMENTATIONS = ("mt5", "reference")
+
+
+def reads_mt5_spiece(sum_settings: dict) -> bool:
+    """Whether the configured ROUGE-L segmentation needs mT5's spiece.model."""
+    return sum_settings.get("rouge_tokenizer") in PIECE_SEGMENTATIONS
+
+
 def repo_slug(hub_id: str) -> str:
     """The download folder name of a hub id (``owner/name[@revision]``)."""
     return hub_id.replace("/", "--")
@@ -44,7 +53,7 @@ def hub_asset_problems(sum_settings: dict) -> list[str]:
     it is) or a hub id (fetched by a download rule)."""
     problems = []
     spiece, bleurt = sum_settings.get("mt5_spiece") or "", sum_settings.get("bleurt")
-    if sum_settings.get("rouge_tokenizer") == "mt5" and not Path(spiece).is_file() and not _HUB_ID.match(spiece):
+    if reads_mt5_spiece(sum_settings) and not Path(spiece).is_file() and not _HUB_ID.match(spiece):
         problems.append(
             f"evaluation.sum.mt5_spiece: {spiece!r} is neither a spiece.model file nor a hub id (owner/name)"
         )

@@ -59,13 +59,14 @@ MARKDOWN_COLUMNS = [
     # one column per ROUGE-L segmentation (harness/metrics.py): their numbers never share a column
     ("sum ROUGE-L (mT5)", "sum", "rougeL_mt5", "{:.1f}"),
     ("sum ROUGE-L (script)", "sum", "rougeL_script", "{:.1f}"),
+    ("sum ROUGE-L (reference code)", "sum", "rougeL_reference", "{:.1f}"),
     ("sum BLEURT", "sum", "bleurt", "{:.3f}"),
     ("mc acc", "mc", "acc", "{:.3f}"),
     ("gmmlu acc", "gmmlu", "acc", "{:.3f}"),
     ("ppl BPC", "ppl", "bits_per_char", "{:.3f}"),
 ]
 # Shown only where some result has them (the first ROUGE-L column stands for sum in every table).
-OPTIONAL_COLUMNS = {("sum", "rougeL_script"), ("sum", "bleurt")}
+OPTIONAL_COLUMNS = {("sum", "rougeL_script"), ("sum", "rougeL_reference"), ("sum", "bleurt")}
 PPL_COLUMN = ("ppl (per own token)", "ppl", "perplexity", "{:.2f}")
 # A plain rougeL record was computed on the script-aware segmentation.
 LEGACY_METRICS = {("sum", "rougeL"): "rougeL_script"}

@@ -25,6 +25,7 @@ from workflow_scripts.config_checks.inputs import check_sources
 from workflow_scripts.config_checks.notes import config_warnings, deferred_checks
 from workflow_scripts.config_checks.schema import schema_errors
 from workflow_scripts.grid import ConfigError, Method, expand_methods
+from workflow_scripts.languages import script_name
 
 
 def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
@@ -41,6 +42,7 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
             errors.append(
                 f"evaluation.tasks: task {task!r} is not implemented yet (implemented: {sorted(IMPLEMENTED['tasks'])})"
             )
+    errors += rouge_route_problems(config)
     try:
         methods = expand_methods(config["methods"], config.get("method_defaults"))
     except ConfigError as e:
@@ -54,6 +56,21 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
     return methods
 
 
+def rouge_route_problems(config: dict) -> list[str]:
+    """ROUGE-L as the reference code computed it (``evaluation.sum.rouge_tokenizer: reference``) keeps only the
+    characters [a-z0-9] of the text: refused for every configured language whose script is not Latin, where it would
+    score every summary (near) 0 (docs/evaluation.md, "ROUGE-L: which segmentation")."""
+    if "sum" not in config["evaluation"]["tasks"] or config["evaluation"]["sum"]["rouge_tokenizer"] != "reference":
+        return []
+    return [
+        f"evaluation.sum.rouge_tokenizer: reference (the reference code's ROUGE-L, which deletes every character "
+        f"outside [a-z0-9]) cannot score language {lang!r}, written in {script_name(lang)} script: it would score "
+        "0; use mt5 (the paper's mT5 pieces) or script, or drop the language from this config"
+        for lang in config["languages"]
+        if script_name(lang) != "Latn"
+    ]
+
+
 __all__ = [
     "IMPLEMENTED",
     "ConfigError",
@@ -61,6 +78,7 @@ __all__ = [
     "config_warnings",
     "deferred_checks",
     "duplicate_keys",
+    "rouge_route_problems",
     "schema_errors",
     "unset_evaluation",
     "unwritable_output",

@@ -53,8 +53,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--mumo-no-verify", dest="mumo_verify", action="store_false", help="MuMo: skip verification")
     p.add_argument("--mumo-k", type=int, default=10, help="MuMo: candidates per decoding step")
-    p.add_argument("--rouge-tokenizer", default="script", choices=["mt5", "script"], help="sum: ROUGE-L segmentation")
-    p.add_argument("--mt5-spiece", help="sum with --rouge-tokenizer mt5: mT5's spiece.model")
+    p.add_argument(
+        "--rouge-tokenizer", default="script", choices=["mt5", "script", "reference"], help="sum: ROUGE-L segmentation"
+    )
+    p.add_argument("--mt5-spiece", help="sum with --rouge-tokenizer mt5 or reference: mT5's spiece.model")
     return p.parse_args(argv)
 
 

@@ -43,7 +43,8 @@ class CorpusChrF(CorpusLevelComputation):
 
 
 class RougeL(SampleLevelComputation):
-    """ROUGE-L F1 (0-100) on one segmentation (``metrics.rouge_tokenizer``: mT5 pieces or script-aware)."""
+    """ROUGE-L F1 (0-100) on one segmentation (``metrics.rouge_tokenizer``: mT5 pieces, script-aware, or the
+    reference code's)."""
 
     def __init__(self, kind: str = "script", model_file: str | None = None):
         self.tokenizer = metrics.rouge_tokenizer(kind, model_file)
@@ -57,8 +58,8 @@ _ROUGE = {"kind": "script", "model_file": None}
 
 
 def set_rouge_tokenizer(kind: str, model_file: str | None = None) -> None:
-    """Choose the ROUGE-L segmentation (``mt5`` with mT5's spiece.model, or ``script``) of later ``rouge_metrics``;
-    checked here, so a missing model file fails before any model is loaded."""
+    """Choose the ROUGE-L segmentation (``mt5`` or ``reference`` with mT5's spiece.model, or ``script``) of later
+    ``rouge_metrics``; checked here, so a missing model file fails before any model is loaded."""
     metrics.rouge_tokenizer(kind, model_file)
     _ROUGE.update(kind=kind, model_file=model_file)
 
@@ -100,7 +101,7 @@ def chrf_metrics() -> list:
 
 
 def rouge_metrics(kind: str | None = None, model_file: str | None = None) -> list:
-    """ROUGE-L F1, averaged over items, named by its segmentation (``rougeL_mt5`` or ``rougeL_script``); without
+    """ROUGE-L F1, averaged over items, named by its segmentation (``metrics.ROUGE_METRICS``); without
     arguments the one ``set_rouge_tokenizer`` chose."""
     if kind is None:
         kind, model_file = _ROUGE["kind"], _ROUGE["model_file"]

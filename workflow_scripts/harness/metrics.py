@@ -8,6 +8,9 @@
   call rouge_scorer"): the pieces of mT5's SentencePiece model (``spiece.model``, one for every mT5 size), and
   ``rougeL_script``, where that model cannot be had: words where a script separates words with spaces, grapheme
   clusters where it does not (Thai, Lao, Burmese, Khmer, Chinese, Japanese kana). Script numbers are not the paper's.
+  A third, ``rougeL_reference``, is the computation of the paper's reference code: mT5's pieces joined by spaces and
+  scored by rouge-score's default tokenizer with its stemmer, which deletes every character outside [a-z0-9] again;
+  it scores Thai, Sinhala, ... 0, so the workflow allows it for Latin-script languages only (docs/evaluation.md).
 - Log-likelihood accuracy (mc, gmmlu): the choice with the highest log-likelihood is the answer, raw (token-normalized
   = mean over the choice's tokens) and character-normalized (sum / characters of the choice). Ties go to the first
   tied choice (``numpy.argmax``, as LightEval does): a tie counts as correct only when the gold choice comes first.
@@ -21,6 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import regex
+
+from workflow_scripts.sum_assets import PIECE_SEGMENTATIONS
 
 # Scripts written without spaces between words: segmented into grapheme clusters.
 _UNSPACED = r"\p{Thai}\p{Lao}\p{Myanmar}\p{Khmer}\p{Han}\p{Hiragana}\p{Katakana}"
@@ -65,22 +70,48 @@ class PieceTokenizer:
         return self._sp.encode(text, out_type=str)
 
 
+class ReferenceTokenizer:
+    """The tokens of the paper's reference code: the text's mT5 pieces joined by spaces, then rouge-score's default
+    tokenizer with its Porter stemmer (``RougeScorer(["rougeL"], use_stemmer=True)`` on the joined pieces).
+
+    That tokenizer lowercases, turns every character outside [a-z0-9] into a space and stems words longer than three
+    letters, so "▁" and every non-ASCII letter vanish: Thai or Sinhala text leaves no token and scores 0, German
+    loses its umlauts ("▁für" becomes "f", "r")."""
+
+    def __init__(self, model_file: str | Path):
+        self.pieces = PieceTokenizer(model_file)
+        self._default = None
+
+    def __getstate__(self) -> dict:
+        return {"pieces": self.pieces, "_default": None}
+
+    def tokenize(self, text: str) -> list[str]:
+        if self._default is None:
+            from rouge_score.tokenizers import DefaultTokenizer
+
+            self._default = DefaultTokenizer(use_stemmer=True)
+        return self._default.tokenize(" ".join(self.pieces.tokenize(text)))
+
+
 # metric name of each segmentation (config key evaluation.sum.rouge_tokenizer)
-ROUGE_METRICS = {"mt5": "rougeL_mt5", "script": "rougeL_script"}
+ROUGE_METRICS = {"mt5": "rougeL_mt5", "script": "rougeL_script", "reference": "rougeL_reference"}
+RougeTokenizer = ScriptTokenizer | PieceTokenizer | ReferenceTokenizer
 
 
-def rouge_tokenizer(kind: str = "script", model_file: str | Path | None = None) -> ScriptTokenizer | PieceTokenizer:
-    """The tokenizer object of a segmentation: ``script``, or ``mt5`` with mT5's ``spiece.model`` file."""
+def rouge_tokenizer(kind: str = "script", model_file: str | Path | None = None) -> RougeTokenizer:
+    """The tokenizer object of a segmentation: ``script``, or ``mt5`` / ``reference`` with mT5's ``spiece.model``."""
     if kind == "script":
         return ScriptTokenizer()
-    if kind == "mt5":
+    if kind in PIECE_SEGMENTATIONS:
         if not model_file:
-            raise ValueError("ROUGE-L on mT5 pieces needs mT5's spiece.model (evaluation.sum.mt5_spiece)")
-        return PieceTokenizer(model_file)
-    raise ValueError(f"unknown ROUGE-L segmentation {kind!r} (evaluation.sum.rouge_tokenizer: mt5 or script)")
+            raise ValueError(f"ROUGE-L {kind} needs mT5's spiece.model (evaluation.sum.mt5_spiece)")
+        return PieceTokenizer(model_file) if kind == "mt5" else ReferenceTokenizer(model_file)
+    raise ValueError(
+        f"unknown ROUGE-L segmentation {kind!r} (evaluation.sum.rouge_tokenizer: {', '.join(ROUGE_METRICS)})"
+    )
 
 
-def rouge_l(prediction: str, reference: str, tokenizer: ScriptTokenizer | PieceTokenizer | None = None) -> float:
+def rouge_l(prediction: str, reference: str, tokenizer: RougeTokenizer | None = None) -> float:
     """ROUGE-L F1 (0-100) of one summary against its reference, on ``tokenizer``'s tokens (default: ``segment``)."""
     from rouge_score import rouge_scorer
 

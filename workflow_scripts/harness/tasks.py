@@ -8,7 +8,7 @@
 - ``gmmlu_<lang>:<subject>``: Global-MMLU, one task per MMLU subject, 5-shot from the subject's dev rows, the same
   prompt under an instruction naming the subject; rows with an empty option are dropped (LightEval's filter).
 - ``mc_en`` / ``gmmlu_en`` are the English retention checks of Table 9: English Belebele, and the original English
-  MMLU (``lighteval/mmlu``) in LightEval's own MMLU prompt, 5-shot, one task per subject.
+  MMLU (``lighteval/mmlu``) in the prompt of LightEval's leaderboard MMLU tasks, 5-shot, one task per subject.
 
 ``task_config`` builds one task for a dataset folder (a hub mirror or a local folder in the hub layout, the same
 definition for both); ``task_configs`` the tasks of one evaluation job. ``TASKS_TABLE`` holds the hub-backed tasks
@@ -157,12 +157,40 @@ def mc_prompt_function(lang: str):
     return get_mcq_prompt_function(literals_language(lighteval_language(lang)), belebele_input, formulation=MCF)
 
 
+def mmlu_instruction(subject: str) -> str:
+    """The English MMLU header naming the subject (``_`` shown as a space), as LightEval's leaderboard MMLU prompt."""
+    return f"The following are multiple choice questions (with answers) about {subject.replace('_', ' ')}."
+
+
+def mmlu_leaderboard_doc(line: dict, task_name: str) -> Doc:
+    """One English MMLU item as the reference's ``leaderboard|mmlu:{subject}`` task scored it (docs/evaluation.md,
+    "English retention"): the question, the options ``A. …`` to ``D. …`` one a line, ``Answer:``; continuations
+    `` A`` … `` D``.
+
+    The header is the Doc's ``instruction`` and not part of its ``query``: LightEval 0.13.0's plain-text prompt
+    builder joins the instruction, each few-shot query with its answer, and the item's query by a blank line, so the
+    context is ``header + "\n\n" + shot_1 + " A" + "\n\n" + … + query``, byte for byte the leaderboard's
+    (its header ended in a blank line and its builder joined the rest by one). A query that started with the header
+    would instead be written without it after its whitespace is stripped."""
+    answer = line["answer"]
+    gold = ascii_uppercase.index(answer) if isinstance(answer, str) else int(answer)
+    letters = ascii_uppercase[: len(line["choices"])]
+    options = "".join(f"{letter}. {choice}\n" for letter, choice in zip(letters, line["choices"], strict=True))
+    return Doc(
+        query=f"{line['question']}\n{options}Answer:",
+        choices=[" A", " B", " C", " D"],
+        gold_index=gold,
+        instruction=mmlu_instruction(line["subject"]),
+        task_name=task_name,
+    )
+
+
 @cache
 def gmmlu_prompt_function(lang: str):
-    """LightEval's multilingual MCQ prompt function (MCF) on Global-MMLU rows; English MMLU takes LightEval's own
-    MMLU prompt (``lighteval.tasks.tasks.mmlu.mmlu_prompt``)."""
+    """LightEval's multilingual MCQ prompt function (MCF) on Global-MMLU rows; English MMLU takes the leaderboard's
+    MMLU prompt (``mmlu_leaderboard_doc``)."""
     if lang == "en":
-        return lighteval_mmlu.mmlu_prompt
+        return mmlu_leaderboard_doc
     language = literals_language(lighteval_language(lang))
     return get_mcq_prompt_function(language, partial(global_mmlu_input, lang=lang), formulation=MCF)
 
