@@ -632,8 +632,10 @@ def speed_choice_data(wc):
 
 
 def speed_choice_args(wc):
+    """--choice-data TASK=FOLDER and the few-shot count the harness evaluates (the timed contexts hold as many)."""
     return " ".join(
         f"--choice-data {shlex.quote(f'{t}={folder}')}"
+        f" --choice-fewshot {t}={config['evaluation'][t]['fewshot']}"
         for t, folder in speed_choice_tasks(wc).items()
     )
 

@@ -291,3 +291,58 @@ def test_english_retention_runs_are_recorded_under_their_own_task():
 
     assert record_task("mc", "en") == "mc_en" and record_task("gmmlu", "en") == "gmmlu_en"
     assert record_task("mc", "th") == "mc" and record_task("mt", "si") == "mt"
+
+
+# ---- the model's maximum length -------------------------------------------------------------------------------------
+
+
+def test_model_max_length_is_read_from_the_config_as_lighteval_reads_it():
+    from transformers import GPT2Config, LlamaConfig, PretrainedConfig
+
+    from workflow_scripts.evaluation import model_max_length
+
+    assert model_max_length(LlamaConfig(max_position_embeddings=4096)) == 4096  # Llama-2
+    assert model_max_length(LlamaConfig(max_position_embeddings=8192)) == 8192  # Llama-3
+    assert model_max_length(GPT2Config(n_positions=1024)) == 1024  # LightEval's first key
+    with pytest.raises(ValueError, match="none of n_positions, max_position_embeddings, n_ctx"):
+        model_max_length(PretrainedConfig())
+
+
+@pytest.fixture(scope="module")
+def llama_1100(tiny_llama_dir, tmp_path_factory):
+    """The tiny Llama with max_position_embeddings 1,100: above every zero-shot prompt of ``belebele_fixture`` in
+    SmolLM2's tokenizer (336-1,050 tokens), below every 3-shot one (2,644-3,358)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = tmp_path_factory.mktemp("llama_1100")
+    model = AutoModelForCausalLM.from_pretrained(tiny_llama_dir)
+    model.config.max_position_embeddings = 1100
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(tiny_llama_dir).save_pretrained(folder)
+    return folder
+
+
+def test_harness_model_config_takes_the_model_maximum(llama_1100, tmp_path):
+    from workflow_scripts.evaluation import load_model
+    from workflow_scripts.harness.run import lighteval_model_config
+
+    model, _ = load_model(llama_1100, "float32", "cpu")
+    common = {"batch_size": 1, "decoding": "greedy", "chat_template": False, "cache_dir": tmp_path}
+    assert lighteval_model_config(model, str(llama_1100), max_length=None, **common).max_length == 1100
+    assert lighteval_model_config(model, str(llama_1100), max_length=512, **common).max_length == 512  # --max-length
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("fewshot", "truncated"), [(0, 0), (3, 8)])
+def test_result_records_max_length_and_truncated_prompts(llama_1100, tmp_path, fewshot, truncated):
+    """mc on a model of 1,100 positions: the result records that maximum, and LightEval cut every 3-shot prompt
+    (2,644-3,358 tokens) and no zero-shot one (at most 1,050)."""
+    from workflow_scripts.harness.__main__ import main
+
+    out = tmp_path / "mc.json"
+    main(["--task", "mc", "--lang", "th", "--model", str(llama_1100), "--data", str(belebele_fixture(tmp_path / "b")),
+          "--fewshot", str(fewshot), "--cell", '{"method": "Source"}', "--out", str(out)])  # fmt: skip
+    details = json.loads(out.read_text())["details"]
+    assert (details["n_items"], details["fewshot"], details["max_length"]) == (8, fewshot, 1100)
+    assert details["prompts_truncated"] == truncated
+    assert "generations_shortened" not in details  # a log-likelihood task generates nothing

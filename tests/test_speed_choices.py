@@ -85,6 +85,106 @@ def test_gmmlu_items_by_subject(tmp_path):
     assert "H2O" in items[1].context and "น้ำ" in items[1].context
 
 
+def _harness_contexts(model_dir, configs, monkeypatch) -> dict[tuple[str, str], str]:
+    """The context LightEval builds for every document of a harness run (``run.run_task``), keyed by (task, row)."""
+    from lighteval.tasks.prompt_manager import PromptManager
+
+    from workflow_scripts.evaluation import load_model
+    from workflow_scripts.harness.run import run_task
+
+    seen: dict[tuple[str, str], set[str]] = {}
+    original = PromptManager.prepare_prompt
+
+    def record(self, doc):
+        text = original(self, doc)
+        seen.setdefault((doc.task_name.split("|")[0], doc.id), set()).add(text)
+        return text
+
+    monkeypatch.setattr(PromptManager, "prepare_prompt", record)
+    model, _ = load_model(model_dir, "float32", "cpu")
+    run_task(model, str(model_dir), configs, n=None, decoding="greedy", seed=0, batch_size=4)
+    monkeypatch.setattr(PromptManager, "prepare_prompt", original)
+    assert all(len(texts) == 1 for texts in seen.values())  # one context per document, however often it is built
+    return {key: texts.pop() for key, texts in seen.items()}
+
+
+@pytest.mark.slow  # three LightEval runs on a 1-layer model: about 20 s
+@pytest.mark.parametrize("fewshot", [0, 3])
+def test_timed_mc_contexts_are_the_harness_contexts(models, tmp_path, monkeypatch, fewshot):
+    """The speed step's mc contexts equal, byte for byte, the contexts LightEval scored in the harness's run (few-shot
+    examples with their answers, then the item), item by item in the order of the evaluation split."""
+    from tests.conftest import l10n_pairs
+    from workflow_scripts.harness.datasets import FLORES_CODES, proxy_items, write_hub_layout
+    from workflow_scripts.harness.tasks import task_config
+
+    rows = proxy_items(l10n_pairs("th")[200:240], 8, seed=0)
+    folder = write_hub_layout(tmp_path / "bele", {FLORES_CODES["th"]: {"test": rows}})
+    config = task_config("mc", "th", folder)
+    config.num_fewshots = fewshot
+    harness = _harness_contexts(models[1], [config], monkeypatch)
+    items = choices.choice_items("mc", "th", folder, None, fewshot)
+    assert [i.context for i in items] == [harness[("mc_th", str(row))] for row in range(8)]
+    # each context holds the few-shot examples, each with its answer letter, and ends in the item's own question
+    assert all(i.context.count("\nคำตอบ:") == fewshot + 1 for i in items)
+    assert all(i.context.endswith(f"{rows[k]['mc_answer4']}\nคำตอบ:") for k, i in enumerate(items))
+    assert choices.choice_items("mc", "th", folder, 3, fewshot) == items[:3]
+
+
+@pytest.mark.slow
+def test_timed_gmmlu_contexts_are_the_harness_contexts_by_subject(models, tmp_path, monkeypatch):
+    """gmmlu 3-shot: each item's context (the subject's instruction and dev examples) is the one the harness's
+    subject task scored; items follow the test split's order across subjects, dropped rows skipped."""
+    from workflow_scripts.harness.datasets import write_hub_layout
+    from workflow_scripts.harness.tasks import task_configs
+
+    def row(subject, i, **blank):
+        options = {f"option_{c}": f"{subject[:3]}{i}{c}" for c in "abcd"}
+        return {"question": f"Q{i} {subject}?", **options, **blank, "answer": "ABCD"[i % 4], "subject": subject}
+
+    dev = [row(s, 10 + i) for s in ("anatomy", "astronomy") for i in range(4)]
+    test = [row("astronomy", 0), row("anatomy", 1), row("anatomy", 2, option_c=""), row("astronomy", 3),
+            row("anatomy", 4)]  # fmt: skip
+    folder = write_hub_layout(tmp_path / "g", {"si": {"dev": dev, "test": test}})
+    configs = task_configs("gmmlu", "si", folder)
+    for config in configs:
+        config.num_fewshots = 3
+    harness = _harness_contexts(models[1], configs, monkeypatch)
+    items = choices.choice_items("gmmlu", "si", folder, None, 3)
+    # rows 0, 1, 3, 4 (row 2 has an empty option); a subject task numbers its own kept rows 0, 1, ...
+    order = [("gmmlu_si:astronomy", "0"), ("gmmlu_si:anatomy", "0"), ("gmmlu_si:astronomy", "1"),
+             ("gmmlu_si:anatomy", "1")]  # fmt: skip
+    assert [i.context for i in items] == [harness[key] for key in order]
+    # LightEval's MCF prompt capitalizes each option's first letter
+    assert items[1].context.startswith("anatomy පිළිබඳ බහු විකල්ප ප්රශ්න")
+    assert items[1].context.endswith("\n\nQuestion: Q1 anatomy?\n A. Ana1a\n B. Ana1b\n C. Ana1c\n D. Ana1d\nAnswer:")
+    assert items[1].context.count("anatomy?\n") == 4 and "astronomy?" not in items[1].context  # 3 shots + the item
+
+
+def test_contexts_are_cut_from_the_left_to_the_model_maximum(smollm2_tokenizer_dir):
+    """A context and its longest choice over ``max_length`` lose the context's first tokens, as LightEval cuts."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(smollm2_tokenizer_dir)
+    whole = tok("one two three four five six")["input_ids"]
+    assert len(whole) == 6
+    assert choices.encode_pair(tok, "one two three four five six", [" A", " B"]) == (whole, [[330], [389]])
+    assert choices.encode_pair(tok, "one two three four five six", [" A", " B"], 4) == (whole[-3:], [[330], [389]])
+    assert choices.encode_pair(tok, "one two three four five six", [" A", " B"], 7) == (whole, [[330], [389]])
+    items = [choices.ChoiceItem("one two three four five six", [" A"]), choices.ChoiceItem("one two", [" A"])]
+    assert choices.choice_limits(items, tok, 6) == 1 and choices.choice_limits(items, tok, 7) == 0
+
+
+def test_choice_fewshot_defaults_to_the_harness_and_is_checked(tmp_path):
+    base = ["--model", "m", "--source-tokenizer", "s", "--pairs", "p", "--lang", "th", "--cell", "{}", "--out", "o"]
+    both = [*base, "--choice-data", "mc=a", "--choice-data", "gmmlu=b"]
+    assert speed_cli.parse_args(both).choice_fewshot == {"mc": 3, "gmmlu": 5}
+    assert speed_cli.parse_args([*both, "--choice-fewshot", "mc=0"]).choice_fewshot == {"mc": 0, "gmmlu": 5}
+    assert speed_cli.parse_args(base).choice_fewshot == {}
+    for bad in ("mc", "sum=1", "gmmlu=x"):
+        with pytest.raises(SystemExit):
+            speed_cli.parse_args([*base, "--choice-data", "mc=a", "--choice-fewshot", bad])
+
+
 @pytest.mark.parametrize("answers", [(" A", " B", " C", " D"), (" A", " B", " เปิด", " บันทึกเอกสาร")])
 def test_score_choices_equals_a_full_forward_pass(models, answers):
     """The log-probabilities from the scored positions only (one pass over the context for single-token answers, a
@@ -186,6 +286,9 @@ def test_records_saved_per_task_and_a_rerun_skips_them(tmp_path, models, mc_fold
     assert ran == [] and loaded == [str(models[0]), str(models[1])]  # mt's generation not redone
     result = json.loads(out.read_text(encoding="utf-8"))
     assert result["details"]["units"] == ["mt.generate", "mt.paired", "mc.paired"]
+    assert result["details"]["choice_fewshot"] == {"mc": 3}  # the harness's default: 3-shot contexts timed
+    limits = {"max_length": 2048, "source_max_length": 2048, "items_truncated": 0, "source_items_truncated": 0}
+    assert result["details"]["choice_limits"] == {"mc": limits}
     assert [r for r in result["records"] if r["mode"] == "generate"] == saved["mt.generate"]
     paired = {(r["task"], r["mode"]) for r in result["records"] if r["metric"] == "paired_speedup"}
     assert paired == {("mt", "teacher_forced"), ("mc", "loglikelihood")}

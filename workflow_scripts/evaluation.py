@@ -62,6 +62,27 @@ def load_model(model_dir: str | Path, dtype: str = "auto", device: str | None = 
     return model, tokenizer
 
 
+# The config keys LightEval 0.13.0's TransformersModel reads, in its order, for a model's maximum sequence length when
+# it is given no max_length (``_init_max_length``).
+SEQUENCE_LENGTH_KEYS = ("n_positions", "max_position_embeddings", "n_ctx")
+
+
+def model_max_length(config) -> int:
+    """A model's own maximum sequence length (prompt and continuation together): the first of
+    ``SEQUENCE_LENGTH_KEYS`` in its (text) config, as LightEval reads it: 4,096 for Llama-2, 8,192 for Llama-3,
+    Gemma-2 and SmolLM2. The harness scores and the speed step times every prompt within it (docs/evaluation.md)."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    for key in SEQUENCE_LENGTH_KEYS:
+        value = getattr(text, key, None)
+        if value:
+            return int(value)
+    where = getattr(config, "_name_or_path", "") or "the model folder"
+    raise ValueError(
+        f"{where}: its config.json has none of {', '.join(SEQUENCE_LENGTH_KEYS)}; add the model's maximum sequence "
+        "length there (or pass --max-length to the harness)"
+    )
+
+
 def read_sentences(path: str | Path, n: int | None = None) -> list[str]:
     """The first ``n`` usable lines of a one-sentence-per-line file (``io.read_corpus``: an empty file is refused)."""
     sentences = read_corpus(path, what="held-out text")

@@ -4,7 +4,9 @@
     python -m workflow_scripts.harness --task mc --lang th --model DIR --data FOLDER --fewshot 3 ...
 
 Generation tasks run ``--runs`` times with seeds ``--seed``, ``--seed + 1``, ...; every record carries its run and
-seed. A task without data for the language (gmmlu for my, th) writes no records and the reason.
+seed. A task without data for the language (gmmlu for my, th) writes no records and the reason. Prompt and
+continuation fit the model's own maximum length (its config's, as LightEval reads it); the result's details record that
+``max_length`` and how many prompts LightEval cut to fit it (``run.prompt_limits``).
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--decoding", default="greedy", choices=["greedy", "paper"])
     p.add_argument("--max-new-tokens", type=int, default=128)
-    p.add_argument("--max-length", type=int, default=4096 + 128, help="context + generation tokens")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="prompt + continuation tokens; default: the model's own maximum (its config's "
+                        "max_position_embeddings, as LightEval reads it)")  # fmt: skip
     p.add_argument("--predictions", help="mt, sum: TSV of run, source id, reference, hypothesis")
     p.add_argument(
         "--chat-template",
@@ -128,7 +132,10 @@ def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, lis
         "seconds_per_run": seconds,
         "chat_template": a.chat_template,
         "harness": "lighteval 0.13.0",
+        **result.limits,  # max_length and how many prompts exceeded it (run.prompt_limits; the same every run)
     }
+    if result.limits.get("prompts_truncated") or result.limits.get("generations_shortened"):
+        log.warning("%s %s: prompts over the model's maximum length: %s", a.task, a.lang, result.limits)
     if result.groups:  # gmmlu: acc* = LightEval's mean over subjects, acc*_items = mean over items; each subject's
         details["subjects"] = {name.split(":", 1)[1]: scores for name, scores in result.groups.items()}
     return records, details, rows

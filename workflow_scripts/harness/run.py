@@ -84,6 +84,7 @@ class TaskRun:
     details: list  # LightEval DetailsLogger.Detail: doc, model_response, metric
     seconds: float
     groups: dict[str, dict[str, float]] = field(default_factory=dict)  # member task name -> its scores and n_items
+    limits: dict[str, int] = field(default_factory=dict)  # max_length and the counts of ``prompt_limits``
 
 
 def run_task(
@@ -95,7 +96,7 @@ def run_task(
     decoding: str,
     seed: int,
     batch_size: int,
-    max_length: int,
+    max_length: int | None = None,
     chat_template: bool = False,
 ):
     """Evaluate one task (a LightevalTaskConfig, or a list of them run as one group in one pipeline) on ``model``
@@ -105,6 +106,8 @@ def run_task(
     items.
     ``chat_template`` wraps every prompt in the tokenizer's chat template (ElChat cells, Table 10); LightEval then
     stops generation at EOS only, and the metrics still score the first line.
+    ``max_length`` (prompt and continuation tokens) is the model's own maximum unless given
+    (``workflow_scripts.evaluation.model_max_length``).
     """
     import torch
 
@@ -118,26 +121,97 @@ def run_task(
         torch.set_grad_enabled(grad_enabled)
 
 
+def task_spec(configs: list) -> str:
+    """LightEval's task string of ``configs``: ``name|fewshot`` each, comma-separated."""
+    return ",".join(f"{c.name}|{c.num_fewshots}" for c in configs)
+
+
+def task_docs(configs: list, max_samples: int | None = None) -> dict[str, list]:
+    """Each task's documents as LightEval's Pipeline builds them before it scores (``_init_tasks_and_requests``): its
+    registry copies each config with its few-shot count, its loader reads the data (the task's ``hf_filter``
+    applied), and ``get_docs`` draws ``max_samples`` items (its fixed shuffle, seed 42) and attaches each item's
+    few-shot examples (its sampler). Keyed by task name. The speed step times these documents' prompts
+    (``speed.choices``), so that the text it times is the text the harness scores."""
+    from lighteval.tasks.lighteval_task import LightevalTask
+    from lighteval.tasks.registry import Registry
+
+    with tempfile.TemporaryDirectory(prefix="vocabexp-docs-") as tmp, private_datasets_cache(tmp):
+        with only_our_tasks(configs):
+            tasks = Registry(tasks=task_spec(configs)).load_tasks()
+        LightevalTask.load_datasets(tasks)
+        return {task.name: task.get_docs(max_samples) for task in tasks.values()}
+
+
+def lighteval_model_config(
+    model, model_dir: str, *, batch_size: int, max_length: int | None, decoding: str, chat_template: bool, cache_dir
+):
+    """LightEval's model config of a run on ``model`` (loaded from ``model_dir``); ``max_length`` None is the
+    model's own maximum (``workflow_scripts.evaluation.model_max_length``), which LightEval's backend would also read
+    from the model's config, written out so that the result records it."""
+    from lighteval.models.model_input import GenerationParameters
+    from lighteval.models.transformers.transformers_model import TransformersModelConfig
+
+    from workflow_scripts.evaluation import model_max_length
+
+    return TransformersModelConfig(
+        model_name=str(model_dir),
+        batch_size=batch_size,
+        max_length=max_length or model_max_length(model.config),
+        device=str(model.device),
+        override_chat_template=chat_template,  # plain text for the paper's base models; ElChat: its template
+        generation_parameters=GenerationParameters(**SAMPLING[decoding]),
+        cache_dir=str(cache_dir),
+    )
+
+
+def prompt_limits(lighteval_model, docs: list) -> dict[str, int]:
+    """What LightEval 0.13.0's transformers backend does to prompts longer than its ``max_length``, counted on the
+    run's documents with its own prompt builder and tokenization (it records no such count itself):
+
+    - ``prompts_truncated``: prompts it cut from the left (the start of the prompt, few-shot examples first, is
+      dropped). A log-likelihood item is cut when its context and a choice exceed ``max_length``; a generation prompt
+      when it alone does.
+    - ``generations_shortened`` (generation tasks): prompts that leave fewer than the task's generation size of new
+      tokens within ``max_length`` (the backend then generates at most ``max_length`` minus the batch's prompt width,
+      at least 1).
+    """
+    from lighteval.tasks.requests import SamplingMethod
+
+    limit = lighteval_model.max_length
+    counts = {"max_length": limit, "prompts_truncated": 0}
+    for doc in docs:
+        context = lighteval_model.prompt_manager.prepare_prompt(doc)
+        if SamplingMethod.GENERATIVE in doc.sampling_methods:
+            ids = lighteval_model.tokenizer(context, add_special_tokens=lighteval_model.add_special_tokens)
+            width = len(ids["input_ids"])
+            counts["prompts_truncated"] += width > limit
+            counts["generations_shortened"] = counts.get("generations_shortened", 0) + (
+                width + (doc.generation_size or 0) > limit
+            )
+        else:
+            ctx, continuations = lighteval_model.tok_encode_pair(context, doc.choices, pairwise=True)
+            counts["prompts_truncated"] += any(len(ctx[0]) + len(c) > limit for c in continuations)
+    return counts
+
+
 def _run_pipeline(
-    model, model_dir: str, config, n, decoding: str, seed: int, batch_size: int, max_length: int, chat_template: bool
+    model, model_dir: str, config, n, decoding: str, seed: int, batch_size: int, max_length, chat_template: bool
 ):
     """LightEval's Pipeline on our task(s), cache off, with the given model object (``run_task``)."""
     import torch
     from lighteval.logging.evaluation_tracker import EvaluationTracker
-    from lighteval.models.model_input import GenerationParameters
-    from lighteval.models.transformers.transformers_model import TransformersModelConfig
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
 
     configs = config if isinstance(config, list | tuple) else [config]
     set_decoding(model, decoding)
     with tempfile.TemporaryDirectory(prefix="vocabexp-lighteval-") as tmp:
-        model_config = TransformersModelConfig(
-            model_name=str(model_dir),
+        model_config = lighteval_model_config(
+            model,
+            model_dir,
             batch_size=batch_size,
             max_length=max_length,
-            device=str(model.device),
-            override_chat_template=chat_template,  # plain text for the paper's base models; ElChat: its template
-            generation_parameters=GenerationParameters(**SAMPLING[decoding]),
+            decoding=decoding,
+            chat_template=chat_template,
             cache_dir=tmp,
         )
         tracker = EvaluationTracker(output_dir=tmp, save_details=False)
@@ -145,13 +219,15 @@ def _run_pipeline(
         with private_datasets_cache(Path(tmp) / "datasets"):
             with only_our_tasks(configs):
                 pipeline = Pipeline(
-                    tasks=",".join(f"{c.name}|{c.num_fewshots}" for c in configs),
+                    tasks=task_spec(configs),
                     pipeline_parameters=params,
                     evaluation_tracker=tracker,
                     model_config=model_config,
                     model=model,
                 )
             pipeline.model._cache = None  # cache off: see module docstring
+            # counted before the run: LightEval's model drops its tokenizer when it is done
+            limits = prompt_limits(pipeline.model, [d for docs in pipeline.documents_dict.values() for d in docs])
             torch.manual_seed(seed)
             t0 = time.perf_counter()
             pipeline.evaluate()
@@ -159,13 +235,13 @@ def _run_pipeline(
         results = pipeline.get_results()["results"]
         details = pipeline.get_details()
     if configs is config:
-        return _group_run(configs, results, details, seconds)
+        return _group_run(configs, results, details, seconds, limits)
     key = next(k for k in results if k.startswith(f"{config.name}:"))
     scores = {m: float(v) for m, v in results[key].items() if not m.endswith("_stderr")}
-    return TaskRun(scores=scores, details=next(iter(details.values())), seconds=seconds)
+    return TaskRun(scores=scores, details=next(iter(details.values())), seconds=seconds, limits=limits)
 
 
-def _group_run(configs, results: dict, details: dict, seconds: float) -> TaskRun:
+def _group_run(configs, results: dict, details: dict, seconds: float, limits: dict) -> TaskRun:
     """A group's TaskRun: its members' scores, LightEval's average over the members (a group of one: that member's),
     and each metric's mean over all items."""
     groups, items = {}, []
@@ -179,4 +255,4 @@ def _group_run(configs, results: dict, details: dict, seconds: float) -> TaskRun
     scores = {m: float(v) for m, v in average.items() if not m.endswith("_stderr")}
     for metric in list(scores):
         scores[f"{metric}_items"] = sum(float(d.metric[metric]) for d in items) / len(items)
-    return TaskRun(scores=scores, details=items, seconds=seconds, groups=groups)
+    return TaskRun(scores=scores, details=items, seconds=seconds, groups=groups, limits=limits)

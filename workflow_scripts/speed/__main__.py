@@ -58,6 +58,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--choice-data", action="append", default=[], metavar="TASK=FOLDER",
                    help="a log-likelihood task (mc, gmmlu) and its dataset folder (hub layout): time its forward "
                         "passes over prompt and choices (workflow_scripts.speed.choices); repeatable")  # fmt: skip
+    p.add_argument("--choice-fewshot", action="append", default=[], metavar="TASK=N",
+                   help="few-shot examples in the timed contexts of a --choice-data task, as the harness evaluates "
+                        "it (evaluation.mc.fewshot, evaluation.gmmlu.fewshot); default: the harness's (mc 3, gmmlu "
+                        "5); repeatable")  # fmt: skip
     p.add_argument("--large-batch-decodings", nargs="*", default=None, choices=sorted(DECODING),
                    help="decodings timed at --batch-size (default: every decoding)")  # fmt: skip
     p.add_argument("--lang", required=True)
@@ -85,6 +89,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             p.error(f"--choice-data takes TASK=FOLDER with TASK one of {', '.join(CHOICE_TASKS)}, got {entry!r}")
         choice_data[task] = folder
     a.choice_data = choice_data
+    fewshot = {}
+    if choice_data:  # LightEval (imported by the harness's tasks) times these tasks' items anyway
+        from workflow_scripts.harness.tasks import FEWSHOT
+
+        fewshot = {task: FEWSHOT[task] for task in choice_data}
+    for entry in a.choice_fewshot:
+        task, sep, count = entry.partition("=")
+        if not sep or task not in choice_data or not count.isdigit():
+            p.error(f"--choice-fewshot takes TASK=N with TASK one of the --choice-data tasks, got {entry!r}")
+        fewshot[task] = int(count)
+    a.choice_fewshot = fewshot
     if a.warmup < 0 or a.reference_chars < 0:
         p.error(f"--warmup and --reference-chars must be at least 0, got {a.warmup}, {a.reference_chars}")
     return a
@@ -155,6 +170,7 @@ def run_details(a: argparse.Namespace, items: dict, units: list[tuple[str, str]]
         "n_items": {task: len(task_items) for task, task_items in items.items()},
         "sum_data": a.sum_data,
         "choice_data": a.choice_data or None,
+        "choice_fewshot": a.choice_fewshot or None,  # the few-shot examples in each timed context
         "max_new_tokens": a.max_new_tokens,
         "repeats": a.repeats,
         "warmup": a.warmup,
@@ -168,6 +184,21 @@ def run_details(a: argparse.Namespace, items: dict, units: list[tuple[str, str]]
     if a.data_label:
         details["data_label"] = a.data_label
     return details
+
+
+def choice_limit_details(a: argparse.Namespace, items: dict, tokenizer, source_tokenizer, lengths: dict) -> dict:
+    """Per log-likelihood task: the maximum lengths its contexts were cut to and how many timed items were cut."""
+    from workflow_scripts.speed.choices import choice_limits
+
+    return {
+        task: {
+            "max_length": lengths["model"],
+            "source_max_length": lengths["source"],
+            "items_truncated": choice_limits(items[task], tokenizer, lengths["model"]),
+            "source_items_truncated": choice_limits(items[task], source_tokenizer, lengths["source"]),
+        }
+        for task in a.choice_data
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -198,11 +229,17 @@ def main(argv: list[str] | None = None) -> None:
     items = {"mt": mt_items(a.pairs, a.lang, a.n, a.reference_chars or None)}
     if a.sum_data:
         items["sum"] = sum_items(a.sum_data, a.lang, a.n, a.reference_chars or None, tokenizer)
+    lengths = {}  # the model's and Source's maximum lengths: the log-likelihood contexts are cut to them
     if a.choice_data:
+        from transformers import AutoConfig
+
+        from workflow_scripts.evaluation import model_max_length
         from workflow_scripts.speed.choices import choice_items
 
+        lengths = {"model": model_max_length(model.config),
+                   "source": model_max_length(AutoConfig.from_pretrained(a.source_tokenizer))}  # fmt: skip
         for task, folder in a.choice_data.items():
-            items[task] = choice_items(task, a.lang, folder, a.n)
+            items[task] = choice_items(task, a.lang, folder, a.n, a.choice_fewshot[task])
 
     fingerprint = {k: v for k, v in sorted(vars(a).items()) if k not in ("log", "threads", "out")}
     partial = partial_path(a.out)
@@ -226,7 +263,8 @@ def main(argv: list[str] | None = None) -> None:
             records = run_generation(decoder, tokenizer, source_tokenizer, task, items[task], settings)
         elif task in CHOICE_TASKS:
             records = run_choice_task(decoder, tokenizer, source_tokenizer, task, items[task], repeats=a.repeats,
-                                      warmup=a.warmup, source_decoder=source_decoder)  # fmt: skip
+                                      warmup=a.warmup, source_decoder=source_decoder, max_length=lengths["model"],
+                                      source_max_length=lengths["source"])  # fmt: skip
         else:
             records = run_teacher_forced(decoder, tokenizer, source_tokenizer, task, items[task], settings,
                                          source_decoder)  # fmt: skip
@@ -243,6 +281,8 @@ def main(argv: list[str] | None = None) -> None:
             torch.cuda.empty_cache()
     records = [r for task, phase in units for r in done[f"{task}.{phase}"]]
     details = run_details(a, items, units, model, mumo)
+    if a.choice_data:
+        details["choice_limits"] = choice_limit_details(a, items, tokenizer, source_tokenizer, lengths)
     write_json(a.out, {"cell": cell, "records": records, "details": details})
     partial.unlink(missing_ok=True)
     for r in records:

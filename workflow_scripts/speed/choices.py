@@ -5,13 +5,17 @@ timed the one token these tasks emit, so its T/S there is the time per item: the
 an expanded vocabulary cuts into fewer tokens. This module times that forward pass, with the warm-up, repeats, pairing
 with Source and units of generation (``measure``):
 
-- **Items**: rows of the task's evaluation split read through the harness's own task definition
-  (``harness.tasks.task_config(task, lang, folder).prompt_function``), so the timed text is the text LightEval scores:
-  the context is LightEval's plain-text prompt of the item (``PromptManager``, zero-shot: the few-shot examples the
-  harness prepends are the same kind of text and would only lengthen every prompt alike), the choices are the Doc's.
-  Rows the task's ``hf_filter`` or its prompt function drops (it returns None) are skipped.
+- **Items**: the first ``n`` rows of the task's evaluation split (rows its ``hf_filter`` or prompt function drops are
+  skipped), as LightEval documents of the harness's own task definitions (``harness.tasks.task_configs``) with the
+  evaluated few-shot count, built by LightEval itself as the harness's pipeline builds them
+  (``harness.run.task_docs``: its registry, loader, ``get_docs`` and few-shot sampler; gmmlu by subject, each item
+  with its subject's examples). The context is LightEval's plain-text prompt of that document (``PromptManager``:
+  instruction, few-shot examples with their answers, query), the choices are the document's: the text timed is the
+  text the harness scores, few-shot examples included.
 - **Tokens**: as LightEval's ``tok_encode_pair(pairwise=True)``: the context with the tokenizer's special tokens, each
-  choice on its own without (trailing spaces of the context move to the choices).
+  choice on its own without (trailing spaces of the context move to the choices). A context whose tokens and a
+  choice's exceed the model's maximum length (``workflow_scripts.evaluation.model_max_length``) is cut from the
+  left to fit, as LightEval's backend cuts it; ``choice_limits`` counts such items.
 - **One measurement** of an item: one forward pass (``Decoder.score_choices``) that yields every choice's
   log-probability, logits of the scored positions only. The lettered MCF choices are single tokens, all scored by the
   context's last position, so the pass reads the context once (LightEval's backend reads it once per choice: the
@@ -44,48 +48,77 @@ class ChoiceItem:
     choices: list[str]
 
 
-def choice_items(task: str, lang: str, folder: str | Path, n: int | None) -> list[ChoiceItem]:
-    """The first ``n`` items of ``task`` (mc, gmmlu) for ``lang`` from ``folder`` (hub layout), as the harness's task
-    definition builds them; read through a private ``datasets`` cache, as the harness reads."""
+def choice_items(task: str, lang: str, folder: str | Path, n: int | None, fewshot: int = 0) -> list[ChoiceItem]:
+    """The first ``n`` items of ``task`` (mc, gmmlu) for ``lang`` from ``folder`` (hub layout) in the order of the
+    evaluation split, each with ``fewshot`` examples: the harness's contexts (module docstring)."""
     import datasets
     from lighteval.tasks.prompt_manager import PromptManager
 
-    from workflow_scripts.harness.run import private_datasets_cache
-    from workflow_scripts.harness.tasks import task_config
+    from workflow_scripts.harness.run import private_datasets_cache, task_docs
+    from workflow_scripts.harness.tasks import task_configs
 
-    config = task_config(task, lang, folder)
+    configs = task_configs(task, lang, folder)
+    for config in configs:
+        config.num_fewshots = fewshot
+    docs = task_docs(configs)  # each task's documents, keyed by the row's index in its filtered split
+    by_row = {name: {int(doc.id): doc for doc in task} for name, task in docs.items()}
+    with tempfile.TemporaryDirectory() as cache, private_datasets_cache(cache):
+        rows = datasets.load_dataset(str(folder), configs[0].hf_subset, split=configs[0].evaluation_splits[0])
+    seen = dict.fromkeys(by_row, 0)  # rows each task's filter has kept so far: the index its documents carry
     manager = PromptManager(use_chat_template=False)
     items: list[ChoiceItem] = []
-    with tempfile.TemporaryDirectory() as cache, private_datasets_cache(cache):
-        rows = datasets.load_dataset(str(folder), config.hf_subset, split=config.evaluation_splits[0])
-        for row in rows:
-            if n is not None and len(items) >= n:
-                break
-            if getattr(config, "hf_filter", None) is not None and not config.hf_filter(row):
-                continue  # the rows LightEval would not evaluate (the task's hf_filter)
-            doc = config.prompt_function(row, config.name)
-            if doc is not None:
-                items.append(ChoiceItem(manager.prepare_prompt(doc), [str(c) for c in doc.choices]))
+    for row in rows:
+        if n is not None and len(items) >= n:
+            break
+        # the task whose filter keeps the row (gmmlu: its subject's; mc: the one task, no filter)
+        name = next((c.name for c in configs if c.hf_filter is None or c.hf_filter(row)), None)
+        if name is None:
+            continue
+        doc = by_row[name].get(seen[name])  # absent where the prompt function dropped the row
+        seen[name] += 1
+        if doc is not None:
+            items.append(ChoiceItem(manager.prepare_prompt(doc), [str(c) for c in doc.choices]))
     if not items:
-        raise ValueError(f"{folder}: no {task} items for {lang} (subset {config.hf_subset})")
+        raise ValueError(f"{folder}: no {task} items for {lang} (subset {configs[0].hf_subset})")
     return items
 
 
-def encode_pair(tokenizer, context: str, choices: list[str]) -> tuple[list[int], list[list[int]]]:
-    """Context and choice ids as LightEval's ``tok_encode_pair(pairwise=True)`` makes them."""
+def encode_pair(
+    tokenizer, context: str, choices: list[str], max_length: int | None = None
+) -> tuple[list[int], list[list[int]]]:
+    """Context and choice ids as LightEval's ``tok_encode_pair(pairwise=True)`` makes them; with ``max_length``, the
+    context cut from the left so that it and its longest choice fit, as LightEval's backend cuts each sequence
+    (the same cut for every choice where they are single tokens, as the MCF letters are)."""
     spaces = len(context) - len(context.rstrip())
     if spaces:
         choices, context = [context[-spaces:] + c for c in choices], context[:-spaces]
     ids = tokenizer(context)["input_ids"]
     if ids and ids[-1] == tokenizer.eos_token_id:
         ids = ids[:-1]
-    return ids, [tokenizer(c, add_special_tokens=False)["input_ids"] for c in choices]
+    choice_ids = [tokenizer(c, add_special_tokens=False)["input_ids"] for c in choices]
+    if max_length is not None:
+        room = max(max_length - max(map(len, choice_ids), default=0), 0)
+        if len(ids) > room:
+            ids = ids[len(ids) - room :]
+    return ids, choice_ids
 
 
-def item_counts(item: ChoiceItem, tokenizer, source_tokenizer) -> TextCounts:
-    """Counts of the prompt and the choices one item scores: characters, model tokens and Source's tokens."""
-    ctx, choices = encode_pair(tokenizer, item.context, item.choices)
-    src_ctx, src_choices = encode_pair(source_tokenizer, item.context, item.choices)
+def choice_limits(items: list[ChoiceItem], tokenizer, max_length: int) -> int:
+    """How many items ``encode_pair`` cuts to fit ``max_length`` in ``tokenizer``."""
+    cut = 0
+    for item in items:
+        whole, _ = encode_pair(tokenizer, item.context, item.choices)
+        cut += len(whole) > len(encode_pair(tokenizer, item.context, item.choices, max_length)[0])
+    return cut
+
+
+def item_counts(
+    item: ChoiceItem, tokenizer, source_tokenizer, max_length: int | None = None, source_max_length: int | None = None
+) -> TextCounts:
+    """Counts of the prompt and the choices one item scores: characters of the whole text, model tokens and Source's
+    tokens read (each cut to its model's ``max_length`` as ``encode_pair`` cuts)."""
+    ctx, choices = encode_pair(tokenizer, item.context, item.choices, max_length)
+    src_ctx, src_choices = encode_pair(source_tokenizer, item.context, item.choices, source_max_length)
     return TextCounts(
         chars=len(item.context) + sum(len(c) for c in item.choices),
         tokens=len(ctx) + sum(map(len, choices)),
@@ -100,14 +133,17 @@ def time_choices(
     *,
     repeats: int,
     warmup: int,
-    baseline: tuple[Decoder, object] | None = None,
+    baseline: tuple[Decoder, object, int | None] | None = None,
+    max_length: int | None = None,
 ) -> dict:
-    """Score every item ``repeats`` times after ``warmup`` untimed passes over the first item.
+    """Score every item ``repeats`` times after ``warmup`` untimed passes over the first item, each context cut to
+    ``max_length`` (``encode_pair``).
 
-    ``baseline`` (Source's decoder and tokenizer) is timed item by item next to the model, the order alternating as
-    in teacher forcing (``measure.time_teacher_forced``); ``paired`` holds Source's seconds ÷ the model's per repeat."""
-    encoded = [encode_pair(tokenizer, i.context, i.choices) for i in items]
-    base = [encode_pair(baseline[1], i.context, i.choices) for i in items] if baseline else []
+    ``baseline`` (Source's decoder, tokenizer and maximum length) is timed item by item next to the model, the order
+    alternating as in teacher forcing (``measure.time_teacher_forced``); ``paired`` holds Source's seconds ÷ the
+    model's per repeat."""
+    encoded = [encode_pair(tokenizer, i.context, i.choices, max_length) for i in items]
+    base = [encode_pair(baseline[1], i.context, i.choices, baseline[2]) for i in items] if baseline else []
     for _ in range(warmup):
         decoder.score_choices(*encoded[0])
         if baseline:
@@ -160,9 +196,16 @@ def run_choice_task(
     repeats: int,
     warmup: int,
     source_decoder: Decoder | None = None,
+    max_length: int | None = None,
+    source_max_length: int | None = None,
 ) -> list[dict]:
-    """Every record of one log-likelihood task, paired with ``source_decoder`` (Source's model) when given."""
-    counts = sum((item_counts(i, tokenizer, source_tokenizer) for i in items), TextCounts(0, 0, 0))
-    baseline = (source_decoder, source_tokenizer) if source_decoder is not None else None
-    timing = time_choices(decoder, tokenizer, items, repeats=repeats, warmup=warmup, baseline=baseline)
+    """Every record of one log-likelihood task, paired with ``source_decoder`` (Source's model) when given; contexts
+    cut to the model's ``max_length`` (Source's: ``source_max_length``) as the harness cuts them."""
+    counts = sum(
+        (item_counts(i, tokenizer, source_tokenizer, max_length, source_max_length) for i in items), TextCounts(0, 0, 0)
+    )
+    baseline = (source_decoder, source_tokenizer, source_max_length) if source_decoder is not None else None
+    timing = time_choices(
+        decoder, tokenizer, items, repeats=repeats, warmup=warmup, baseline=baseline, max_length=max_length
+    )
     return choice_records(task, timing, counts, len(items))
