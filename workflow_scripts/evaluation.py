@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 from workflow_scripts.io import read_corpus
+
+log = logging.getLogger("vocabexp")
 
 # The evaluation tasks: one rule each in rules/evaluate.smk, writing results/{model}/{lang}/{method}/eval/{task}.json.
 # mt, sum, mc, gmmlu run through LightEval (workflow_scripts/harness); mc_en, gmmlu_en are the English retention checks
@@ -59,6 +62,15 @@ def load_model(model_dir: str | Path, dtype: str = "auto", device: str | None = 
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch_dtype).to(device).eval()
     return model, tokenizer
+
+
+def items_used(task: str, requested: int | None, used: int, source: str | Path) -> dict[str, int | None]:
+    """``n_requested`` / ``n_used`` for a step's details, with a warning when ``source`` held fewer items than
+    ``--n`` asked for (planning warns where the data sizes are known; here the data step's output is read)."""
+    if requested is not None and used < requested:
+        log.warning("%s: evaluation.%s.n asks for %d items, %s holds %d: %d used", task, task, requested, source,
+                    used, used)  # fmt: skip
+    return {"n_requested": requested, "n_used": used}
 
 
 def read_sentences(path: str | Path, n: int | None = None) -> list[str]:
