@@ -1,5 +1,7 @@
 # Vocabulary expansion of English-centric LLMs for low-resource languages, as one resumable DAG:
 # models x languages x methods (paper 002; see README.md and ../shared/METHODS.md).
+import sys
+
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -7,7 +9,12 @@ min_version("9.0")
 
 # `--configfile X` replaces config.yaml as a whole (instead of deep-merging into it), so a grid file never
 # inherits the embedded default's models or languages.
+# Snakemake's own error for a config.yaml that does not parse names neither the file nor the line.
 if not workflow.overwrite_configfiles:
+    sys.path.insert(0, workflow.basedir)
+    from workflow_scripts.config_checks.files import stop_on_unreadable_config
+
+    stop_on_unreadable_config("config.yaml")
 
     configfile: "config.yaml"
 

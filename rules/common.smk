@@ -39,9 +39,10 @@ from workflow_scripts.grid import (
 )  # noqa: E402
 from workflow_scripts.config_checks import (
     check_config,
+    config_file_problems,
     config_warnings,
     deferred_checks,
-    duplicate_keys,
+    missing_blocks,
     schema_errors,
     unset_evaluation,
     unwritable_output,
@@ -74,9 +75,9 @@ from workflow_scripts.paper.specs import (
 )  # noqa: E402
 
 SCHEMA = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
-# the config files as written: a key given twice is refused before the merged config is validated
-_problems = [d for f in workflow.configfiles for d in duplicate_keys(f)]
-_problems = _problems or schema_errors(config, SCHEMA)
+# the config files as written (YAML syntax, a key given twice) before the merged config is validated
+_problems = [d for f in workflow.configfiles for d in config_file_problems(f)]
+_problems = _problems or schema_errors(config, SCHEMA) or missing_blocks(config, SCHEMA)
 if _problems:
     raise WorkflowError("invalid configuration:\n  - " + "\n  - ".join(_problems))
 _unset = unset_evaluation(config, SCHEMA)  # before the defaults fill it in

@@ -3,6 +3,8 @@ the key (and the line, for a duplicate key), before any job, and without a trace
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -183,13 +185,53 @@ def test_a_mumo_target_tokenizer_that_exists_plans(tmp_path, smollm2_tokenizer_d
     assert code == 0, out
 
 
-def test_no_evaluation_block_is_said_at_planning(tmp_path):
-    code, out = plan(tmp_path, mutate=lambda c: c.pop("evaluation"))
-    assert code == 0, out
-    assert "config warning: evaluation: not set, so the schema's paper-scale defaults apply" in out
-    assert "mt.n 500" in out
+def test_no_evaluation_block_is_refused_for_a_cpu_sized_model(tmp_path):
+    needles = ("evaluation: not set, so the schema's paper-scale defaults apply", "mt.n 500", "(models.tiny.size demo)")
+    out = refused(tmp_path, *needles, mutate=lambda c: c.pop("evaluation"))
+    assert "config warning" not in out
     code, out = plan(tmp_path)
     assert code == 0 and "evaluation: not set" not in out, out
+
+
+def test_no_data_block_is_named_rather_than_data_n_train(tmp_path):
+    needle = "data: not set, so the schema's paper-scale defaults apply (n_train 30000, n_heldout 100000, n_mt 500)"
+    out = refused(tmp_path, needle, "more pairs than the l10n packages of th hold", mutate=lambda c: c.pop("data"))
+    assert "data.n_train" not in out
+
+
+def _unclosed(text: str) -> tuple[str, str]:
+    return text + "extra: [1, 2\n", f"line {len(text.splitlines()) + 2}, column 1"
+
+
+def _tab(text: str) -> tuple[str, str]:
+    line = text.splitlines().index("  n_mt: 8") + 1
+    return text.replace("\n  n_mt: 8", "\n\tn_mt: 8"), f"line {line}, column 1"
+
+
+@pytest.mark.parametrize("edit", [_unclosed, _tab, lambda t: ("", "")], ids=["unclosed-bracket", "tab", "empty"])
+def test_a_config_yaml_that_does_not_parse_is_named_with_its_line(tmp_path, edit):
+    """config.yaml of the working directory, read by the Snakefile's configfile: directive."""
+    path = tiny_config(tmp_path)
+    text, where = edit(path.read_text())
+    path.write_text(text)
+    run = snakemake(["-n", "-q"], tmp_path)
+    out = run.stdout + run.stderr
+    assert run.returncode != 0 and "Traceback" not in out, out
+    assert (f"config.yaml, {where}: not valid YAML" if where else "config.yaml: the file is empty") in out, out
+    assert "Config file is not valid JSON or YAML" not in out
+
+
+def test_a_configfile_that_does_not_parse_is_named_by_the_check_command(tmp_path):
+    """Snakemake parses --configfile before the Snakefile runs, so its own message stands there; the check command
+    docs/inputs.md gives names the file and the line."""
+    path = tmp_path / "grid.yaml"
+    path.write_text("seed: 1\nmodels: {a: {kind: hub, path: x}\n")
+    run = snakemake(["-n", "-q", "--configfile", str(path)], tmp_path)
+    assert run.returncode != 0 and "Config file is not valid JSON or YAML" in run.stdout + run.stderr
+    check = subprocess.run([sys.executable, "-m", "workflow_scripts.config_checks", str(path)], cwd=REPO,
+                           capture_output=True, text=True)  # fmt: skip
+    assert check.returncode == 1
+    assert f"{path}, line 3, column 1: not valid YAML: expected ',' or '}}', but got '<stream end>'" in check.stderr
 
 
 def test_a_replacement_vocabulary_the_corpus_cannot_supply_is_named_at_planning(tmp_path):

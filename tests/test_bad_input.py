@@ -18,7 +18,17 @@ import yaml
 from snakemake.utils import validate
 
 from tests.conftest import REPO
-from workflow_scripts.config_checks import ConfigError, check_config, config_warnings, deferred_checks, schema_errors
+from workflow_scripts.config_checks import (
+    ConfigError,
+    check_config,
+    config_file_problems,
+    config_warnings,
+    deferred_checks,
+    missing_blocks,
+    schema_errors,
+    unset_evaluation,
+)
+from workflow_scripts.config_checks.notes import evaluation_sizes
 from workflow_scripts.io import MAX_LINE_CHARS, corpus_lines, read_corpus
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
@@ -579,3 +589,151 @@ def test_gguf_header_reader_agrees_with_the_gguf_package():
         field = fields[key]
         assert gguf_metadata(path, key) == bytes(field.parts[field.data[0]]).decode("utf-8")
     assert gguf_metadata(path, "no.such.key") is None
+
+
+# ------------------------------------------------------------------------ config files, left-out blocks, sizes vs data
+
+
+EMPTY = ": the file is empty (or only comments); a config is a mapping of the keys in docs/config.md"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("seed: 1\nevaluation:\n  tasks: [mt, ppl\n  ppl: {n: 5}\n",
+         "line 4, column 6: not valid YAML: expected ',' or ']', but got ':' (while parsing a flow sequence at "
+         "line 3); fix the YAML there"),
+        ("seed: 1\ndata:\n  n_mt: 8\n\tn_train: 40\n",
+         "line 4, column 1: not valid YAML: found character '\\t' that cannot start any token; indent with spaces, not "
+         "tabs"),
+        ("seed: 1\nlanguages:\n  th: {corpus: {kind: l10n, deb: x.d",
+         "line 3, column 37: not valid YAML: expected ',' or '}', but got '<stream end>'; fix the YAML there"),
+        ("", EMPTY),
+        ("# only a comment\n", EMPTY),
+        ("- seed: 1\n", ": the top level is a list, not a mapping of the keys in docs/config.md"),
+    ],
+    ids=["unclosed-bracket", "tab", "truncated", "empty", "comments-only", "list"],
+)  # fmt: skip
+def test_a_config_file_that_does_not_parse_is_named_with_its_line(tmp_path, text, message):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    assert config_file_problems(path) == [f"{path}{', ' if message[0] != ':' else ''}{message}"]
+
+
+def test_a_config_file_that_parses_is_checked_for_duplicate_keys(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("seed: 1\nseed: 2\n")
+    assert config_file_problems(path) == [
+        f"{path}: key 'seed' is given twice in the same mapping (line 1 and line 2); the second would silently "
+        "replace the first: keep one"
+    ]
+    assert config_file_problems(tmp_path / "missing.yaml") == []  # Snakemake names a missing file itself
+
+
+def test_the_config_check_command_names_the_file_and_exits_1(tmp_path, capsys):
+    from workflow_scripts.config_checks.__main__ import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("seed: [1\n")
+    assert main([str(bad), str(REPO / "configs" / "test.yaml")]) == 1
+    captured = capsys.readouterr()
+    assert f"{bad}: invalid configuration:\n  - {bad}, line 2, column 1: not valid YAML" in captured.err
+    assert f"{REPO / 'configs' / 'test.yaml'}: ok" in captured.out
+
+
+def test_a_left_out_data_block_is_named_where_a_language_reads_an_l10n_package():
+    config = test_config()
+    del config["data"]
+    assert missing_blocks(config, SCHEMA) == [
+        "data: not set, so the schema's paper-scale defaults apply (n_train 30000, n_heldout 100000, n_mt 500), more "
+        "pairs than the l10n packages of th hold; give a data block (config.yaml has one)"
+    ]
+    config["languages"]["th"]["corpus"] = {"kind": "cc100", "url": "https://example.org/th.txt.xz"}
+    assert missing_blocks(config, SCHEMA) == []  # paper-scale sampling of CC-100 is what such a config means
+
+
+def test_a_left_out_evaluation_block_is_refused_unless_a_model_is_gpu_sized():
+    config = test_config()
+    del config["evaluation"]
+    assert missing_blocks(config, SCHEMA) == [
+        "evaluation: not set, so the schema's paper-scale defaults apply (tasks ['mt', 'ppl', 'speed']; mt.n 500, "
+        "ppl.n 100000, speed.n 50), days of evaluation for models of no GPU size class (models.tiny.size demo); give "
+        "an evaluation block (config.yaml has one)"
+    ]
+    config["models"]["tiny"]["size"] = "7B"
+    assert missing_blocks(config, SCHEMA) == []
+    assert unset_evaluation(config, SCHEMA)[0].endswith("give an evaluation block for a smaller run")  # a warning
+
+
+def test_a_methods_entry_that_adds_no_cell_is_refused_and_an_overlapping_one_is_not():
+    config = test_config()
+    config["methods"].append(dict(config["methods"][-1]))
+    assert only_error(config) == (
+        "methods[3]: adds no cell: its 1 (model, language, method) cells, e.g. tiny/th/Mean.k50.2x2LS.clm.L64, are "
+        "all given by methods[2] already; remove the repeated entry"
+    )
+    config = test_config()
+    config["methods"].append({"init": ["Mean", "Random"]})  # Mean repeats methods[2], Random is new
+    assert planning_errors(config) == []
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("k", [100, 100], "methods[2].k: [100, 100] gives 100 twice; list each value once"),
+        ("init", ["Mean", "Mean"], "methods[2].init: ['Mean', 'Mean'] gives 'Mean' twice; list each value once"),
+        ("languages", ["th", "th"], "methods[2].languages: ['th', 'th'] gives 'th' twice; list each value once"),
+    ],
+)
+def test_a_value_given_twice_in_a_method_list_is_refused(key, value, message):
+    config = test_config()
+    config["methods"][2][key] = value
+    assert only_error(config) == message
+
+
+def _validated(config: dict) -> dict:
+    validate(config, schema=str(SCHEMA), set_default=True)
+    return config
+
+
+def test_evaluation_sizes_above_the_data_are_planning_warnings_with_the_count_used():
+    config = test_config()  # data: n_heldout 40, n_mt 8; evaluation mt.n 8, ppl.n 40, speed.n 2
+    assert evaluation_sizes(_validated(test_config())) == []  # equal sizes are fine
+    config["evaluation"]["mt"]["n"] = 9
+    config["evaluation"]["ppl"]["n"] = 1000
+    config["evaluation"]["speed"]["n"] = 50
+    config = _validated(config)
+    assert planning_errors(copy.deepcopy(config)) == []
+    assert evaluation_sizes(config) == [
+        "evaluation.mt.n: 9 is more than the 8 MT pairs of each language (data.n_mt): mt evaluates 8; lower "
+        "evaluation.mt.n to 8 or raise the data size",
+        "evaluation.ppl.n: 1000 is more than the 40 held-out sentences (data.n_heldout): ppl scores 40; lower "
+        "evaluation.ppl.n to 40 or raise the data size",
+        "evaluation.speed.n: 50 is more than the 8 MT pairs of each language (data.n_mt): speed times mt on 8; lower "
+        "evaluation.speed.n to 8 or raise the data size",
+    ]
+    assert evaluation_sizes(config)[0] in config_warnings(config)
+    config["languages"]["th"]["mt"] = {"kind": "flores", "root": "openlanguagedata/flores_plus"}
+    assert "; FLORES (th): at most that many: mt evaluates 8" in evaluation_sizes(config)[0]
+    config["evaluation"]["tasks"] = ["ppl"]
+    assert [w.split(":")[0] for w in evaluation_sizes(config)] == ["evaluation.ppl.n"]
+
+
+def test_a_raised_l10n_min_english_words_that_leaves_no_pair_is_named():
+    config = test_config()
+    config["data"]["l10n_min_english_words"] = 100
+    message = only_error(config)
+    assert message.startswith(
+        f"data.l10n_min_english_words: 100 leaves no 'th' pairs in languages.th.corpus.deb '{REPO / TH_DEB}' ("
+    )
+    assert re.search(r"; 4 leaves \d+: lower l10n_min_english_words$", message), message
+
+
+def test_items_used_records_and_warns_when_the_data_holds_fewer(caplog):
+    from workflow_scripts.evaluation import items_used
+
+    with caplog.at_level("WARNING", logger="vocabexp"):
+        assert items_used("ppl", 100, 40, "heldout.txt") == {"n_requested": 100, "n_used": 40}
+        assert items_used("mt", 8, 8, "mt.tsv") == {"n_requested": 8, "n_used": 8}
+        assert items_used("mt", None, 8, "mt.tsv") == {"n_requested": None, "n_used": 8}
+    assert caplog.messages == ["ppl: evaluation.ppl.n asks for 100 items, heldout.txt holds 40: 40 used"]

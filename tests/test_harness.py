@@ -280,6 +280,8 @@ def test_cli_offline_on_hub_layout_fixtures(tiny_llama_dir, tmp_path):
             assert result["records"] == [] and "no th subset" in result["details"]["unavailable"]
             continue
         assert result["details"]["n_items"] == 3
+        if task != "gmmlu":  # gmmlu's n is per subject
+            assert (result["details"]["n_requested"], result["details"]["n_used"]) == (3, 3)
         runs = {r["run"] for r in result["records"]}
         assert runs == ({0, 1} if task == "mt" else {0})
         metric = {"mt": "chrF", "sum": "rougeL_script", "mc": "acc", "gmmlu": "acc"}[task]

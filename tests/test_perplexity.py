@@ -66,9 +66,20 @@ def test_cli(tiny_llama_dir, tmp_path):
     perplexity.main([*common, "--text", str(text), "--out", str(tmp_path / "ppl.json"), "--data-label", "stand-in"])
     ppl = json.loads((tmp_path / "ppl.json").read_text())
     assert ppl["cell"] == cell and ppl["details"]["data_label"] == "stand-in" and ppl["details"]["n"] == 3
+    assert (ppl["details"]["n_requested"], ppl["details"]["n_used"]) == (3, 3)
     assert [r["metric"] for r in ppl["records"]] == [
         "perplexity",
         "nll_per_char",
         "bits_per_char",
         "tokens_per_sentence",
     ]
+
+
+def test_cli_records_n_requested_and_used_when_the_text_holds_fewer(tiny_llama_dir, tmp_path, capsys):
+    text = tmp_path / "heldout.txt"
+    text.write_text("".join(f"{th}\n" for th in THAI), encoding="utf-8")  # 4 sentences
+    perplexity.main(["--model", str(tiny_llama_dir), "--n", "10", "--cell", "{}", "--threads", "1", "--text",
+                     str(text), "--out", str(tmp_path / "ppl.json")])  # fmt: skip
+    details = json.loads((tmp_path / "ppl.json").read_text())["details"]
+    assert (details["n"], details["n_requested"], details["n_used"]) == (4, 10, 4)
+    assert f"WARNING ppl: evaluation.ppl.n asks for 10 items, {text} holds 4: 4 used" in capsys.readouterr().err

@@ -147,6 +147,7 @@ def test_cli_on_an_expanded_model(tmp_path, smollm2_tokenizer_dir):
                          "--threads", "1", "--out", str(tmp_path / "speed.json")])  # fmt: skip
     result = json.loads((tmp_path / "speed.json").read_text(encoding="utf-8"))
     assert result["cell"] == cell and result["details"]["n"] == 2 and result["details"]["repeats"] == 2
+    assert (result["details"]["n_requested"], result["details"]["n_used"]) == (2, 2)
     assert {"device", "torch_threads", "torch", "cpu_count"} <= set(result["details"]["hardware"])
     by = {(r["mode"], r["decoding"], r["batch_size"], r["metric"]): r for r in result["records"]}
     assert {k[:3] for k in by} == {("generate", d, b) for d in ("greedy", "paper") for b in (1, 2)} | {

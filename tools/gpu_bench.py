@@ -19,7 +19,9 @@ token through the KV cache (``speed.decoders.HFDecoder.teacher_force``) at vocab
     python -m tools.gpu_corrections results/gpu_bench.json           # the corrections to tools/gpu_estimate.py
 
 ``--budget-s`` stops starting new measurements after that many seconds; the JSON is rewritten after every entry and
-says what was skipped, so a timed-out machine still returns what it measured.
+says what was skipped, so a timed-out machine still returns what it measured. It exits 1 when any measurement ran out
+of memory (the estimate said it fits: a failed check, recorded in the JSON and printed last); skipped entries are
+printed as a note and do not fail the run.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import argparse
 import functools
 import gc
 import json
+import sys
 import time
 from typing import Any
 
@@ -317,7 +320,7 @@ def hardware() -> dict[str, Any]:
     return info
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="result JSON (rewritten after every measured entry)")
     p.add_argument("--tiny", action="store_true", help="tiny shapes on the CPU (a test of the script)")
@@ -382,7 +385,15 @@ def main(argv: list[str] | None = None) -> None:
         write_json(a.out, result)
     result["wall_seconds"] = round(a.budget_s - (deadline - time.monotonic()), 1)
     write_json(a.out, result)
+    skipped = sum("skipped" in e for e in result["training"] + result["decoding"])
+    if skipped:
+        print(f"{skipped} entries skipped by --budget-s {a.budget_s:g} (listed in {a.out})", file=sys.stderr)
+    oom = [e for e in result["training"] if "oom" in e]
+    for e in oom:
+        what = f"{e['model']} {e['procedure']}/{e['stage']} {e['objective']} L{e['seq_len']} micro {e['micro_batch']}"
+        print(f"FAILED: {what} ran out of memory (estimated peak {e['estimate_peak_gib']} GiB)", file=sys.stderr)
+    return 1 if oom else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -8,6 +8,10 @@ beyond those states against the estimate's activation terms (autocast copies, EE
 activations, logits): their ratio is the factor to apply to those terms; the measured step time against the estimate's,
 as the throughput share (``mfu``) the estimate should assume; and each 80 GB plan's peak (plus the CUDA context)
 against the 80 GB class's usable memory. Out-of-memory entries are listed first: the estimate said they fit.
+
+It exits 1 when the file holds no measured entry (nothing was checked), or when the estimate is wrong where a plan
+depends on it: a state term that differs from the measured tensors, an out-of-memory entry, or an 80 GB plan over the
+usable memory; the activation factor and the implied mfu are corrections to apply, not failures.
 """
 
 from __future__ import annotations
@@ -68,6 +72,19 @@ def corrections(bench: dict[str, Any], mfu: float = 0.35) -> dict[str, Any]:
     }
 
 
+def failed(c: dict[str, Any]) -> list[str]:
+    """Why the corrections ``c`` fail the check: no measured entry, a state-term mismatch, out-of-memory entries,
+    80 GB plans over the usable memory (empty: the estimate holds where plans depend on it)."""
+    out = []
+    if not c["entries"]:
+        out.append("no measured LAPT entry in the file (every entry skipped, or the bench stopped before the first)")
+    if not c["state_terms_exact"]:
+        out.append("the estimate's weights, gradients or optimizer bytes differ from the measured tensors")
+    out += [f"out of memory although estimated to fit: {x}" for x in c["out_of_memory"]]
+    out += [f"80 GB plan over the usable memory: {x}" for x in c["over_80gb"]]
+    return out
+
+
 def render(c: dict[str, Any]) -> str:
     """The report: what to change in tools/gpu_estimate.py, then the entries."""
     lines = ["# Corrections to tools/gpu_estimate.py", ""]
@@ -110,7 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     c = corrections(json.loads(a.bench.read_text(encoding="utf-8")))
     sys.stdout.write(json.dumps(c, indent=1) + "\n" if a.json else render(c))
-    return 0
+    bad = failed(c)
+    for line in bad:
+        print(f"FAILED: {line}", file=sys.stderr)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -4,13 +4,20 @@ For a machine with a GPU lent for minutes (needs torch, transformers, peft; not 
 Llama and a BPE tokenizer from the repository's own docs, then for 2x2 LS + mtp, full and EEVE runs LAPT once as a
 plain process and once under ``torchrun --nproc-per-node G`` (G = the GPUs visible; with one GPU that is FSDP over a
 single process: the sharded code path, NCCL, DTensor row masks, gathered checkpoints and the saved folder), kills a
-torchrun run after a checkpoint and resumes it as a plain process. It writes, per run, the largest parameter
-difference to the plain run, the peak CUDA memory and the tensor bytes each process held against tools.gpu_estimate
-for the same shape and G, as JSON (rewritten after every run, so a cut run keeps what it measured) and Markdown::
+torchrun run after the checkpoint of step 4 and resumes it as a plain process. It writes, per run, the largest
+parameter difference to the plain run, the peak CUDA memory and the tensor bytes each process held against
+tools.gpu_estimate for the same shape and G, as JSON (rewritten after every run, so a cut run keeps what it measured)
+and Markdown::
 
     PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 python3 -m tools.gpu_fsdp_check --out "$OUT/fsdp" 2>&1 | tee "$OUT/fsdp.log"
 
-On the CPU (no GPU: two gloo processes) ``--hidden 64 --layers 4 --steps 4`` is a quick rehearsal of the same script.
+It exits 1 when any run fails, the killed run was not killed at step 4, the resumed run did not resume from step 4,
+or a sharded or resumed model differs from the plain one by more than ``--tolerance`` in any parameter (default: the
+learning rate, the most one Adam step moves an element); the failures are the last lines it prints. ``--steps`` must
+be at least EEVE's 7 stages (every stage takes a step) and above the kill step 4. On the CPU (no GPU: two gloo
+processes) this is a quick rehearsal of the same script::
+
+    python -m tools.gpu_fsdp_check --hidden 64 --layers 4 --steps 7 --vocab 2000 --out /tmp/fsdp
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = (("2x2LS", "mtp"), ("full", "clm"), ("EEVE", "clm"))
+KILL_AT = 4  # the torchrun run is killed after this step's checkpoint (checkpoint_every 2), then resumed
 
 
 def build_model(folder: Path, hidden: int, layers: int, vocab: int) -> tuple[Path, Path]:
@@ -99,15 +107,48 @@ def predicted(model: Path, procedure: str, objective: str, hp: dict, shards: int
             "peak_gib": est["peak_gib"], "memory_gib": est["memory_gib"]}  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> None:
+def failures(results: dict, tolerance: float) -> list[str]:
+    """What failed in ``results``: a run that exited non-zero, a kill that did not happen, a resume that did not
+    resume from the kill step, a difference to the plain run that is missing or above ``tolerance``."""
+    out = []
+    for r in results["runs"]:
+        name = f"{r['procedure']} + {r['objective']}"
+        for run in ("plain", "sharded", "resumed"):
+            if r[run]["returncode"]:
+                tail = r[run].get("stderr", "").strip().splitlines()[-1:] or ["no stderr"]
+                out.append(f"{name}: the {run} run exited {r[run]['returncode']}: {tail[0]}")
+        if not r["killed"]["returncode"]:
+            out.append(f"{name}: the run to kill at step {KILL_AT} finished instead (exit 0)")
+        resumed_from = r["resumed"].get("stats", {}).get("resumed_from")
+        if not r["resumed"]["returncode"] and resumed_from != [KILL_AT]:
+            out.append(f"{name}: the resumed run resumed from {resumed_from}, not [{KILL_AT}]")
+        for key, what in (("difference", "sharded"), ("resumed_difference", "resumed")):
+            diff = r.get(key, {}).get("max_abs")
+            if diff is None:
+                out.append(f"{name}: no {what} difference (a run failed)")
+            elif diff > tolerance:
+                out.append(f"{name}: the {what} model differs from the plain one by {diff:.3g} > {tolerance:g}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tools.gpu_fsdp_check", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("--out", required=True, help="output folder (results.json, results.md, the runs)")
     p.add_argument("--hidden", type=int, default=1024)
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--vocab", type=int, default=8000)
-    p.add_argument("--steps", type=int, default=14, help="optimizer steps per run (EEVE: 2 per stage)")
+    p.add_argument("--steps", type=int, default=14, help="optimizer steps per run (at least 7: EEVE's stages)")
+    p.add_argument("--tolerance", type=float, default=None,
+                   help="largest parameter difference to the plain run that passes (default: the lr)")  # fmt: skip
     a = p.parse_args(argv)
+    from workflow_scripts.lapt.procedures import PROCEDURES
+
+    n_stages = max(len(PROCEDURES[proc].stages) for proc, _ in RUNS)
+    least = max(n_stages, KILL_AT + 1)
+    if a.steps < least:
+        p.error(f"--steps {a.steps}: every run needs at least {least} optimizer steps (EEVE has {n_stages} "
+                f"stages of at least one step each, and the kill is after step {KILL_AT})")  # fmt: skip
     import torch
 
     out = Path(a.out)
@@ -117,7 +158,9 @@ def main(argv: list[str] | None = None) -> None:
     n_src = len(json.loads((model / "tokenizer.json").read_text())["model"]["vocab"]) - 64
     hp = {"batch_size": 4, "grad_accum": 2, "lr": 1e-4, "warmup_steps": 0, "max_steps": a.steps,
           "checkpoint_every": 2, "log_every": 1}  # fmt: skip
-    results = {"gpus": torch.cuda.device_count(), "processes": n_proc, "hparams": hp, "runs": []}
+    tolerance = hp["lr"] if a.tolerance is None else a.tolerance
+    results = {"gpus": torch.cuda.device_count(), "processes": n_proc, "hparams": hp, "tolerance": tolerance,
+               "runs": []}  # fmt: skip
     for procedure, objective in RUNS:
         base = out / f"{procedure}.{objective}"
         row = {"procedure": procedure, "objective": objective}
@@ -127,12 +170,13 @@ def main(argv: list[str] | None = None) -> None:
             row["difference"] = difference(base / "plain" / "out", base / "sharded" / "out")
         row["predicted_plain"] = predicted(model, procedure, objective, hp, 1)
         row["predicted_sharded"] = predicted(model, procedure, objective, hp, n_proc)
-        # killed after the checkpoint of step 4 under torchrun, resumed as a plain process
-        row["killed"] = lapt(base / "resumed", model, corpus, procedure, objective, hp, n_proc, n_src, kill_at=4)
+        # killed after the checkpoint of step KILL_AT under torchrun, resumed as a plain process
+        row["killed"] = lapt(base / "resumed", model, corpus, procedure, objective, hp, n_proc, n_src, kill_at=KILL_AT)
         row["resumed"] = lapt(base / "resumed", model, corpus, procedure, objective, hp, 0, n_src)
         if not row["plain"]["returncode"] and not row["resumed"]["returncode"]:
             row["resumed_difference"] = difference(base / "plain" / "out", base / "resumed" / "out")
         results["runs"].append(row)
+        results["failures"] = failures(results, tolerance)
         (out / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
         print(json.dumps({k: v for k, v in row.items() if k in ("procedure", "difference", "resumed_difference")}))
     lines = ["| procedure | max diff sharded | max diff resumed | peak GiB plain | peak GiB sharded (rank 0) "
@@ -151,8 +195,11 @@ def main(argv: list[str] | None = None) -> None:
             f"| {'/'.join(f'{v / mib:.0f}' for v in held.values())} "
             f"| {'/'.join(f'{v / mib:.0f}' for v in pred.values())} |"
         )
+    bad = failures(results, tolerance)
+    lines += ["", *(f"FAILED: {f}" for f in bad)] if bad else ["", f"passed: every difference within {tolerance:g}"]
     (out / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

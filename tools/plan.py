@@ -392,6 +392,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"plan: {e}", file=sys.stderr)
         return 1
     configfile = args.configfile or REPO / "config.yaml"
+    from workflow_scripts.config_checks import config_file_problems
+
+    unreadable = config_file_problems(configfile)  # Snakemake's own error names neither the file nor the line
+    if unreadable:
+        print("plan: invalid configuration:\n  - " + "\n  - ".join(unreadable), file=sys.stderr)
+        return 1
     sizes = model_sizes(_load_yaml(configfile))
     if args.from_dry_run:
         text = args.from_dry_run.read_text(encoding="utf-8")

@@ -110,9 +110,12 @@ def load_config(path: Path) -> dict:
     import yaml
     from snakemake.utils import validate
 
-    from workflow_scripts.config_checks import schema_errors
+    from workflow_scripts.config_checks import config_file_problems, schema_errors
 
-    config = yaml.safe_load(Path(path).read_text()) or {}
+    unreadable = config_file_problems(path) if Path(path).is_file() else [f"{path}: no such file"]
+    if unreadable:
+        raise SystemExit(f"{path}: invalid configuration:\n  - " + "\n  - ".join(unreadable))
+    config = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     schema = REPO / "schemas" / "config.schema.yaml"
     problems = schema_errors(config, schema)
     if problems:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 from workflow_scripts.io import read_corpus
+
+log = logging.getLogger("vocabexp")
 
 # The evaluation tasks: one rule each in rules/evaluate.smk, writing
 # results/<run>/{model}/{lang}/{method}/eval/{task}.json.
@@ -81,6 +84,15 @@ def model_max_length(config) -> int:
         f"{where}: its config.json has none of {', '.join(SEQUENCE_LENGTH_KEYS)}; add the model's maximum sequence "
         "length there (or pass --max-length to the harness)"
     )
+
+
+def items_used(task: str, requested: int | None, used: int, source: str | Path) -> dict[str, int | None]:
+    """``n_requested`` / ``n_used`` for a step's details, with a warning when ``source`` held fewer items than
+    ``--n`` asked for (planning warns where the data sizes are known; here the data step's output is read)."""
+    if requested is not None and used < requested:
+        log.warning("%s: evaluation.%s.n asks for %d items, %s holds %d: %d used", task, task, requested, source,
+                    used, used)  # fmt: skip
+    return {"n_requested": requested, "n_used": used}
 
 
 def read_sentences(path: str | Path, n: int | None = None) -> list[str]:

@@ -11,7 +11,7 @@ import logging
 import math
 import time
 
-from workflow_scripts.evaluation import add_common_args, load_model, read_cell, read_sentences
+from workflow_scripts.evaluation import add_common_args, items_used, load_model, read_cell, read_sentences
 from workflow_scripts.io import set_threads, setup_logging, write_json
 
 log = logging.getLogger("vocabexp")
@@ -111,6 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     model, tokenizer = load_model(a.model, a.dtype)
     result = evaluate_ppl(model, tokenizer, sentences, batch_size=a.batch_size)
     result["details"]["text_file"] = str(a.text)
+    result["details"].update(items_used("ppl", a.n, len(sentences), a.text))
     details = {"model_dir": str(a.model), **result["details"], "seconds": round(time.time() - t0, 2)}
     if a.data_label:
         details["data_label"] = a.data_label

@@ -1,15 +1,18 @@
 """Planning-time checks of a config, before any job runs: each problem is one line naming the config key or file.
 
-rules/common.smk runs them in this order: ``files.duplicate_keys`` (the files as written), ``schema.schema_errors``
-(the JSON schema, with the registries' method names), then ``check_config`` (what the schema cannot say: the input
-files, the methods against the registries, the cells against each other and against the corpus size). ``notes``
-holds what planning prints beside the plan, and ``files.unwritable_output`` runs when a real run starts.
+The Snakefile runs ``files.stop_on_unreadable_config`` on config.yaml before its ``configfile:`` directive reads it
+(YAML syntax, named with file and line). rules/common.smk runs them in this order: ``files.config_file_problems``
+(the files as written: syntax, keys given twice), ``schema.schema_errors`` (the JSON schema, with the registries'
+method names), ``files.missing_blocks`` (a left-out data or evaluation block whose paper-scale defaults cannot be
+meant), then ``check_config`` (what the schema cannot say: the input files, the methods against the registries, the
+cells against each other and against the corpus size). ``notes`` holds what planning prints beside the plan, and
+``files.unwritable_output`` runs when a real run starts.
 
 - ``schema``: schema_errors, one line per schema violation.
 - ``inputs``: models, l10n packages and local CC-100 files (cheap reads, cached).
 - ``cells``: the methods and the grid's cells (k against |V_aux|, vocabulary sizes against D, stages, MuMo, ElChat).
-- ``files``: the config files as written, and the output folder.
-- ``notes``: config warnings and the checks deferred to a job or to preflight.
+- ``files``: the config files as written (syntax, duplicate keys, missing blocks), and the output folder.
+- ``notes``: config warnings (evaluation sizes above the data) and the checks deferred to a job or to preflight.
 
 The grid itself (methods, slugs, a cell's hparams and vocabulary sizes) is ``workflow_scripts.grid``, which the rules
 read too. No torch import: planning stays fast.
@@ -20,7 +23,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from workflow_scripts.config_checks.cells import IMPLEMENTED, check_grid, check_methods
-from workflow_scripts.config_checks.files import duplicate_keys, unset_evaluation, unwritable_output
+from workflow_scripts.config_checks.files import (
+    config_file_problems,
+    duplicate_keys,
+    missing_blocks,
+    unset_evaluation,
+    unwritable_output,
+)
 from workflow_scripts.config_checks.inputs import check_sources
 from workflow_scripts.config_checks.notes import config_warnings, deferred_checks
 from workflow_scripts.config_checks.schema import schema_errors
@@ -75,9 +84,11 @@ __all__ = [
     "IMPLEMENTED",
     "ConfigError",
     "check_config",
+    "config_file_problems",
     "config_warnings",
     "deferred_checks",
     "duplicate_keys",
+    "missing_blocks",
     "rouge_route_problems",
     "schema_errors",
     "unset_evaluation",

@@ -77,6 +77,7 @@ def check_grid(config: dict, workdir: Path) -> list[str]:
     """The checks that need the grid's cells (a ConfigError of the grid itself becomes one line)."""
     try:
         return [
+            *repeated_entries(config),
             *_check_cells(config),
             *_check_corpus_size(config, workdir),
             *_check_posthoc(config),
@@ -84,6 +85,31 @@ def check_grid(config: dict, workdir: Path) -> list[str]:
         ]
     except ConfigError as e:
         return [str(e)]
+
+
+def repeated_entries(config: dict) -> list[str]:
+    """A ``methods`` entry that adds no cell: every (model, language, method) it gives an earlier entry gives too.
+    Entries may overlap (a table's cells are often another's), but an entry repeated whole is a slip that planning
+    would otherwise merge silently."""
+    defaults = config.get("method_defaults")
+    owner: dict[tuple[str, str, str], int] = {}
+    errors = []
+    for i, entry in enumerate(config["methods"]):
+        cells = [
+            (model, lang, m.slug)
+            for m in expand_methods([entry], defaults)
+            for model in entry.get("models", list(config["models"]))
+            for lang in entry.get("languages", list(config["languages"]))
+        ]
+        if cells and all(c in owner for c in cells):
+            where = ", ".join(f"methods[{j}]" for j in sorted({owner[c] for c in cells}))
+            errors.append(
+                f"methods[{i}]: adds no cell: its {len(cells)} (model, language, method) cells, e.g. "
+                f"{'/'.join(cells[0])}, are all given by {where} already; remove the repeated entry"
+            )
+        for c in cells:
+            owner.setdefault(c, i)
+    return errors
 
 
 def _check_k(config: dict, lang: str, m: Method, i: int) -> list[str]:

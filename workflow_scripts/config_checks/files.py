@@ -1,10 +1,52 @@
 """Checks of the files around the config: the config files as written, before the schema fills in its defaults
-(keys given twice, which Snakemake's loader keeps the last of silently; a missing ``evaluation`` block, whose
-defaults are paper-scale), and the output folder a real run writes to."""
+(YAML that does not parse, named with its line, which Snakemake's loader reports without file or line; keys given
+twice, which it keeps the last of silently; a missing ``data`` or ``evaluation`` block, whose defaults are
+paper-scale), and the output folder a real run writes to."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+
+def config_file_problems(path: str | Path) -> list[str]:
+    """Why a config file cannot be the workflow's config, each naming the file (and the line): YAML that does not
+    parse, an empty file, a top level that is not a mapping, a key given twice. A file that does not exist is left to
+    Snakemake, which names it."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        return []
+    text = path.read_text(encoding="utf-8")
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
+        what = e.problem or "not valid YAML"
+        if e.context and e.context_mark and e.context_mark.line != getattr(mark, "line", None):
+            what = f"{what} ({e.context} at line {e.context_mark.line + 1})"
+        bad_line = text.splitlines()[mark.line] if mark and mark.line < len(text.splitlines()) else ""
+        fix = "indent with spaces, not tabs" if "\t" in bad_line or "'\\t'" in what else "fix the YAML there"
+        return [f"{path}, {where}: not valid YAML: {what}; {fix}"]
+    except yaml.YAMLError as e:
+        return [f"{path}: not valid YAML: {e}"]
+    if loaded is None:
+        return [f"{path}: the file is empty (or only comments); a config is a mapping of the keys in docs/config.md"]
+    if not isinstance(loaded, dict):
+        kind = {list: "a list", str: "a single string"}.get(type(loaded), type(loaded).__name__)
+        return [f"{path}: the top level is {kind}, not a mapping of the keys in docs/config.md"]
+    return duplicate_keys(path)
+
+
+def stop_on_unreadable_config(path: str | Path) -> None:
+    """Stop planning with the file's problems (``config_file_problems``) as Snakemake shows a planning error, before
+    Snakemake's own loader reads the file and fails without naming file or line (the Snakefile calls this)."""
+    problems = config_file_problems(path)
+    if problems:
+        from snakemake.exceptions import WorkflowError
+
+        raise WorkflowError("invalid configuration:\n  - " + "\n  - ".join(problems))
 
 
 def duplicate_keys(path: str | Path) -> list[str]:
@@ -34,22 +76,53 @@ def duplicate_keys(path: str | Path) -> list[str]:
     return found
 
 
+def _defaults(schema_path: str | Path, block: str) -> str:
+    """The schema's paper-scale sizes of ``block`` in words: 'n_train 30000, ...' (data), 'tasks [...]; mt.n 500,
+    ...' (evaluation)."""
+    import yaml
+
+    spec = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))["properties"][block]["properties"]
+    if block == "data":
+        return ", ".join(f"{k} {v['default']}" for k, v in spec.items() if k.startswith("n_"))
+    tasks = spec["tasks"]["default"]
+    sizes = [f"{t}.n {spec[t]['properties']['n']['default']}" for t in tasks if "n" in spec[t].get("properties", {})]
+    return f"tasks {tasks}; {', '.join(sizes)}"
+
+
+def missing_blocks(config: dict, schema_path: str | Path) -> list[str]:
+    """Errors for a config (as written, before the schema's defaults) that leaves out a block whose paper-scale
+    defaults cannot be what it means: ``data`` where a language reads an l10n package (a few thousand pairs, far
+    from a paper-scale split), ``evaluation`` where no model is of a GPU size class (paper-scale evaluation of a
+    CPU-sized model would take days)."""
+    from workflow_scripts.resources import GPU_SIZES
+
+    errors = []
+    langs = config.get("languages") or {}
+    l10n = [lang for lang, spec in langs.items() if (spec.get("corpus") or {}).get("kind") == "l10n"]
+    if "data" not in config and l10n:
+        errors.append(
+            f"data: not set, so the schema's paper-scale defaults apply ({_defaults(schema_path, 'data')}), more "
+            f"pairs than the l10n packages of {', '.join(l10n)} hold; give a data block (config.yaml has one)"
+        )
+    sizes = {name: spec.get("size", "demo") for name, spec in (config.get("models") or {}).items()}
+    if "evaluation" not in config and sizes and not set(sizes.values()) & GPU_SIZES:
+        models = ", ".join(f"models.{m}.size {s}" for m, s in sizes.items())
+        paper = _defaults(schema_path, "evaluation")
+        errors.append(
+            f"evaluation: not set, so the schema's paper-scale defaults apply ({paper}), "
+            f"days of evaluation for models of no GPU size class ({models}); give an evaluation block "
+            "(config.yaml has one)"
+        )
+    return errors
+
+
 def unset_evaluation(config: dict, schema_path: str | Path) -> list[str]:
     """A warning when the config (as written, before the schema's defaults) has no ``evaluation`` block: the
     schema's defaults are paper-scale (item counts of the paper's runs), easy to start without meaning to."""
-    import yaml
-
     if "evaluation" in config:
         return []
-    evaluation = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))["properties"]["evaluation"]
-    tasks = evaluation["properties"]["tasks"]["default"]
-    sizes = []
-    for task in tasks:
-        spec = evaluation["properties"].get(task, {}).get("properties", {})
-        if "n" in spec and "default" in spec["n"]:
-            sizes.append(f"{task}.n {spec['n']['default']}")
     return [
-        f"evaluation: not set, so the schema's paper-scale defaults apply (tasks {tasks}; {', '.join(sizes)}); "
+        f"evaluation: not set, so the schema's paper-scale defaults apply ({_defaults(schema_path, 'evaluation')}); "
         "give an evaluation block for a smaller run"
     ]
 

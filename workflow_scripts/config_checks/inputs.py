@@ -27,17 +27,26 @@ def _l10n_pair_count(deb: Path, mtime_ns: int, size: int, lang: str, min_words: 
 def check_l10n_deb(deb: Path, lang: str, config: dict) -> list[str]:
     key = f"languages.{lang}.corpus.deb"
     data = config.get("data", {})
+    min_words = data.get("l10n_min_english_words", DEFAULT_MIN_WORDS)
     try:
         st = deb.stat()
-        n = _l10n_pair_count(
-            deb.resolve(), st.st_mtime_ns, st.st_size, lang, data.get("l10n_min_english_words", DEFAULT_MIN_WORDS)
-        )
+        n = _l10n_pair_count(deb.resolve(), st.st_mtime_ns, st.st_size, lang, min_words)
     except Exception as e:  # a wrong-language or broken package fails the same way in the extract_l10n_pairs job
+        if min_words > DEFAULT_MIN_WORDS:
+            try:  # the filter, not the package, is what a config raising it changed: blame it when the default works
+                at_default = _l10n_pair_count(deb.resolve(), st.st_mtime_ns, st.st_size, lang, DEFAULT_MIN_WORDS)
+            except Exception:
+                at_default = 0
+            if at_default:
+                return [
+                    f"data.l10n_min_english_words: {min_words} leaves no {lang!r} pairs in {key} {str(deb)!r} "
+                    f"({str(e).removeprefix(f'{deb}: ')}); {DEFAULT_MIN_WORDS} leaves {at_default}: lower "
+                    "l10n_min_english_words"
+                ]
         return [f"{key}: {e}"]
     sizes = {k: data.get(k) for k in ("n_train", "n_heldout", "n_mt")}
     if None in sizes.values() or n >= sum(sizes.values()):
         return []
-    min_words = data.get("l10n_min_english_words", DEFAULT_MIN_WORDS)
     if min_words > DEFAULT_MIN_WORDS:
         # the filter, not the sizes, is what a config raising it changed: blame it when the default would do
         at_default = _l10n_pair_count(deb.resolve(), st.st_mtime_ns, st.st_size, lang, DEFAULT_MIN_WORDS)

@@ -26,7 +26,33 @@ def config_warnings(config: dict) -> list[str]:
                 f"model {model}): the only checkpoint is written {when}, so a job killed before then loses all its "
                 f"training; lower checkpoint_every"
             )
-    return list(dict.fromkeys(warnings))
+    return list(dict.fromkeys([*warnings, *evaluation_sizes(config)]))
+
+
+def evaluation_sizes(config: dict) -> list[str]:
+    """An ``evaluation.<task>.n`` above the items its data holds, with the count really used: the held-out set holds
+    ``data.n_heldout`` sentences (ppl), the MT test set ``data.n_mt`` pairs (mt, and speed's mt items); a FLORES set
+    holds at most that (its devtest may hold fewer: the evaluation step records n requested / n used)."""
+    data, evaluation = config["data"], config["evaluation"]
+    tasks = set(evaluation["tasks"])
+    flores = sorted(lang for lang, spec in config["languages"].items() if spec.get("mt", {}).get("kind") == "flores")
+    mt_set = f"the {data['n_mt']} MT pairs of each language (data.n_mt)"
+    if flores:
+        mt_set += f"; FLORES ({', '.join(flores)}): at most that many"
+    sets = {
+        "mt": (data["n_mt"], mt_set, "mt evaluates"),
+        "ppl": (data["n_heldout"], f"the {data['n_heldout']} held-out sentences (data.n_heldout)", "ppl scores"),
+        "speed": (data["n_mt"], mt_set, "speed times mt on"),
+    }
+    warnings = []
+    for task, (held, what, verb) in sets.items():
+        n = evaluation[task]["n"]
+        if task in tasks and n > held:
+            warnings.append(
+                f"evaluation.{task}.n: {n} is more than {what}: {verb} {held}; lower evaluation.{task}.n to "
+                f"{held} or raise the data size"
+            )
+    return warnings
 
 
 def deferred_checks(config: dict) -> list[str]:

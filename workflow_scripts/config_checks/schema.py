@@ -120,6 +120,9 @@ def schema_errors(config: dict, schema_path: str | Path) -> list[str]:
         if "propertyNames" in error.schema_path:
             path = f"{path}.{error.instance}" if path else str(error.instance)
         message = error.message
+        if error.validator == "uniqueItems" and error.validator_value:
+            repeated = next(v for i, v in enumerate(error.instance) if v in error.instance[:i])
+            message = f"{error.instance!r} gives {repeated!r} twice; list each value once"
         if isinstance(error.instance, float) and error.instance.is_integer() and "integer" in message:
             message += f"; {WHOLE_NUMBER_POLICY} ({int(error.instance)}, not {error.instance})"
         lines.append(f"{path or '<top level>'}: {message}")

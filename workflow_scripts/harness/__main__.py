@@ -123,8 +123,13 @@ def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, lis
                 fields = (str(run), str(item), d.doc.get_golds()[0], hyp)
                 rows.append("\t".join(x.replace("\t", " ").replace("\n", " ") for x in fields))
         log.info("%s run %d (seed %d): %s", a.task, run, seed, result.scores)
+    from workflow_scripts.evaluation import items_used
+
+    # gmmlu: n is per subject, n_items their sum
+    used = {} if a.task == "gmmlu" else items_used(a.task, a.n, len(result.details), a.pairs or a.data)
     details = {
         "n_items": len(result.details),
+        **used,
         "fewshot": config.num_fewshots,
         "runs": runs,
         "decoding": a.decoding,

@@ -9,7 +9,7 @@ import logging
 import time
 from pathlib import Path
 
-from workflow_scripts.evaluation import DECODING, add_common_args, load_model, read_cell
+from workflow_scripts.evaluation import DECODING, add_common_args, items_used, load_model, read_cell
 from workflow_scripts.io import read_pairs, set_threads, setup_logging, write_json
 from workflow_scripts.prompts import mt_query
 from workflow_scripts.speed import __doc__ as PACKAGE_DOC
@@ -167,6 +167,7 @@ def run_details(a: argparse.Namespace, items: dict, units: list[tuple[str, str]]
         "pairs_file": str(a.pairs),
         "language": a.lang,
         "n": len(items["mt"]),
+        **items_used("speed", a.n, len(items["mt"]), a.pairs),
         "n_items": {task: len(task_items) for task, task_items in items.items()},
         "sum_data": a.sum_data,
         "choice_data": a.choice_data or None,
