@@ -1,5 +1,5 @@
 # Vocabulary expansion of English-centric LLMs for low-resource languages, as one resumable DAG:
-# models x languages x methods (paper 002; see README.md and ../shared/METHODS.md).
+# models x languages x methods (paper 002; see README.md and docs/grid.md).
 import sys
 
 from snakemake.utils import min_version

@@ -108,7 +108,7 @@ def outside_runs(results: Path = RESULTS) -> list[Path]:
     for entry in sorted(results.iterdir()):
         if not entry.is_dir() or entry.name == DOWNLOADS or (entry / MARKER).exists():
             continue
-        if entry.name in RUN_FOLDERS and not any((entry / name).is_dir() for name in RUN_FOLDERS):
+        if entry.name in RUN_FOLDERS:
             found.append(entry)
         elif entry.name not in RUN_FOLDERS and _looks_like_cell_tree(entry):
             found.append(entry)

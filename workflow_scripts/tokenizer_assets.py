@@ -1,7 +1,7 @@
 """Hugging Face tokenizer folders from the real tokenizer files of the paper's model families (paper 002 §6.6).
 
 The paper's sources come from the model hub with a tokenizer.json. Offline, the same tokenizers ship inside PyPI
-packages in their native formats (shared/ASSETS.md): Llama-3's tiktoken BPE ranks (``llama-models``) and Mistral-7B
+packages in their native formats (README, "Quick start": `make setup` installs them): Llama-3's tiktoken BPE ranks (``llama-models``) and Mistral-7B
 v0.1's SentencePiece byte-fallback BPE model, the Llama-2 kind (``mistral-common``). This module converts both to a
 tokenizer.json that encodes exactly as the native library does, so the expansion routes can be tested on them.
 
