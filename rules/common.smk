@@ -522,6 +522,11 @@ def paper_report_files():
     return tables + figures
 
 
+def paper_dir(wc, output):
+    """The folder of rule paper_tables' outputs."""
+    return str(Path(output.costs).parent)
+
+
 def paper_sizes(wc):
     """--size arguments: each model's size class, for the requested hours of the cost table."""
     sizes = {m: config["models"][m]["size"] for m in MODELS}

@@ -49,7 +49,7 @@ rule paper_tables:
         "../envs/workflow.yaml"
     params:
         sizes=paper_sizes,
-        out=f"{RESULTS}/paper",
+        out=paper_dir,
         data=fragmentation_label,
     # unquoted: params.sizes (paper_sizes: flags and shlex-quoted model=size values)
     shell:
