@@ -253,13 +253,16 @@ def test_an_unwritable_output_folder_passes_the_dry_run_and_stops_a_real_run_bef
     run = snakemake(["--cores", "1", "-q", "--configfile", str(tmp_path / "config.yaml")], tmp_path)
     out = run.stdout + run.stderr
     assert run.returncode != 0, out
-    assert "results: cannot write in 'results' (" in out and "no job can write its outputs under 'results'" in out
+    assert "results/default: cannot write in 'results' (" in out
+    assert "no job can write its outputs under 'results/default'" in out
     assert "Traceback" not in out and "rule " not in out, out  # stopped before any job
 
 
 def test_an_output_path_under_a_file_is_refused_by_the_dry_run_too(tmp_path):
     (tmp_path / "results").write_text("not a folder\n")
-    out = refused(tmp_path, "results: 'results' is a file, so the run cannot create its output folder 'results'")
+    out = refused(
+        tmp_path, "results/default: 'results' is a file, so the run cannot create its output folder 'results/default'"
+    )
     assert "NotADirectoryError" not in out
 
 

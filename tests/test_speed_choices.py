@@ -155,7 +155,7 @@ def test_timed_gmmlu_contexts_are_the_harness_contexts_by_subject(models, tmp_pa
              ("gmmlu_si:anatomy", "1")]  # fmt: skip
     assert [i.context for i in items] == [harness[key] for key in order]
     # LightEval's MCF prompt capitalizes each option's first letter
-    assert items[1].context.startswith("anatomy පිළිබඳ බහු විකල්ප ප්රශ්න")
+    assert items[1].context.startswith("anatomy පිළිබඳ බහු විකල්ප ප්\u200dරශ්න")  # the joiner of the reference
     assert items[1].context.endswith("\n\nQuestion: Q1 anatomy?\n A. Ana1a\n B. Ana1b\n C. Ana1c\n D. Ana1d\nAnswer:")
     assert items[1].context.count("anatomy?\n") == 4 and "astronomy?" not in items[1].context  # 3 shots + the item
 

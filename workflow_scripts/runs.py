@@ -64,7 +64,7 @@ def owner(root: Path) -> list[str] | None:
     """The config files recorded as writing the run folder ``root``, or None (no marker yet)."""
     try:
         return json.loads((root / MARKER).read_text(encoding="utf-8"))["configfiles"]
-    except (FileNotFoundError, KeyError, json.JSONDecodeError):
+    except (OSError, KeyError, json.JSONDecodeError):  # no marker, or no folder (results/ a file: refused later)
         return None
 
 

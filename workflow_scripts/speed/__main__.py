@@ -202,6 +202,26 @@ def choice_limit_details(a: argparse.Namespace, items: dict, tokenizer, source_t
     }
 
 
+def read_items(a: argparse.Namespace, model, tokenizer) -> tuple[dict[str, list], dict[str, int]]:
+    """The timed items per task, and the model's and Source's maximum lengths where log-likelihood tasks are timed
+    (their contexts are cut to them, as the harness cuts them)."""
+    items = {"mt": mt_items(a.pairs, a.lang, a.n, a.reference_chars or None)}
+    if a.sum_data:
+        items["sum"] = sum_items(a.sum_data, a.lang, a.n, a.reference_chars or None, tokenizer)
+    lengths: dict[str, int] = {}
+    if a.choice_data:
+        from transformers import AutoConfig
+
+        from workflow_scripts.evaluation import model_max_length
+        from workflow_scripts.speed.choices import choice_items
+
+        lengths = {"model": model_max_length(model.config),
+                   "source": model_max_length(AutoConfig.from_pretrained(a.source_tokenizer))}  # fmt: skip
+        for task, folder in a.choice_data.items():
+            items[task] = choice_items(task, a.lang, folder, a.n, a.choice_fewshot[task])
+    return items, lengths
+
+
 def main(argv: list[str] | None = None) -> None:
     """Time every unit, saving each unit's records as it finishes; a rerun with the same arguments skips the units
     its partial file holds, so the final JSON is the one an uninterrupted run writes."""
@@ -227,20 +247,7 @@ def main(argv: list[str] | None = None) -> None:
         large_batch_decodings=tuple(a.large_batch_decodings or ()),
     )
     source_tokenizer = AutoTokenizer.from_pretrained(a.source_tokenizer)
-    items = {"mt": mt_items(a.pairs, a.lang, a.n, a.reference_chars or None)}
-    if a.sum_data:
-        items["sum"] = sum_items(a.sum_data, a.lang, a.n, a.reference_chars or None, tokenizer)
-    lengths = {}  # the model's and Source's maximum lengths: the log-likelihood contexts are cut to them
-    if a.choice_data:
-        from transformers import AutoConfig
-
-        from workflow_scripts.evaluation import model_max_length
-        from workflow_scripts.speed.choices import choice_items
-
-        lengths = {"model": model_max_length(model.config),
-                   "source": model_max_length(AutoConfig.from_pretrained(a.source_tokenizer))}  # fmt: skip
-        for task, folder in a.choice_data.items():
-            items[task] = choice_items(task, a.lang, folder, a.n, a.choice_fewshot[task])
+    items, lengths = read_items(a, model, tokenizer)
 
     fingerprint = {k: v for k, v in sorted(vars(a).items()) if k not in ("log", "threads", "out")}
     partial = partial_path(a.out)
