@@ -224,6 +224,17 @@ def cell_gguf(wc):
     return f"{RESULTS}/{wc.model}/{wc.lang}/{wc.method}/gguf/model.{GGUF_TYPES[0]}.gguf"
 
 
+def serve_speed_files():
+    """The llama.cpp serving speed of every non-MuMo cell but Source (export.gguf set), read by rule tables."""
+    if not GGUF_TYPES:
+        return []
+    return [
+        f"{RESULTS}/{model}/{lang}/{m.slug}/eval/serve_speed.json"
+        for model, lang, m in CELLS
+        if not m.is_mumo and m.slug != SOURCE_METHOD.slug
+    ]
+
+
 def export_targets():
     """The GGUF checks of every non-MuMo cell (MuMo's head beside the source model has no single-model GGUF)."""
     if not GGUF_TYPES:
@@ -232,8 +243,4 @@ def export_targets():
         f"{RESULTS}/{model}/{lang}/{m.slug}/gguf/fidelity.json"
         for model, lang, m in CELLS
         if not m.is_mumo
-    ] + [
-        f"{RESULTS}/{model}/{lang}/{m.slug}/eval/serve_speed.json"
-        for model, lang, m in CELLS
-        if not m.is_mumo and m.slug != SOURCE_METHOD.slug
-    ]
+    ] + serve_speed_files()
