@@ -194,3 +194,22 @@ def test_export_rules_plan_every_non_mumo_cell_and_source(tmp_path):
         ["-n", "--configfile", str(tiny_config(tmp_path / "off")), "--quiet", "rules"], cwd=tmp_path / "off"
     )
     assert off.returncode == 0 and "export_gguf" not in off.stdout
+
+
+@pytest.mark.e2e
+def test_the_export_rules_run_on_the_tiny_grid(tmp_path):
+    """The tiny grid of configs/test.yaml (Thai; Source, CPT-only, Mean) up to the export's checks and serving speed."""
+    config = tiny_config(tmp_path, export={"gguf": ["f16"], "speed": {"n": 2, "repeats": 1}})
+    done = snakemake(["--cores", "2", "--configfile", str(config), "--until", "check_gguf", "serve_speed"], tmp_path)
+    assert done.returncode == 0, done.stderr[-5000:]
+    checks = {p.parts[-3]: json.loads(p.read_text()) for p in tmp_path.glob("results/*/*/th/*/gguf/fidelity.json")}
+    assert sorted(checks) == ["CPT-only.2x2LS.clm.L64", "Mean.k50.2x2LS.clm.L64", "Source"]
+    for result in checks.values():
+        f16 = result["files"]["model.f16.gguf"]
+        assert (f16["token_mismatches"], f16["greedy_agreeing_tokens"]) == (0, [16, 16, 16, 16])
+    speeds = {p.parts[-3]: json.loads(p.read_text()) for p in tmp_path.glob("results/*/*/th/*/eval/serve_speed.json")}
+    bounds = {
+        cell: next(r["value"] for r in s["records"] if r["metric"] == "token_ratio_bound") for cell, s in speeds.items()
+    }
+    assert bounds["CPT-only.2x2LS.clm.L64"] == 1.0 and bounds["Mean.k50.2x2LS.clm.L64"] > 1  # CPT-only: Source's tokens
+    assert speeds["Mean.k50.2x2LS.clm.L64"]["cell"]["init"] == "Mean"
