@@ -8,6 +8,7 @@ pre-tokenizer probe text. Needs `make llama-cpp` (the converter and llama-cpp-py
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -105,6 +106,19 @@ def test_the_converter_alone_does_not_recognize_the_expanded_pre_tokenizer(model
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines() == ["smollm", "BPE pre-tokenizer was not recognized - update get_vocab_base_pre()"]
+
+
+def test_export_refuses_a_tokenizer_whose_pre_tokenizer_is_not_the_sources(models, tmp_path):
+    source, expanded = models
+    other = tmp_path / "other"
+    shutil.copytree(expanded, other)
+    spec = json.loads((other / "tokenizer.json").read_text(encoding="utf-8"))
+    spec["pre_tokenizer"]["pretokenizers"] = spec["pre_tokenizer"]["pretokenizers"][1:]  # digits no longer split
+    (other / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+    done = export(other, source, tmp_path / "out", "f16")
+    assert done.returncode == 1
+    assert "another normalizer or pre-tokenizer than the source model's" in done.stderr.splitlines()[-1]
+    assert not (tmp_path / "out" / "model.f16.gguf").exists()
 
 
 def test_llama_cpp_tokenizes_as_the_hf_tokenizer(models, ggufs, thai_lines):

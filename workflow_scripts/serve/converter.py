@@ -63,20 +63,22 @@ def use_source_pre_tokenizer(model_dir: str | Path, source_dir: str | Path) -> N
 
     The converter recognizes a BPE pre-tokenizer by hashing the token ids of a fixed text; new merges can change those
     ids (its text has Khmer, Chinese, Cyrillic) although expansion keeps the normalizer and pre-tokenizer as they are.
-    The name is therefore the one the converter finds for the Source tokenizer, once both are checked to be equal.
+    The name is therefore the one the converter finds for the Source tokenizer, once both are checked to be equal
+    (when the converter asks for it).
     """
     from conversion.base import TextModel
     from transformers import AutoTokenizer
 
     model_dir, source_dir = Path(model_dir), Path(source_dir)
-    if (model_dir / "tokenizer.json").is_file() and pre_tokenizer_parts(model_dir) != pre_tokenizer_parts(source_dir):
-        raise UserError(
-            f"{model_dir}/tokenizer.json has another normalizer or pre-tokenizer than the source model's "
-            f"({source_dir}): llama.cpp has no pre-tokenizer name for it"
-        )
-    source_name = detected_pre_name(AutoTokenizer.from_pretrained(source_dir))
+    _DETECT.setdefault("pre", TextModel.get_vocab_base_pre)  # the converter's own, before it is replaced
 
     def of_source(self, tokenizer) -> str:
-        return source_name
+        # asked for BPE vocabularies only (a SentencePiece model is converted without it)
+        if pre_tokenizer_parts(model_dir) != pre_tokenizer_parts(source_dir):
+            raise UserError(
+                f"{model_dir}/tokenizer.json has another normalizer or pre-tokenizer than the source model's "
+                f"({source_dir}): llama.cpp has no pre-tokenizer name for it"
+            )
+        return detected_pre_name(AutoTokenizer.from_pretrained(source_dir))
 
     TextModel.get_vocab_base_pre = of_source
