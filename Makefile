@@ -35,7 +35,7 @@ lint: setup
 
 # llama.cpp for the GGUF export and its checks (docs/serving.md): its converter (convert_hf_to_gguf.py, conversion/,
 # gguf-py) from the llama-cpp-python source distribution, and llama-cpp-python built from that distribution on the CPU
-# (about 8 minutes on 2 cores) into a wheel kept under $(LLAMA_CPP_CACHE): a later `make llama-cpp`, or a CI job that
+# (about 5 minutes on 2 cores) into a wheel kept under $(LLAMA_CPP_CACHE): a later `make llama-cpp`, or a CI job that
 # caches that folder, installs the wheel in seconds. AVX2 kernels, no AMX: llama.cpp's AMX kernels crash on q8_0
 # models (docs/serving.md), and an AVX2 wheel runs on any x86-64 CPU of the last decade.
 LLAMA_CPP_VERSION := 0.3.36
