@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo demo-full test lint clean-results
+.PHONY: setup demo demo-full test lint clean-results llama-cpp
 
 setup: $(VENV)/.installed
 
@@ -33,9 +33,46 @@ lint: setup
 	$(BIN)/snakefmt --check Snakefile rules/
 	$(BIN)/snakemake --lint
 
+# llama.cpp for the GGUF export and its checks (docs/serving.md): its converter (convert_hf_to_gguf.py, conversion/,
+# gguf-py) from the llama-cpp-python source distribution, and llama-cpp-python built from that distribution on the CPU
+# (about 5 minutes on 2 cores) into a wheel kept under $(LLAMA_CPP_CACHE): a later `make llama-cpp`, or a CI job that
+# caches that folder, installs the wheel in seconds. AVX2 kernels, no AMX: llama.cpp's AMX kernels crash on q8_0
+# models (docs/serving.md), and an AVX2 wheel runs on any x86-64 CPU of the last decade.
+LLAMA_CPP_VERSION := 0.3.36
+LLAMA_CPP_CACHE ?= .cache/llama-cpp
+LLAMA_CPP_SDIST := $(LLAMA_CPP_CACHE)/llama_cpp_python-$(LLAMA_CPP_VERSION).tar.gz
+LLAMA_CPP_SRC := $(LLAMA_CPP_CACHE)/llama.cpp-$(LLAMA_CPP_VERSION)
+LLAMA_CPP_WHEELS := $(LLAMA_CPP_CACHE)/wheels-$(LLAMA_CPP_VERSION)
+LLAMA_CPP_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+LLAMA_CPP_VENDOR := llama_cpp_python-$(LLAMA_CPP_VERSION)/vendor/llama.cpp
+
+llama-cpp: $(VENV)/.llama-cpp-$(LLAMA_CPP_VERSION)
+
+$(LLAMA_CPP_SDIST): | $(VENV)/.installed
+	mkdir -p $(LLAMA_CPP_CACHE)
+	$(BIN)/pip download --quiet --no-binary :all: --no-deps -d $(LLAMA_CPP_CACHE) llama-cpp-python==$(LLAMA_CPP_VERSION)
+
+$(LLAMA_CPP_SRC)/convert_hf_to_gguf.py: $(LLAMA_CPP_SDIST)
+	rm -rf $(LLAMA_CPP_SRC).tmp && mkdir -p $(LLAMA_CPP_SRC).tmp
+	tar xzf $< -C $(LLAMA_CPP_SRC).tmp --strip-components=3 $(LLAMA_CPP_VENDOR)/convert_hf_to_gguf.py \
+	    $(LLAMA_CPP_VENDOR)/conversion $(LLAMA_CPP_VENDOR)/gguf-py
+	rm -rf $(LLAMA_CPP_SRC) && mv $(LLAMA_CPP_SRC).tmp $(LLAMA_CPP_SRC)
+
+$(LLAMA_CPP_WHEELS)/.built: $(LLAMA_CPP_SDIST)
+	rm -rf $(LLAMA_CPP_WHEELS)
+	CMAKE_ARGS="$(LLAMA_CPP_CMAKE)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+	    $(BIN)/pip wheel --quiet --no-deps -w $(LLAMA_CPP_WHEELS) $<
+	touch $@
+
+$(VENV)/.llama-cpp-$(LLAMA_CPP_VERSION): $(VENV)/.installed $(LLAMA_CPP_WHEELS)/.built $(LLAMA_CPP_SRC)/convert_hf_to_gguf.py
+	$(BIN)/pip install --quiet diskcache==5.6.3
+	$(BIN)/pip install --quiet --no-deps --force-reinstall $(LLAMA_CPP_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl
+	touch $@
+
 # Every test: -m "" lifts the default selection of pyproject.toml (plain `pytest` runs only the fast ones), e2e and
 # Slurm tests included, on pyproject's xdist workers.
-test: lint
+test: lint llama-cpp
 	$(BIN)/pytest -m "" --durations=30
 
 

@@ -35,9 +35,11 @@ include: "rules/evaluate.smk"
 include: "rules/tables.smk"
 include: "rules/analysis.smk"
 include: "rules/mumo.smk"
+include: "rules/export.smk"
 
 
 rule all:
     default_target: True
     input:
         all_targets(),
+        export_targets(),

@@ -167,3 +167,80 @@ def lead_loss_files():
         f"{RESULTS}/{model}/{lang}/{slug}/loss.tsv"
         for model, lang, slug in sorted(slugs)
     ]
+
+
+# rules/export.smk (docs/serving.md): the GGUF export of each non-MuMo cell, its check and serving speed in llama.cpp.
+from workflow_scripts.grid import Method
+
+GGUF_TYPES = config["export"]["gguf"]
+# Source: exported as a cell of its own, also where the grid does not list it (serve_speed times it next to each cell)
+SOURCE_METHOD = Method(
+    init="none",
+    vocab="expand",
+    k=None,
+    procedure="none",
+    objective=None,
+    seq_len=None,
+    posthoc="none",
+)
+
+
+def gguf_files(wc):
+    return [
+        f"{RESULTS}/{wc.model}/{wc.lang}/{wc.method}/gguf/model.{t}.gguf"
+        for t in GGUF_TYPES
+    ]
+
+
+def gguf_dir(wc):
+    return f"{RESULTS}/{wc.model}/{wc.lang}/{wc.method}/gguf"
+
+
+def non_mumo_slugs():
+    """A wildcard constraint: the slugs of the methods with a single-model GGUF (all but MuMo's), and Source."""
+    return slug_regex([m for m in METHODS if not m.is_mumo] + [SOURCE_METHOD])
+
+
+def adapted_slugs():
+    """A wildcard constraint: the non-MuMo methods other than Source (whose speed is timed next to theirs)."""
+    return (
+        slug_regex([m for m in METHODS if not m.is_mumo and m.slug != "Source"]) or "^$"
+    )
+
+
+def gguf_model(wc):
+    """The folder a cell's GGUF is converted from: the evaluated model (the source model for Source)."""
+    if wc.method == SOURCE_METHOD.slug:
+        return source_model_dir(wc.model)
+    return evaluated_model(wc)
+
+
+def source_gguf(wc):
+    """Source's GGUF of the type whose serving speed is measured (the first of export.gguf)."""
+    return f"{RESULTS}/{wc.model}/{wc.lang}/Source/gguf/model.{GGUF_TYPES[0]}.gguf"
+
+
+def cell_gguf(wc):
+    return f"{RESULTS}/{wc.model}/{wc.lang}/{wc.method}/gguf/model.{GGUF_TYPES[0]}.gguf"
+
+
+def serve_speed_files():
+    """The llama.cpp serving speed of every non-MuMo cell but Source (export.gguf set), read by rule tables."""
+    if not GGUF_TYPES:
+        return []
+    return [
+        f"{RESULTS}/{model}/{lang}/{m.slug}/eval/serve_speed.json"
+        for model, lang, m in CELLS
+        if not m.is_mumo and m.slug != SOURCE_METHOD.slug
+    ]
+
+
+def export_targets():
+    """The GGUF checks of every non-MuMo cell (MuMo's head beside the source model has no single-model GGUF)."""
+    if not GGUF_TYPES:
+        return []
+    return [
+        f"{RESULTS}/{model}/{lang}/{m.slug}/gguf/fidelity.json"
+        for model, lang, m in CELLS
+        if not m.is_mumo
+    ] + serve_speed_files()

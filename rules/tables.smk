@@ -11,7 +11,7 @@ rule tables:
     (led by tokens per sentence, the paired speed-up, bits per character and the loss curves), its figure, and the
     HTML the report shows as its first page (report/workflow.rst)."""
     input:
-        results=eval_files(),
+        results=eval_files() + serve_speed_files(),
         losses=lead_loss_files(),
     output:
         csv="<results>/tables/results.csv",

@@ -122,6 +122,27 @@ def test_the_page_leads_with_tokens_paired_speed_up_and_bits_per_character(tmp_p
     assert md.index("360.00") > md.index("## Token perplexity (not comparable across vocabularies)")
 
 
+def test_the_lead_shows_the_llama_cpp_speed_up_over_its_bound_next_to_transformers(tmp_path):
+    variant = {"mode": "teacher_forced", "decoding": "greedy", "batch_size": 1, "engine": "llama.cpp", "gguf": "f16"}
+    records = [{"task": "mt", "metric": "paired_speedup", "value": 2.0, "min": 1.9, "max": 2.1, **variant},
+               {"task": "mt", "metric": "token_ratio_bound", "value": 1.6, **variant}]  # fmt: skip
+    served = tmp_path / "lead/m/serve_speed.json"
+    served.parent.mkdir(parents=True)
+    served.write_text(json.dumps({"cell": MEAN, "records": records}), encoding="utf-8")
+    frame, md = tables.build_tables(_lead(tmp_path, [served]))
+    row = next(line for line in md.splitlines() if line.startswith("| smollm2 | th | Mean | 77.0"))
+    # transformers: 2.50 / 1.80 = 1.39 of the bound; llama.cpp: 2.00 / 1.60 = 1.25
+    assert row == (
+        "| smollm2 | th | Mean | 77.0 → 42.5 | 2.50x [2.20–2.90] | 1.80x | 1.39 | 2.00x [1.90–2.10] | 1.25 "
+        "| 3.200 → 3.300 |"
+    )
+    over = frame[frame["metric"] == "paired_speedup_over_bound@llama.cpp-f16.teacher_forced.greedy.b1"]
+    assert over["value"].tolist() == [1.25]
+    assert "paired_speedup" not in set(frame["metric"])  # a llama.cpp record is never the headline variant
+    _, plain = tables.build_tables(_lead(tmp_path / "plain"))
+    assert "llama.cpp" not in plain  # no served cells: the lead keeps its columns
+
+
 def test_the_mc_proxy_label_only_where_mc_is(tmp_path):
     proxy = "mc proxy: 4-way choice of the translation of a held-out l10n sentence (not Belebele)"
     _, md = tables.build_tables(_lead(tmp_path))

@@ -81,6 +81,12 @@ SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
     "evaluate_cell": _row((2000, 45), (8000, 90), (48000, 300), (48000, 300), (64000, 360)),
     # MuMo head: forward passes of the frozen model only (1,500 steps x 128 sentences x <= 512 tokens, about 100M
     # tokens at the paper's budget: a few GPU-hours for 7B); mt / sum / speed jobs of MuMo cells use the rows above
+    # GGUF export (llama.cpp's converter reads the weights lazily; f16 + q8_0 of a 7B model: ~14 + 7 GB written) and
+    # its check in llama.cpp on the CPU (token ids of held-out sentences, a few greedy continuations per file)
+    "export_gguf": _row((2000, 15), (4000, 30), (32000, 120), (32000, 120), (40000, 150)),
+    # serve_speed: the cell's and Source's GGUF in memory, export.speed.n items teacher-forced, repeated
+    "serve_speed": _row((2000, 15), (4000, 30), (48000, 180), (48000, 180), (64000, 240)),
+    "check_gguf": _row((2000, 15), (4000, 30), (48000, 120), (48000, 120), (64000, 150)),
     "mumo_head": _row((2000, 20), (8000, 60), (64000, 360), (64000, 360), (80000, 420)),
     # BLEURT-20 (579M parameters, fp32) on 500 items x 5 runs of <= 512 pieces: minutes on one GPU, whatever the
     # evaluated model's size

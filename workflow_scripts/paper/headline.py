@@ -6,6 +6,8 @@ the small default run shows of the paper's claim, as a table and as one figure.
 - the paired teacher-forced speed-up over Source on the reference translations, with [worst–best] over repeats (Source
   decoded in the same job, so machine load cancels; workflow_scripts/speed/table.py) and its token-count bound
   (Source tokens ÷ model tokens of the same text): the paper's speed-up (§6.4, Table 4) without generation-length noise;
+- where the cells were served in llama.cpp (export.gguf, rule serve_speed, docs/serving.md), the same paired
+  speed-up measured in llama.cpp and its ratio to the bound of the text it timed;
 - bits per character, Source → model: the held-out likelihood in a unit every vocabulary shares (token perplexity is
   per token of each model's own vocabulary and is not comparable across vocabularies);
 - the training loss curves (per token of each model's own vocabulary: their levels are not comparable across
@@ -26,6 +28,7 @@ BPC = ("ppl", "bits_per_char")
 PAIRED = "paired_speedup"  # speed/table.py PAIRED, with its variant: paired_speedup@teacher_forced.greedy.b1
 BOUND = "token_ratio_bound"
 TEACHER_FORCED = "teacher_forced"
+SERVED = "llama.cpp-"  # the variant prefix of a speed record timed in llama.cpp (speed/table.py variant_name)
 FIGURE_TITLE = "Tokens per held-out sentence, paired speed-up against its bound, bits per character, training loss"
 MISSING = "–"
 
@@ -67,6 +70,13 @@ def _teacher_forced(part: pd.DataFrame, base: str) -> pd.DataFrame:
     return part[(part["task"] == "mt") & (part["metric"] == names[0])] if names else part.iloc[0:0]
 
 
+def _served(part: pd.DataFrame, base: str) -> pd.DataFrame:
+    """The mt rows of ``base`` timed in llama.cpp, teacher-forced (the first GGUF type the cell has)."""
+    prefix = f"{base}@{SERVED}"
+    names = sorted(m for m in set(part["metric"].astype(str)) if m.startswith(prefix) and f".{TEACHER_FORCED}." in m)
+    return part[(part["task"] == "mt") & (part["metric"] == names[0])] if names else part.iloc[0:0]
+
+
 def lead_rows(frame: pd.DataFrame, is_source: Callable, name: Callable[[dict], str]) -> list[dict]:
     """One row per model, language and adapted cell: the lead's quantities (module docstring), None where missing."""
     rows = []
@@ -79,6 +89,7 @@ def lead_rows(frame: pd.DataFrame, is_source: Callable, name: Callable[[dict], s
         for method, cell in part[[not s for s in source_mask]].groupby("method", sort=False):
             first = cell.iloc[0].to_dict()
             paired, bound = _teacher_forced(cell, PAIRED), _teacher_forced(cell, BOUND)
+            served, served_bound = _served(cell, PAIRED), _served(cell, BOUND)
             row = {
                 "model": model,
                 "language": lang,
@@ -88,6 +99,8 @@ def lead_rows(frame: pd.DataFrame, is_source: Callable, name: Callable[[dict], s
                 "bpc": (src_bpc, _mean(_metric(cell, *BPC))),
                 "paired": (_mean(paired), _mean(paired, "min"), _mean(paired, "max")),
                 "bound": _mean(bound),
+                "served": (_mean(served), _mean(served, "min"), _mean(served, "max")),
+                "served_bound": _mean(served_bound),
             }
             if any(v is not None for v in (*row["tokens"][1:], row["bpc"][1], row["paired"][0])):
                 rows.append(row)
@@ -100,6 +113,10 @@ def _num(value: float | None, fmt: str) -> str:
 
 def _arrow(pair: tuple[float | None, float | None], fmt: str) -> str:
     return f"{_num(pair[0], fmt)} → {_num(pair[1], fmt)}"
+
+
+def _ratio(value: float | None, bound: float | None) -> str:
+    return MISSING if value is None or bound is None else f"{value / bound:.2f}"
 
 
 def _paired(paired: tuple[float | None, ...]) -> str:
@@ -115,12 +132,18 @@ def markdown(rows: list[dict], figure: str | None) -> list[str]:
     lines = ["## At a glance", ""]
     if not rows:
         return [*lines, "No held-out, speed or perplexity results of an adapted model yet.", ""]
+    served = any(r.get("served", (None,))[0] is not None for r in rows)
     head = ["Model", "Language", "Method", "tokens / held-out sentence (Source → model)",
             "paired speed-up [worst–best]", "bound", "bits / character (Source → model)"]  # fmt: skip
-    lines += ["| " + " | ".join(head) + " |", "|---|---|---|---:|---:|---:|---:|"]
+    if served:
+        head[6:6] = ["paired ÷ bound", "llama.cpp paired speed-up [worst–best]", "llama.cpp ÷ its bound"]
+    lines += ["| " + " | ".join(head) + " |", "|---|---|---|" + "---:|" * (len(head) - 3)]
     for r in rows:
         cells = [r["model"], r["language"], r["name"], _arrow(r["tokens"], "{:.1f}"), _paired(r["paired"]),
                  _num(r["bound"], "{:.2f}x"), _arrow(r["bpc"], "{:.3f}")]  # fmt: skip
+        if served:
+            cells[6:6] = [_ratio(r["paired"][0], r["bound"]), _paired(r["served"]),
+                          _ratio(r["served"][0], r["served_bound"])]  # fmt: skip
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     lines.append("")
     if figure:
@@ -131,6 +154,15 @@ def markdown(rows: list[dict], figure: str | None) -> list[str]:
         "- paired speed-up: teacher-forced decoding of the reference translations (the same text for both models, one "
         "forward pass per token), Source timed in the same job; [worst–best] over the repeats. bound: Source tokens ÷ "
         "model tokens of that text, the speed-up a model with Source's cost per token would reach.",
+        *(
+            [
+                "- llama.cpp: the same paired teacher-forced measurement with the cell's and Source's GGUF in llama.cpp"
+                " (docs/serving.md); ÷ bound: the speed-up over the bound of the text timed (1: all of the token "
+                "saving turns into time)."
+            ]
+            if served
+            else []
+        ),
         "- bits / character: held-out negative log-likelihood per character, comparable across vocabularies (token "
         "perplexity is not; it is listed apart below).",
         "- loss curves (figure): training loss per token of each model's own vocabulary; levels are not comparable "

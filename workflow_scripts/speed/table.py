@@ -2,9 +2,11 @@
 
 A speed record names its variant (``mode``, ``decoding``, ``batch_size``); in the long table its metric becomes
 ``metric@mode.decoding.bBATCH`` (e.g. ``chars_per_second@teacher_forced.greedy.b1``), with the repeats' ``min`` and
-``max`` beside the median. The headline variant, generation at batch size 1 with the run's first decoding (the paper
-timed generation at batch size 1), is also written under the plain metric name, so the paper's views and older result
-files read the same names as before; a task that generates nothing (mc, gmmlu) has its log-likelihood pass there.
+``max`` beside the median; a record timed in llama.cpp prefixes its engine and GGUF type
+(``paired_speedup@llama.cpp-f16.teacher_forced.greedy.b1``). The headline variant, generation at batch size 1 with the
+run's first decoding (the paper timed generation at batch size 1), is also written under the plain metric name, so the
+paper's views and older result files read the same names as before; a task that generates nothing (mc, gmmlu) has its
+log-likelihood pass there.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ PAIRED_OVER_BOUND = "paired_speedup_over_bound"
 
 
 def variant_name(record: dict) -> str:
-    """``mode.decoding.bBATCH`` of a speed record."""
-    return f"{record['mode']}.{record['decoding']}.b{record['batch_size']}"
+    """``mode.decoding.bBATCH`` of a speed record; ``ENGINE-TYPE.mode.decoding.bBATCH`` for one timed in another
+    engine than transformers (rule serve_speed: ``llama.cpp-f16.teacher_forced.greedy.b1``, docs/serving.md)."""
+    name = f"{record['mode']}.{record['decoding']}.b{record['batch_size']}"
+    return f"{record['engine']}-{record['gguf']}.{name}" if "engine" in record else name
 
 
 def headline_variant(records: list[dict]) -> str | None:

@@ -1,0 +1,101 @@
+# Serving what is adapted (docs/serving.md): each non-MuMo cell's model written as GGUF by llama.cpp's own converter
+# (export.gguf: the types; none by default), checked in llama.cpp against transformers, and its serving speed in
+# llama.cpp measured next to Source's. Needs `make llama-cpp`.
+
+
+rule export_gguf:
+    """A cell's model (LoRA merged by LAPT) and its tokenizer as GGUF, one file per export.gguf type."""
+    input:
+        model=gguf_model,
+        source=source_model_of,
+    output:
+        [
+            f"<results>/{{model}}/{{lang}}/{{method}}/gguf/model.{t}.gguf"
+            for t in GGUF_TYPES
+        ],
+    log:
+        "<results>/logs/export_gguf/{model}.{lang}.{method}.log",
+    benchmark:
+        "<results>/benchmarks/export_gguf/{model}.{lang}.{method}.tsv"
+    wildcard_constraints:
+        method=non_mumo_slugs(),
+    conda:
+        "../envs/workflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=sized("export_gguf", "mem_mb"),
+        runtime=sized("export_gguf", "runtime"),
+    params:
+        types=GGUF_TYPES,
+        out_dir=gguf_dir,
+    shell:
+        "python -m workflow_scripts.serve.export --model {input.model:q} --source {input.source:q}"
+        " --types {params.types:q} --out-dir {params.out_dir:q} --log {log:q}"
+
+
+rule check_gguf:
+    """Token ids of the held-out sentences in llama.cpp against the HF tokenizer, and greedy continuations from
+    llama.cpp against transformers', for each GGUF file of a cell."""
+    input:
+        gguf=gguf_files,
+        model=gguf_model,
+        text=corpus_heldout_file,
+    output:
+        "<results>/{model}/{lang}/{method}/gguf/fidelity.json",
+    log:
+        "<results>/logs/check_gguf/{model}.{lang}.{method}.log",
+    benchmark:
+        "<results>/benchmarks/check_gguf/{model}.{lang}.{method}.tsv"
+    wildcard_constraints:
+        method=non_mumo_slugs(),
+    conda:
+        "../envs/workflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=sized("check_gguf", "mem_mb"),
+        runtime=sized("check_gguf", "runtime"),
+    params:
+        cell=cell_json,
+        n=config["export"]["check"]["n"],
+        prompts=config["export"]["check"]["prompts"],
+        tokens=config["export"]["check"]["tokens"],
+    shell:
+        "python -m workflow_scripts.serve.fidelity --gguf {input.gguf:q} --model {input.model:q}"
+        " --text {input.text:q} --n {params.n:q} --prompts {params.prompts:q} --tokens {params.tokens:q}"
+        " --lang {wildcards.lang:q} --cell {params.cell:q} --threads {threads} --out {output:q} --log {log:q}"
+
+
+rule serve_speed:
+    """Teacher forcing of the mt references in llama.cpp, the cell's GGUF and Source's timed item by item in one job
+    (the speed step's measurement with llama.cpp as the engine): paired speed-up and its bound.
+    """
+    input:
+        gguf=cell_gguf,
+        source_gguf=source_gguf,
+        model=gguf_model,
+        source=source_model_of,
+        pairs=mt_file,
+    output:
+        "<results>/{model}/{lang}/{method}/eval/serve_speed.json",
+    log:
+        "<results>/logs/serve_speed/{model}.{lang}.{method}.log",
+    benchmark:
+        "<results>/benchmarks/serve_speed/{model}.{lang}.{method}.tsv"
+    wildcard_constraints:
+        method=adapted_slugs(),
+    conda:
+        "../envs/workflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=sized("serve_speed", "mem_mb"),
+        runtime=sized("serve_speed", "runtime"),
+    params:
+        cell=cell_json,
+        n=config["export"]["speed"]["n"],
+        repeats=config["export"]["speed"]["repeats"],
+        reference_chars=config["export"]["speed"]["reference_chars"] or 0,
+    shell:
+        "python -m workflow_scripts.serve.speed --gguf {input.gguf:q} --source-gguf {input.source_gguf:q}"
+        " --model {input.model:q} --source {input.source:q} --pairs {input.pairs:q} --lang {wildcards.lang:q}"
+        " --n {params.n:q} --repeats {params.repeats:q} --reference-chars {params.reference_chars:q}"
+        " --threads {threads} --cell {params.cell:q} --out {output:q} --log {log:q}"
