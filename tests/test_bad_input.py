@@ -1,4 +1,4 @@
-"""Bad input is caught before work starts (issue 16): each broken config through the planning-time config check (as
+"""Bad input is caught before work starts: each broken config through the planning-time config check (as
 rules/common.smk runs it), each broken corpus through the step command a rule runs; every message names the key or file.
 """
 

@@ -61,8 +61,8 @@ METHODS = [{"init": "Mean"}]
 SPEED = {"batch_size": 1, "repeats": 1, "warmup": 0}
 TIMING_METRICS = re.compile(r"per_second|speedup|seconds")
 # Left out of the bit-for-bit comparison: mt, whose greedy predictions on the random tiny model (near-tied logits)
-# differed once between the two runs in CI (stop 18; a stale `datasets` cache, fixed since, is a candidate cause, not
-# yet confirmed over repeated runs), and speed, whose records are timings plus counts of those same greedy outputs and
+# have differed between a local and a Slurm run of the same grid (a stale `datasets` cache is a candidate cause, not
+# confirmed over repeated runs), and speed, whose records are timings plus counts of those same greedy outputs and
 # the hardware and thread count of the machine that ran the job. Everything upstream (data, tokenizers, weights) and
 # every other task must be equal.
 UNCOMPARED_TASKS = ("mt", "speed")

@@ -1,4 +1,4 @@
-"""The shape the code keeps (issue 9): small modules and functions, and no import cycle between the steps."""
+"""The shape the code keeps: small modules and functions, and no import cycle between the steps."""
 
 from __future__ import annotations
 

@@ -416,7 +416,7 @@ def test_command_line(smollm2_tokenizer_dir, thai, tmp_path):
 
 @pytest.mark.slow  # aux training and expansion through the command line: 2-6 s of CPU
 def test_command_line_skips_invalid_utf8_and_refuses_an_empty_corpus(smollm2_tokenizer_dir, thai, tmp_path):
-    """Issue 16: the tokenizer step reads D like every other step: bad lines skipped and counted, empty D refused."""
+    """The tokenizer step reads D like every other step: bad lines skipped and counted, empty D refused."""
     corpus, blank, log = tmp_path / "train.txt", tmp_path / "blank.txt", tmp_path / "log.txt"
     good = "\n".join(thai["train"][:300]).encode("utf-8")
     corpus.write_bytes(b"\xff\xfe broken\n" + good + b"\n")

@@ -1,4 +1,4 @@
-"""Where the new merges go (issue 10): ``new_merges`` first (the paper's priority) and last (the ablation).
+"""Where the new merges go: ``new_merges`` first (the paper's priority) and last (the ablation).
 
 Both orders keep the invariants on real tokenizers (SmolLM2 byte-level BPE from the GGUF package; Llama-3's tiktoken
 conversion and Mistral's SentencePiece, as in tests/test_vocab_families.py) with Thai, Sinhala and English text:
