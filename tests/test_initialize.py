@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -137,7 +138,13 @@ def test_cli_writes_model_and_report(byte_case, tmp_path):
     assert stats["mean_l2_norm_new"] == pytest.approx(new_norm, rel=1e-5)
     assert stats["mean_l2_norm_source"] == pytest.approx(float(byte_case["emb"].norm(dim=1).mean()), rel=1e-5)
     assert set(report["stats"]) == {"input", "output"} and (out / "tokenizer.json").is_file()
-    assert sorted(INIT_METHODS) == ["Align", "EEVE", "FOCUS", "Mean", "Mean-ref", "Merge", "Random"]
+    # discovery registers every method of methods/ (derived from the files, so a new method needs no edit here)
+    declared = {
+        m
+        for f in (REPO / "workflow_scripts" / "initialize" / "methods").glob("[!_]*.py")
+        for m in re.findall(r'@register_method\(\s*"([^"]+)"', f.read_text(encoding="utf-8"))
+    }
+    assert set(INIT_METHODS) == declared and {"Random", "Mean", "Merge", "Align", "FOCUS", "EEVE"} <= declared
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -82,7 +82,7 @@ def test_a_new_method_is_one_module_and_one_config_line(tmp_path):
         "from workflow_scripts.initialize import CORPUS_METHODS, INIT_METHODS, METHOD_SPECS\n"
         "from workflow_scripts.initialize.__main__ import parser\n"
         "from workflow_scripts.initialize.apply import method_stats\n"
-        "from workflow_scripts.initialize.registry import InitContext\n"
+        "from workflow_scripts.initialize.registry import LAST, InitContext\n"
         "repo = Path(sys.argv[1])\n"
         "config = yaml.safe_load((repo / 'configs' / 'test.yaml').read_text())\n"
         "config['methods'].append({'init': 'Doubled'})\n"
@@ -93,7 +93,8 @@ def test_a_new_method_is_one_module_and_one_config_line(tmp_path):
         "choices = parser()._option_string_actions['--method'].choices\n"
         "print(json.dumps({'schema': schema_errors(config, repo / 'schemas' / 'config.schema.yaml'),\n"
         "  'bad': schema_errors(bad, repo / 'schemas' / 'config.schema.yaml'), 'slugs': slugs,\n"
-        "  'last': list(INIT_METHODS)[-1], 'corpus': CORPUS_METHODS, 'choices': list(choices),\n"
+        "  'names': list(INIT_METHODS), 'corpus': CORPUS_METHODS, 'choices': list(choices),\n"
+        "  'ordered': [n for n, s in METHOD_SPECS.items() if s.order < LAST],\n"
         "  'compared': METHOD_SPECS['Doubled'].compared_with_mean, 'stats': method_stats(ctx, 'Doubled')}))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -105,7 +106,9 @@ def test_a_new_method_is_one_module_and_one_config_line(tmp_path):
     assert len(got["bad"]) == 1 and got["bad"][0].startswith("methods[4].init: 'Tripled' is not one of"), got["bad"]
     assert "'Doubled'" in got["bad"][0]
     assert "Doubled.k50.2x2LS.clm.L64" in got["slugs"]
-    assert got["last"] == "Doubled" and "Doubled" in got["choices"]  # no order given: after the paper's methods
+    # no order given: listed after every method that declares one (the paper's), whatever else is registered
+    names = got["names"]
+    assert names.index("Doubled") > max(names.index(n) for n in got["ordered"]) and "Doubled" in got["choices"]
     assert got["corpus"][-1] == "Doubled" and got["compared"] is False
     assert got["stats"] == {"doubled": 0}
 
