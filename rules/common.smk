@@ -49,9 +49,10 @@ from workflow_scripts.config_checks import (
 )  # noqa: E402
 from workflow_scripts.gpu_fit import gpu_fit_problems  # noqa: E402
 from workflow_scripts.runs import (
-    DOWNLOADS as RUNS_DOWNLOADS,
+    DOWNLOADS_ROOT,
     claim,
     plan_run,
+    run_root,
     start_problem,
 )  # noqa: E402
 from workflow_scripts.resources import (
@@ -105,8 +106,8 @@ except ValueError as e:
 if _outside_warning:
     print(f"config warning: {_outside_warning}", file=sys.stderr)
 config["run"] = RUN  # the report's front page (report/workflow.rst) names its folder
-RESULTS = f"results/{RUN}"
-DOWNLOADS = f"results/{RUNS_DOWNLOADS}"
+RESULTS = str(run_root(RUN))
+DOWNLOADS = str(DOWNLOADS_ROOT)
 
 
 pathvars:
@@ -120,8 +121,9 @@ FIRST_ENTRY = first_entries(config)
 
 # The output folder: a path under a file stops any run here; a folder a real run cannot write (a dry run writes
 # nothing) stops it when it starts, not in its first job, which records the config files that write it.
-if unwritable_output(RESULTS, write=False):
-    raise WorkflowError(f"{RESULTS}: {unwritable_output(RESULTS, write=False)}")
+_unwritable = unwritable_output(RESULTS, write=False)
+if _unwritable:
+    raise WorkflowError(f"{RESULTS}: {_unwritable}")
 
 
 onstart:

@@ -454,7 +454,7 @@ def disk_rows(rows: list[Row], results: Path, cache: Path) -> list[Row]:
         if r.bytes and r.disk in ("results", "both"):
             need["results"] += r.bytes
     # rows whose download size is unknown: not checked, or failed before the hub listed their files
-    unsized = {NOT_CHECKED, NO_ACCESS, NOT_FOUND, UNREACHABLE, TIMED_OUT, HTTP_ERROR}
+    unsized = set(STATUSES) - {READY, MISSING}
     unknown = sum(1 for r in rows if r.status in unsized or (r.disk and r.bytes is None))
     places = {"cache": cache, "results": results}
     if _device(cache) == _device(results):

@@ -146,10 +146,8 @@ def network_failure(e: BaseException, timeout: float | None = None) -> tuple[str
     for c in chain:
         if isinstance(c, TimeoutError) or type(c).__name__ in ("TimeoutException", "ConnectTimeout", "ReadTimeout"):
             return TIMED_OUT, "no answer" + (f" within {timeout:g} s" if timeout else " in time")
-    try:
-        from httpx2 import TransportError
-    except ImportError:  # a huggingface_hub without httpx2: its errors still carry the socket error below
-        TransportError = ConnectionError
+    from httpx2 import TransportError  # huggingface_hub's HTTP client
+
     for c in chain:
         if isinstance(c, ssl.SSLError):
             return UNREACHABLE, f"TLS failed ({c})"

@@ -12,13 +12,15 @@ one: ``python -m tools.migrate_results`` (docs/grid.md, "Runs").
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from workflow_scripts.io import write_json
+
 RESULTS = Path("results")
 DOWNLOADS = "downloads"  # the one folder of results/ every run shares
+DOWNLOADS_ROOT = RESULTS / DOWNLOADS
 MARKER = ".run.json"
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 # The top-level folders a run writes (its tables, data, models, logs...), besides one folder per model key.
@@ -85,10 +87,7 @@ def claim(root: Path, configfiles: Sequence[str | Path], workdir: Path) -> None:
     """Record the config files that write ``root`` (written once, atomically, when a real run starts)."""
     if owner(root) is not None:
         return
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f"{MARKER}.tmp{os.getpid()}"
-    tmp.write_text(json.dumps({"configfiles": [_shown(f, workdir) for f in configfiles]}) + "\n", encoding="utf-8")
-    tmp.replace(root / MARKER)
+    write_json(root / MARKER, {"configfiles": [_shown(f, workdir) for f in configfiles]})
 
 
 def _looks_like_cell_tree(folder: Path) -> bool:

@@ -97,18 +97,23 @@ def encode_pair(
         ids = ids[:-1]
     choice_ids = [tokenizer(c, add_special_tokens=False)["input_ids"] for c in choices]
     if max_length is not None:
-        room = max(max_length - max(map(len, choice_ids), default=0), 0)
+        room = _context_room(max_length, choice_ids)
         if len(ids) > room:
             ids = ids[len(ids) - room :]
     return ids, choice_ids
 
 
+def _context_room(max_length: int, choice_ids: list[list[int]]) -> int:
+    """The context tokens that fit beside the longest choice within ``max_length``."""
+    return max(max_length - max(map(len, choice_ids), default=0), 0)
+
+
 def choice_limits(items: list[ChoiceItem], tokenizer, max_length: int) -> int:
-    """How many items ``encode_pair`` cuts to fit ``max_length`` in ``tokenizer``."""
+    """How many items ``encode_pair`` cuts to fit ``max_length`` in ``tokenizer`` (each item tokenized once)."""
     cut = 0
     for item in items:
-        whole, _ = encode_pair(tokenizer, item.context, item.choices)
-        cut += len(whole) > len(encode_pair(tokenizer, item.context, item.choices, max_length)[0])
+        ctx, choice_ids = encode_pair(tokenizer, item.context, item.choices)
+        cut += len(ctx) > _context_room(max_length, choice_ids)
     return cut
 
 
