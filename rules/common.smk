@@ -47,7 +47,7 @@ from workflow_scripts.config_checks import (
     unset_evaluation,
     unwritable_output,
 )  # noqa: E402
-from workflow_scripts.gpu_fit import gpu_fit_problems  # noqa: E402
+from workflow_scripts.config_checks.gpu_fit import gpu_fit_problems  # noqa: E402
 from workflow_scripts.runs import (
     DOWNLOADS_ROOT,
     claim,

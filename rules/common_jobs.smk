@@ -1,6 +1,6 @@
 # Input functions and job parameters of the lapt, evaluate_cell and tables rules (snakemake --lint: rule files hold
 # rules, functions live in common modules). Included after common.smk, whose names they use.
-from workflow_scripts.gpu_fit import lapt_gpu_counts
+from workflow_scripts.config_checks.gpu_fit import lapt_gpu_counts
 
 # lapt (rules/lapt.smk)
 # GPUs of one node each LAPT job of a 7B/8B/9B model runs on: the fewest that tools/gpu_estimate says hold it

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tools import gpu_estimate as ge
 from workflow_scripts import lapt
+from workflow_scripts.gpu import estimate as ge
+from workflow_scripts.gpu.fit import planned, planned_gpus
+from workflow_scripts.gpu.shape import MODELS, parameter_counts, shape_from_config
 from workflow_scripts.io import set_threads
 
 GIB = 2**30
@@ -105,7 +107,7 @@ def test_state_bytes_match_a_real_cpu_run(
         hparams={"max_steps": n_stages, "batch_size": 2, **hp}, checkpoint_dir=tmp_path / "ckpt",
         n_source_rows=49152 - 16,
     )  # fmt: skip
-    shape = ge.shape_from_config(AutoConfig.from_pretrained(src))
+    shape = shape_from_config(AutoConfig.from_pretrained(src))
     assert shape.tied is tied and shape.vocab == 49152 and shape.hidden == 64
     est = ge.estimate(shape, procedure, 16, 2, objective=objective, **{k: v for k, v in hp.items()})
     assert len(est["per_stage"]) == len(stats["stages"]) == n_stages
@@ -121,7 +123,7 @@ def test_sharding_divides_the_state_terms_and_adds_the_gathered_units():
     for term in ("weights", "gradients", "optimizer"):
         assert four["per_stage"][0][term] == one["per_stage"][0][term] / 4, term
     # gathered whole: the root (embeddings, head, final norm) and two layers, with their gradients (all trained)
-    pc = ge.parameter_counts(ge.MODELS["llama3-8b"])
+    pc = parameter_counts(MODELS["llama3-8b"])
     layer = pc["layer_matrices"] + pc["layer_norms"]
     root = pc["embedding"] + pc["head"] + pc["final_norm"]
     assert four["per_stage"][0]["fsdp_unsharded"] == 4 * (2 * layer + root) + 4 * (layer + root)
@@ -136,10 +138,10 @@ def test_sharding_divides_the_state_terms_and_adds_the_gathered_units():
 
 def test_planned_gpus_takes_the_fewest_that_fit_and_never_shards_lora():
     hp = lapt.resolve_hparams({"weights_dtype": "bf16", "micro_batch": "auto", "eeve_layers": "full"})
-    assert not ge.planned("llama3-8b", "EEVE", "clm", 512, hp, "H100")["fits"]  # one 80 GB GPU cannot hold it
-    est = ge.planned_gpus("llama3-8b", "EEVE", "clm", 512, hp, "H100", max_gpus=8)
+    assert not planned("llama3-8b", "EEVE", "clm", 512, hp, "H100")["fits"]  # one 80 GB GPU cannot hold it
+    est = planned_gpus("llama3-8b", "EEVE", "clm", 512, hp, "H100", max_gpus=8)
     assert est["fits"] and est["gpus"] > 1
-    assert not ge.planned("llama3-8b", "EEVE", "clm", 512, hp, "H100", shards=est["gpus"] // 2)["fits"]
-    assert ge.planned_gpus("llama3-8b", "EEVE", "clm", 512, hp, "H100", max_gpus=1)["gpus"] == 1
-    lora = ge.planned_gpus("llama3-8b", "LoRA", "clm", 512, hp, "H100", max_gpus=8)
+    assert not planned("llama3-8b", "EEVE", "clm", 512, hp, "H100", shards=est["gpus"] // 2)["fits"]
+    assert planned_gpus("llama3-8b", "EEVE", "clm", 512, hp, "H100", max_gpus=1)["gpus"] == 1
+    lora = planned_gpus("llama3-8b", "LoRA", "clm", 512, hp, "H100", max_gpus=8)
     assert lora["gpus"] == 1 and lora["fits"]

@@ -20,9 +20,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from tests.conftest import REPO
-from tools import gpu_estimate as ge
 from tools.plan import parse_dry_run
-from workflow_scripts.gpu_fit import gpu_fit_problems
+from workflow_scripts.config_checks.gpu_fit import gpu_fit_problems
+from workflow_scripts.gpu import estimate as ge
+from workflow_scripts.gpu.fit import planned
+from workflow_scripts.gpu.shape import GIB, SIZE_SHAPES
 from workflow_scripts.grid import expand_grid
 from workflow_scripts.lapt import loop, resolve_hparams
 from workflow_scripts.lapt.objective import LossComputer
@@ -81,12 +83,12 @@ def test_every_paper_lapt_job_fits_its_gpu_class(gpu_class):
     # The check looked at every LAPT job of a GPU size class, and each one's planned peak is within the class.
     gpu = GPU_CLASSES[gpu_class]
     jobs = {(model, m.slug, m.procedure, m.objective, m.seq_len) for model, _, m in expand_grid(config)
-            if m.trains and m.procedure in ge.STAGES and config["models"][model]["size"] in ge.SIZE_SHAPES}  # fmt: skip
+            if m.trains and m.procedure in ge.STAGES and config["models"][model]["size"] in SIZE_SHAPES}  # fmt: skip
     assert {p for *_, p, _, _ in jobs} >= {"LoRA", "2-stage", "2x2LS", "EEVE"}
     hp = resolve_hparams({**config["training"], "eeve_layers": "LoRA"})
     for model, _, procedure, objective, seq_len in jobs:
-        shape = ge.SIZE_SHAPES[config["models"][model]["size"]]
-        est = ge.planned(shape, procedure, objective, seq_len, hp, gpu)
+        shape = SIZE_SHAPES[config["models"][model]["size"]]
+        est = planned(shape, procedure, objective, seq_len, hp, gpu)
         assert est["fits"] and est["peak_gib"] <= 0.9 * ge.GPUS[gpu]["memory_gib"]
         assert est["micro_batch"] * est["grad_accum"] == 8  # Table 13's batch, whatever the split
 
@@ -366,7 +368,6 @@ def test_gpu_corrections_from_cuda_entries():
                 "micro_batch": 4, "gpu_classes": classes, "measured_bytes": measured, "estimate_bytes": est,
                 "step_seconds": seconds, "estimate_stage_step_seconds": 1.0}  # fmt: skip
 
-    GIB = ge.GIB
     bench = {"training": [entry(1.5, 2.0, ["80GB"], 60.0), entry(1.2, 1.0, ["141GB"], 90.0), {"skipped": "budget"},
                           {**entry(1, 1, ["80GB"], 1), "oom": "CUDA out of memory"}]}  # fmt: skip
     c = gpu_corrections.corrections(bench)
@@ -380,7 +381,7 @@ def test_gpu_corrections_from_cuda_entries():
 
 def test_a_replacement_job_is_sized_by_its_largest_language_override():
     """A language's own replace_vocab_size (grid.vocab_size) sizes the replacement job, not only the global one."""
-    from workflow_scripts.gpu_fit import lapt_jobs
+    from workflow_scripts.config_checks.gpu_fit import lapt_jobs
 
     config = _paper_config()
     config["methods"] = [{"init": "Mean", "vocab": "replace"}]

@@ -18,8 +18,9 @@ import torch
 from transformers import AutoConfig
 
 from tests.conftest import model_state
-from tools import gpu_estimate as ge
 from workflow_scripts import lapt
+from workflow_scripts.gpu.estimate import estimate
+from workflow_scripts.gpu.shape import shape_from_config
 from workflow_scripts.lapt import shard, testhooks
 
 REPO = Path(__file__).resolve().parents[1]
@@ -116,9 +117,9 @@ def test_two_processes_match_one(tmp_path, tiny_llama_dir, untied_llama_dir, tha
     assert stats["tokens_seen"] == ref_stats["tokens_seen"] and stats["steps"] == ref_stats["steps"] == 3
     assert stats["final_loss"] == pytest.approx(ref_stats["final_loss"], rel=1e-4)
     # Each process holds half of the weights, gradients and Adam states (every dim 0 here is even), as
-    # tools/gpu_estimate predicts for the same shape on 2 GPUs.
-    shape = ge.shape_from_config(AutoConfig.from_pretrained(src))
-    est = ge.estimate(shape, procedure, 16, 2, objective=objective, shards=2)["per_stage"][0]
+    # workflow_scripts.gpu predicts for the same shape on 2 GPUs.
+    shape = shape_from_config(AutoConfig.from_pretrained(src))
+    est = estimate(shape, procedure, 16, 2, objective=objective, shards=2)["per_stage"][0]
     held, ref_held = stats["stages"][0]["measured_bytes"], ref_stats["stages"][0]["measured_bytes"]
     for term in ("weights", "gradients", "optimizer"):
         assert held[term] == ref_held[term] / 2 == est[term], term

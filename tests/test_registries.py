@@ -9,10 +9,12 @@ import re
 import yaml
 
 from tests.conftest import REPO
-from tools import gpu_estimate
 from workflow_scripts import evaluation, grid, initialize, lapt
 from workflow_scripts.config_checks import IMPLEMENTED
 from workflow_scripts.config_checks.schema import registered, with_registries
+from workflow_scripts.gpu import estimate as gpu_estimate
+from workflow_scripts.lapt.hparams import WEIGHTS_DTYPES, weights_dtype_on
+from workflow_scripts.lapt.procedures import adds_lora
 
 SCHEMA = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text(encoding="utf-8"))
 
@@ -49,9 +51,14 @@ def test_registries_are_what_the_config_check_accepts():
 
 
 def test_gpu_estimate_describes_every_registered_procedure():
-    assert set(gpu_estimate.STAGES) == set(lapt.PROCEDURES) == set(gpu_estimate.PROCEDURES)
+    """The estimate reads no lapt module (lapt imports it): its stages, LoRA and GPU weights dtype must agree."""
+    assert tuple(gpu_estimate.STAGES) == tuple(lapt.PROCEDURES) == gpu_estimate.PROCEDURES
     for name, procedure in lapt.PROCEDURES.items():
         assert len(gpu_estimate.STAGES[name]) == len(procedure.stages), name
+        for eeve_layers in ("full", "LoRA"):
+            assert gpu_estimate.adds_lora(name, eeve_layers) == adds_lora(name, {"eeve_layers": eeve_layers}), name
+    for configured in WEIGHTS_DTYPES:
+        assert gpu_estimate.weights_dtype_on_gpu(configured) == weights_dtype_on(configured, "cuda")
 
 
 def test_every_task_has_a_rule_writing_its_result():

@@ -45,7 +45,7 @@ def test_onednn_held_to_avx2_counts_as_emulated_bf16():
 
 
 def test_gpu_planning_reads_auto_as_fp32():
-    from tools.gpu_estimate import planned
+    from workflow_scripts.gpu.fit import planned
 
     hp = H.resolve_hparams({"micro_batch": 2})
     as_fp32 = planned("llama2-7b", "2x2LS", "clm", 512, {**hp, "weights_dtype": "fp32"}, "A100")

@@ -168,8 +168,9 @@ def paper_jobs(configfile: str) -> list[dict[str, Any]]:
     hparams that change memory, Gemma-2 first (the budget cuts last what comes last)."""
     import yaml
 
-    from tools.gpu_estimate import SIZE_SHAPES, _fill_schema_defaults
-    from workflow_scripts.gpu_fit import lapt_jobs
+    from tools.gpu_estimate import _fill_schema_defaults
+    from workflow_scripts.config_checks.gpu_fit import lapt_jobs
+    from workflow_scripts.gpu.shape import SIZE_SHAPES
 
     config = yaml.safe_load(open(configfile, encoding="utf-8"))
     _fill_schema_defaults(config)
@@ -215,7 +216,9 @@ def time_training(
     and the estimate of each term for the same shape; ``emit(entry)`` is called as each entry is measured."""
     import torch
 
-    from tools.gpu_estimate import MEMORY_TERMS, planned, shape_from_config
+    from workflow_scripts.gpu.estimate import MEMORY_TERMS
+    from workflow_scripts.gpu.fit import planned
+    from workflow_scripts.gpu.shape import shape_from_config
     from workflow_scripts.lapt.hparams import resolve_hparams
     from workflow_scripts.lapt.loop import _adamw
     from workflow_scripts.lapt.objective import LossComputer

@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tools.gpu_estimate import GIB, GPUS
+from workflow_scripts.gpu.estimate import GPUS
+from workflow_scripts.gpu.shape import GIB
 
 STATES = ("weights", "gradients", "optimizer")
 BEYOND = ("autocast_cache", "frozen_row_snapshot", "activations_layers", "logits")

@@ -99,7 +99,8 @@ def predicted(model: Path, procedure: str, objective: str, hp: dict, shards: int
     """tools.gpu_estimate's weights, gradients and Adam bytes per process and peak GiB for this shape."""
     from transformers import AutoConfig
 
-    from tools.gpu_estimate import estimate, shape_from_config
+    from workflow_scripts.gpu.estimate import estimate
+    from workflow_scripts.gpu.shape import shape_from_config
 
     shape = shape_from_config(AutoConfig.from_pretrained(model))
     est = estimate(shape, procedure, 128, hp["batch_size"], objective=objective, shards=shards, gpu="H200")

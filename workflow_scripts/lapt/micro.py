@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from workflow_scripts.gpu.estimate import fitting_micro_batch
+from workflow_scripts.gpu.shape import GIB, shape_from_config
 from workflow_scripts.lapt.hparams import weights_dtype_on
 
 log = logging.getLogger("vocabexp.lapt")
@@ -23,7 +25,7 @@ def resolve_micro_batch(
     shards: int = 1,
 ) -> int:
     """Blocks per forward/backward: hparams micro_batch, with "auto" the largest divisor of the step's blocks (of
-    this process's share, sharded over ``shards`` GPUs) that tools/gpu_estimate says fits this GPU's memory
+    this process's share, sharded over ``shards`` GPUs) that workflow_scripts.gpu says fits this GPU's memory
     (batch_size on the CPU, where memory is not the limit)."""
     micro = hp["micro_batch"]
     effective = math.ceil(int(hp["batch_size"]) * int(hp["grad_accum"]) / shards)
@@ -35,8 +37,6 @@ def resolve_micro_batch(
         return int(hp["batch_size"])
     import torch
     from transformers import AutoConfig
-
-    from tools.gpu_estimate import GIB, fitting_micro_batch, shape_from_config
 
     total = torch.cuda.get_device_properties(device).total_memory / GIB
     est = fitting_micro_batch(

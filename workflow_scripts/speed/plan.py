@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-GIB = 1024**3
+from workflow_scripts.gpu.shape import GIB, MODELS, SIZE_MODELS, ModelShape
+
 PROMPT_TOKENS = {"mt": 512, "sum": 4096, "mc": 4096, "gmmlu": 4096}  # caps: Table 13 truncates prompts at 4,096
 # Teacher-forced reference tokens per item: 3 per character of the cut reference (byte fallback of a 3-byte script),
 # or a long FLORES sentence / XL-Sum summary in such a byte-level fallback when references are not cut.
@@ -42,29 +42,8 @@ PREFILL_MFU = 0.4
 EXTRA_VOCAB = 5000  # the largest |V_new| of the paper grid (Figure 3); a replaced vocabulary (32K) is smaller
 
 
-@dataclass(frozen=True)
-class Shape:
-    """The numbers of a model's config.json the plan needs."""
-
-    layers: int
-    hidden: int
-    ffn: int
-    vocab: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    tied: bool
-    eager_attention: bool = False  # attention scores materialised (Gemma-2: soft-capping needs the eager kernel)
-    logit_softcap: bool = False  # Gemma-2's final soft-capping: two more tensors of the logits' size
-
-
-# The paper grid's models by size class (config.yaml models.<key>.size); numbers of their Hugging Face config.json.
-SHAPES: dict[str, Shape] = {
-    "7B": Shape(32, 4096, 11008, 32000, 32, 32, 128, tied=False),  # meta-llama/Llama-2-7b-hf
-    "8B": Shape(32, 4096, 14336, 128256, 32, 8, 128, tied=False),  # meta-llama/Meta-Llama-3-8B
-    "9B": Shape(42, 3584, 14336, 256000, 16, 8, 256, tied=True, eager_attention=True, logit_softcap=True),
-    "135M": Shape(30, 576, 1536, 49152, 9, 3, 64, tied=True),  # SmolLM2-135M
-}
+# The paper grid's models by size class (config.yaml models.<key>.size).
+SHAPES: dict[str, ModelShape] = {size: MODELS[name] for size, name in SIZE_MODELS.items()}
 PLANNED_SIZES = ("7B", "8B", "9B")  # the GPU size classes (resources.GPU_SIZES); smaller models run on a CPU too
 # GPU classes: memory (GiB usable), dense bf16 peak (TFLOP/s), HBM bandwidth (TB/s).
 GPUS: dict[str, dict[str, float]] = {
@@ -73,12 +52,13 @@ GPUS: dict[str, dict[str, float]] = {
 }
 
 
-def kv_bytes_per_token(shape: Shape | Any, dtype_bytes: int = DTYPE_BYTES) -> int:
+def kv_bytes_per_token(shape: ModelShape | Any, dtype_bytes: int = DTYPE_BYTES) -> int:
     """KV cache bytes of one token: layers x kv_heads x head_dim x 2 (key and value) x dtype bytes.
 
-    ``shape`` is a ``Shape`` or a transformers config (``num_hidden_layers``, ``num_key_value_heads``, ``head_dim``).
+    ``shape`` is a ``ModelShape`` or a transformers config (``num_hidden_layers``, ``num_key_value_heads``,
+    ``head_dim``).
     """
-    if isinstance(shape, Shape):
+    if isinstance(shape, ModelShape):
         layers, kv, head_dim = shape.layers, shape.kv_heads, shape.head_dim
     else:
         layers, heads = shape.num_hidden_layers, shape.num_attention_heads
@@ -87,7 +67,7 @@ def kv_bytes_per_token(shape: Shape | Any, dtype_bytes: int = DTYPE_BYTES) -> in
     return layers * kv * head_dim * 2 * dtype_bytes
 
 
-def weight_bytes(shape: Shape, extra_vocab: int = EXTRA_VOCAB) -> int:
+def weight_bytes(shape: ModelShape, extra_vocab: int = EXTRA_VOCAB) -> int:
     """bf16 weights of the model with ``extra_vocab`` more rows in its embeddings (and untied LM head)."""
     attn = shape.hidden * shape.head_dim * (2 * shape.heads + 2 * shape.kv_heads)
     per_layer = attn + 3 * shape.hidden * shape.ffn
@@ -95,7 +75,7 @@ def weight_bytes(shape: Shape, extra_vocab: int = EXTRA_VOCAB) -> int:
     return (shape.layers * per_layer + vocab) * DTYPE_BYTES
 
 
-def _prefill_bytes(shape: Shape, sequences: int, tokens: int, logit_positions: int) -> int:
+def _prefill_bytes(shape: ModelShape, sequences: int, tokens: int, logit_positions: int) -> int:
     """Transient memory of one prefill: one layer's MLP tensors (gate, up, their product) and the residual stream over
     every token, the attention scores of one layer when eager (bf16 scores + fp32 softmax), and the logits kept."""
     act = sequences * tokens * (3 * shape.ffn + 4 * shape.hidden) * DTYPE_BYTES
@@ -104,7 +84,7 @@ def _prefill_bytes(shape: Shape, sequences: int, tokens: int, logit_positions: i
     return act + scores + logits
 
 
-def generation_memory(shape: Shape, task: str, decoding: str, batch_size: int, max_new_tokens: int) -> dict:
+def generation_memory(shape: ModelShape, task: str, decoding: str, batch_size: int, max_new_tokens: int) -> dict:
     """GiB of one generation measurement (weights, KV cache, prefill) with the model alone on the GPU."""
     sequences = batch_size * BEAMS[decoding]
     tokens = PROMPT_TOKENS[task] + max_new_tokens
@@ -122,7 +102,7 @@ def target_tokens(speed: Mapping[str, Any]) -> int:
     return TOKENS_PER_CHAR * chars if chars else UNCUT_TARGET_TOKENS
 
 
-def paired_memory(shape: Shape, task: str, paired: bool, targets: int = UNCUT_TARGET_TOKENS) -> dict:
+def paired_memory(shape: ModelShape, task: str, paired: bool, targets: int = UNCUT_TARGET_TOKENS) -> dict:
     """GiB of one paired measurement: teacher forcing (one sequence, the last prompt position's logits in the prefill)
     or the log-likelihood pass (``CHOICES`` sequences, logits of the scored positions only), Source beside."""
     prompt = PROMPT_TOKENS[task]
@@ -138,11 +118,11 @@ def paired_memory(shape: Shape, task: str, paired: bool, targets: int = UNCUT_TA
     return {k: v / GIB for k, v in terms.items()} | {"total": sum(terms.values()) / GIB}
 
 
-def _step_seconds(shape: Shape, gpu: Mapping[str, float]) -> float:
+def _step_seconds(shape: ModelShape, gpu: Mapping[str, float]) -> float:
     return weight_bytes(shape) / (gpu["hbm_tbps"] * 1e12) + LAYER_OVERHEAD_S * shape.layers
 
 
-def _prefill_seconds(shape: Shape, gpu: Mapping[str, float], tokens: int) -> float:
+def _prefill_seconds(shape: ModelShape, gpu: Mapping[str, float], tokens: int) -> float:
     return 2 * (weight_bytes(shape) / DTYPE_BYTES) * tokens / (PREFILL_MFU * gpu["tflops"] * 1e12)
 
 

@@ -1,7 +1,11 @@
-"""The planning check that every LAPT job fits the GPU its profile asks for (tools/gpu_estimate.py arithmetic).
+"""The planning check that every LAPT job fits the GPU its profile asks for, and the GPUs each one is given
+(the arithmetic: workflow_scripts.gpu).
 
-Imported by rules/common.smk: a run whose grid holds a LAPT job of a GPU size class that the estimate says does not
-fit the GPU class of rule lapt (workflow_scripts.resources.GPU_CLASSES) stops before any job, naming the key to change.
+rules/common.smk runs ``gpu_fit_problems``: a run whose grid holds a LAPT job of a GPU size class that the estimate
+says does not fit the GPU class of rule lapt (workflow_scripts.resources.GPU_CLASSES) stops before any job, naming the
+key to change. rules/common_jobs.smk sizes the lapt jobs' GPUs by ``lapt_gpu_counts``. This module reads the grid and
+lapt's hparams, which the gpu package does not: lapt imports gpu (micro_batch auto), so gpu importing lapt would close
+a cycle.
 """
 
 from __future__ import annotations
@@ -9,15 +13,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from workflow_scripts.gpu.fit import fit_problem, planned_gpus
+from workflow_scripts.gpu.shape import MODELS, SIZE_SHAPES
 from workflow_scripts.grid import Method, expand_grid, first_entries, hparam, vocab_size
+from workflow_scripts.lapt import DEFAULT_HPARAMS, PROCEDURES, resolve_hparams
+from workflow_scripts.resources import GPU_CLASSES
 
 
 def lapt_jobs(config: dict) -> list[tuple[str, Method, Any, dict[str, Any], dict[str, str]]]:
-    """The LAPT job kinds of a GPU size class: (model, method, tools.gpu_estimate shape with the cell's vocabulary,
+    """The LAPT job kinds of a GPU size class: (model, method, workflow_scripts.gpu shape with the cell's vocabulary,
     resolved hparams, the config key each hparam comes from), once per model and method."""
-    from tools.gpu_estimate import MODELS, SIZE_SHAPES
-    from workflow_scripts.lapt import DEFAULT_HPARAMS, PROCEDURES, resolve_hparams
-
     jobs, seen, first = [], set(), first_entries(config)
     for model, _, m in expand_grid(config):
         size = config["models"][model].get("size")
@@ -41,12 +46,9 @@ def lapt_jobs(config: dict) -> list[tuple[str, Method, Any, dict[str, Any], dict
 
 
 def gpu_fit_problems(config: dict, gpu_class: str, max_gpus: int = 1) -> list[str]:
-    """LAPT jobs of the grid that tools/gpu_estimate says do not fit the GPU class the profile asks for
+    """LAPT jobs of the grid that workflow_scripts.gpu says do not fit the GPU class the profile asks for
     (workflow_scripts.resources.GPU_CLASSES), sharded over at most ``max_gpus`` GPUs of a node, one message each
     naming the config key to change."""
-    from tools.gpu_estimate import fit_problem
-    from workflow_scripts.resources import GPU_CLASSES
-
     problems = []
     for model, m, shape, hp, keys in lapt_jobs(config):
         what = f"LAPT job {model}/{m.slug}"
@@ -59,11 +61,8 @@ def gpu_fit_problems(config: dict, gpu_class: str, max_gpus: int = 1) -> list[st
 
 def lapt_gpu_counts(config: dict, gpu_class: str, max_gpus: int) -> dict[tuple[str, str], int]:
     """GPUs each LAPT job of a GPU size class runs on, by (model, method slug): the fewest of at most ``max_gpus``
-    on which tools/gpu_estimate says it fits (1 where it fits none: gpu_fit_problems refuses those). Jobs not
+    on which workflow_scripts.gpu says it fits (1 where it fits none: gpu_fit_problems refuses those). Jobs not
     listed run on one GPU."""
-    from tools.gpu_estimate import planned_gpus
-    from workflow_scripts.resources import GPU_CLASSES
-
     counts = {}
     for model, m, shape, hp, _ in lapt_jobs(config):
         est = planned_gpus(shape, m.procedure, m.objective, m.seq_len, hp, GPU_CLASSES[gpu_class], max_gpus)
