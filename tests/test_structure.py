@@ -1,4 +1,5 @@
-"""The shape the code keeps: small modules and functions, and no import cycle between the steps."""
+"""The shape the code keeps: small modules and functions in workflow_scripts/ and tools/, and no import cycle between
+the steps and the tools."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from tests.conftest import REPO
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
 PACKAGE = REPO / "workflow_scripts"
+TOOLS = ("workflow_scripts", "tools")
 
 
-def modules() -> dict[str, ast.Module]:
-    return {str(p.relative_to(REPO)): ast.parse(p.read_text(encoding="utf-8")) for p in sorted(PACKAGE.rglob("*.py"))}
+def modules(root: Path = REPO) -> dict[str, ast.Module]:
+    """The parsed modules of workflow_scripts/ and tools/ under ``root``, by path relative to it."""
+    paths = sorted(p for top in TOOLS for p in (root / top).rglob("*.py"))
+    return {str(p.relative_to(root)): ast.parse(p.read_text(encoding="utf-8")) for p in paths}
 
 
 def test_modules_and_functions_stay_small():
@@ -27,21 +31,28 @@ def test_modules_and_functions_stay_small():
                 length = node.end_lineno - node.lineno + 1
                 if length > MAX_FUNCTION_LINES:
                     too_long.append(f"{name}:{node.lineno} {node.name}: {length} lines")
+    assert any(name.startswith("tools/") for name in modules())  # the walk sees tools/ too
     assert not too_long, too_long
 
 
-def step_of(module: str) -> str | None:
-    """The step a dotted module belongs to: its first component under workflow_scripts (a module or a package)."""
+def node_of(module: str, root: Path = REPO) -> str | None:
+    """The node a dotted module belongs to: a step (its first component under workflow_scripts, a module or a
+    package) or a tool (``tools.<module>``); None for anything else or a name that is no file under ``root``."""
     parts = module.split(".")
-    return parts[1] if parts[0] == "workflow_scripts" and len(parts) > 1 else None
+    if len(parts) < 2 or parts[0] not in TOOLS or parts[1] == "__init__":
+        return None
+    base = root / parts[0] / parts[1]
+    if not (base.is_dir() or base.with_suffix(".py").is_file()):
+        return None
+    return parts[1] if parts[0] == "workflow_scripts" else f"tools.{parts[1]}"
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Step -> the other steps it imports, counting imports inside functions too (they hide cycles)."""
+def import_graph(root: Path = REPO) -> dict[str, set[str]]:
+    """Node -> the other nodes it imports, counting imports inside functions too (they hide cycles)."""
     graph: dict[str, set[str]] = {}
-    for name, tree in modules().items():
-        here = step_of(Path(name).with_suffix("").as_posix().replace("/", "."))
-        if here is None or here == "__init__":
+    for name, tree in modules(root).items():
+        here = node_of(Path(name).with_suffix("").as_posix().replace("/", "."), root)
+        if here is None:
             continue
         for node in ast.walk(tree):
             targets = []
@@ -50,27 +61,53 @@ def import_graph() -> dict[str, set[str]]:
             elif isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             for target in targets:
-                step = step_of(target)
-                if step and step != here and ((PACKAGE / step).is_dir() or (PACKAGE / f"{step}.py").is_file()):
-                    graph.setdefault(here, set()).add(step)
+                other = node_of(target, root)
+                if other and other != here:
+                    graph.setdefault(here, set()).add(other)
     return graph
 
 
-def test_no_import_cycle_between_steps():
-    graph = import_graph()
-    assert graph["vocab"] >= {"pieces", "tokenizer_assets"}  # the graph sees real imports
-    cycles = []
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import cycle of ``graph``, each as the path that closes it (first node repeated at the end)."""
+    found = []
 
     def visit(node: str, path: list[str]) -> None:
         for nxt in sorted(graph.get(node, ())):
             if nxt in path:
-                cycles.append([*path[path.index(nxt) :], nxt])
+                found.append([*path[path.index(nxt) :], nxt])
             elif len(path) < len(graph) + 1:
                 visit(nxt, [*path, nxt])
 
     for start in sorted(graph):
         visit(start, [start])
-    assert not cycles, cycles[:5]
+    return found
+
+
+def test_no_import_cycle_between_steps_and_tools():
+    graph = import_graph()
+    assert graph["vocab"] >= {"pieces", "tokenizer_assets"}  # the graph sees real imports
+    assert graph["tools.gpu_estimate"] >= {"gpu", "config_checks"}  # ... tools' too
+    assert graph["lapt"] >= {"gpu"}  # ... and imports inside functions
+    found = cycles(graph)
+    assert not found, found[:5]
+
+
+def test_a_cycle_through_a_tool_fails_the_check(tmp_path):
+    """The check can fail: a step and a tool that import each other (one of them inside a function) form a cycle."""
+    files = {
+        "workflow_scripts/__init__.py": "",
+        "workflow_scripts/step_a.py": "from workflow_scripts.step_b import f\n",
+        "workflow_scripts/step_b/__init__.py": "def f():\n    from tools.helper import g\n",
+        "tools/__init__.py": "",
+        "tools/helper.py": "import workflow_scripts.step_a\nfrom workflow_scripts.io import nothing\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    graph = import_graph(tmp_path)
+    assert graph == {"step_a": {"step_b"}, "step_b": {"tools.helper"}, "tools.helper": {"step_a"}}
+    assert ["step_a", "step_b", "tools.helper", "step_a"] in cycles(graph)
+    assert cycles({"a": {"b"}, "b": {"c"}}) == []
 
 
 def test_byte_and_piece_helpers_are_defined_once():

@@ -1,22 +1,22 @@
 """Prepared GPU check: memory per term and time of one LAPT step for each LAPT job kind of the paper grid, and
 teacher-forced decoding of the source vs the expanded vocabulary, on random weights in the real configurations; no hub
-access. ``python -m tools.gpu_corrections <json>`` turns its JSON into corrections of ``tools.gpu_estimate``.
+access. ``python -m tools.gpu_corrections <json>`` turns its JSON into corrections of ``workflow_scripts.gpu``.
 
 Models: Llama-2 7B, Llama-3 8B and Gemma-2 9B, built from transformers config classes with the numbers of their
 config.json (random weights: the time of a step does not depend on their values). Training: every LAPT job kind of
 ``--configfile`` (configs/paper.yaml: model, procedure with its hparams such as eeve_layers, objective, sequence
-length), Gemma-2 first, on the vocabulary expanded by k = 100 rows, each stage as ``workflow_scripts.lapt`` prepares
-it; frozen weights bf16 and trainable ones fp32 as the paper grid trains (``--weights-dtype``), bf16 autocast,
-gradient checkpointing, AdamW; batch 8 in the micro-batches ``tools.gpu_estimate.planned`` picks for each GPU class
-(80 GB and 141 GB: an 80 GB plan run on an H200 shows its peak against 80 GB); one untimed step, then ``--repeats``
-timed steps. Each entry holds the measured tensor bytes of weights, gradients and Adam states, the CUDA peak and what
-lies beyond those states (activations, logits, autocast copies), the estimate's terms for the same shape, and the
-measured and estimated step times; an out-of-memory is recorded as such. Decoding: bf16, one forward pass per target
-token through the KV cache (``speed.decoders.HFDecoder.teacher_force``) at vocabulary sizes V, V + 100, V + 5000.
+length), Gemma-2 first, on the vocabulary expanded by k = 100 rows, each stage as ``workflow_scripts.lapt`` prepares it;
+frozen weights bf16 and trainable ones fp32 as the paper grid trains (``--weights-dtype``), bf16 autocast, gradient
+checkpointing, AdamW; batch 8 in the micro-batches ``workflow_scripts.gpu.fit.planned`` picks for each GPU class (80 GB
+and 141 GB: an 80 GB plan run on an H200 shows its peak against 80 GB); one untimed step, then ``--repeats`` timed
+steps. Each entry holds the measured tensor bytes of weights, gradients and Adam states, the CUDA peak and what lies
+beyond those states (activations, logits, autocast copies), the estimate's terms for the same shape, and the measured
+and estimated step times; an out-of-memory is recorded as such. Decoding: bf16, one forward pass per target token
+through the KV cache (``speed.decoders.HFDecoder.teacher_force``) at vocabulary sizes V, V + 100, V + 5000.
 
     python -m tools.gpu_bench --out results/gpu_bench.json           # one H200: under 10 minutes (--budget-s 480)
     python -m tools.gpu_bench --tiny --out /tmp/bench.json           # CPU, tiny shapes: proves the script runs
-    python -m tools.gpu_corrections results/gpu_bench.json           # the corrections to tools/gpu_estimate.py
+    python -m tools.gpu_corrections results/gpu_bench.json           # the corrections to workflow_scripts/gpu
 
 ``--budget-s`` stops starting new measurements after that many seconds; the JSON is rewritten after every entry and
 says what was skipped, so a timed-out machine still returns what it measured. It exits 1 when any measurement ran out
@@ -34,7 +34,10 @@ import sys
 import time
 from typing import Any
 
+from workflow_scripts.gpu.estimate import MEMORY_TERMS
+from workflow_scripts.gpu.fit import planned
 from workflow_scripts.io import write_json
+from workflow_scripts.resources import GPU_CLASSES
 
 PROCEDURES = ("LoRA", "2-stage", "2x2LS")
 OBJECTIVES = ("clm", "mtp")
@@ -211,20 +214,17 @@ def time_training(
 ) -> list:
     """One LAPT step per stage x objective x sequence length x GPU class of ``procedure`` on the k = 100 expansion,
     as lapt trains on CUDA: frozen weights in ``hp["weights_dtype"]`` (bf16 in the paper grid), trainable ones fp32,
-    bf16 autocast, gradient checkpointing, at the micro-batch ``tools.gpu_estimate.planned`` picks for each GPU class.
-    Each entry: step time, memory per term (tensor bytes of weights, gradients, Adam states; the peak beyond them),
-    and the estimate of each term for the same shape; ``emit(entry)`` is called as each entry is measured."""
+    bf16 autocast, gradient checkpointing, at the micro-batch ``workflow_scripts.gpu.fit.planned`` picks for each GPU
+    class. Each entry: step time, memory per term (tensor bytes of weights, gradients, Adam states; the peak beyond
+    them), and the estimate of each term for the same shape; ``emit(entry)`` is called as each entry is measured."""
     import torch
 
-    from workflow_scripts.gpu.estimate import MEMORY_TERMS
-    from workflow_scripts.gpu.fit import planned
     from workflow_scripts.gpu.shape import shape_from_config
     from workflow_scripts.lapt.hparams import resolve_hparams
     from workflow_scripts.lapt.loop import _adamw
     from workflow_scripts.lapt.objective import LossComputer
     from workflow_scripts.lapt.procedures import PROCEDURES as LAPT
     from workflow_scripts.lapt.procedures import StageContext
-    from workflow_scripts.resources import GPU_CLASSES
 
     hp = resolve_hparams({"micro_batch": "auto", "weights_dtype": "bf16", **(hp or {})})
     low = hp["weights_dtype"] == "bf16"
@@ -248,65 +248,77 @@ def time_training(
             named = [(n, p) for n, p in model.named_parameters() if p.requires_grad] + loss_fn.extra_parameters()
             optimizer = _adamw(hp, named)
             for seq_len in seq_lens:
-                micro_by_class: dict[int, list[str]] = {}
-                for cls in gpu_classes:
-                    est = planned(shape, procedure, objective, seq_len, hp, GPU_CLASSES[cls])
-                    micro_by_class.setdefault(est["micro_batch"], []).append(cls)
-                for micro, classes in sorted(micro_by_class.items(), reverse=True):
+                for micro, classes in _planned_micro_batches(shape, procedure, objective, seq_len, hp, gpu_classes):
                     entry = {"model": name, "procedure": procedure, "stage": stage.name, "stage_index": i,
                              "objective": objective, "seq_len": seq_len, "k": 100, "gpu_classes": classes,
                              "weights_dtype": hp["weights_dtype"], "eeve_layers": hp["eeve_layers"]}  # fmt: skip
                     if time.monotonic() > deadline:
                         out.append({**entry, "skipped": "--budget-s reached"})
                         continue
-                    accum = 8 // micro
                     est = planned(shape, procedure, objective, seq_len, {**hp, "micro_batch": micro},
                                   GPU_CLASSES[classes[0]])  # fmt: skip
+                    step = functools.partial(_one_step, loss_fn, optimizer, named, micro, 8 // micro, seq_len, vocab,
+                                             device, device == "cuda" or low)  # fmt: skip
                     held: dict[str, int] = {}
-                    entry.update(micro_batch=micro, grad_accum=accum)
-                    try:
-                        if device == "cuda":
-                            torch.cuda.reset_peak_memory_stats()
-                        states = functools.partial(_held_bytes, held, model, loss_fn, optimizer)
-                        _one_step(loss_fn, optimizer, named, micro, accum, seq_len, vocab, device,
-                                  device == "cuda" or low, states)  # fmt: skip
-                        peak = torch.cuda.max_memory_allocated() if device == "cuda" else None
-                        seconds = []
-                        for _ in range(repeats):
-                            _sync()
-                            t0 = time.perf_counter()
-                            _one_step(loss_fn, optimizer, named, micro, accum, seq_len, vocab, device,
-                                      device == "cuda" or low)  # fmt: skip
-                            _sync()
-                            seconds.append(time.perf_counter() - t0)
-                    except torch.OutOfMemoryError as e:  # a measurement too: the estimate said it fits
-                        entry.update(oom=str(e).splitlines()[0], estimate_peak_gib=est["peak_gib"])
-                        optimizer.zero_grad(set_to_none=True)
-                        _free()
-                        out.append(entry)
-                        if emit:
-                            emit(entry)
-                        continue
-                    stage_est = est["per_stage"][i]
-                    measured = dict(held)
-                    if peak is not None:  # CUDA's allocator peak; the CUDA context is outside it
-                        measured["peak"] = peak
-                        measured["beyond_states"] = peak - sum(held.values())
-                    entry.update(step_seconds=_median(seconds), repeats=seconds,
-                                 trainable_parameters=sum(p.numel() for _, p in named),
-                                 measured_bytes=measured,
-                                 estimate_bytes={k: int(stage_est[k]) for k in MEMORY_TERMS},
-                                 estimate_step_seconds=est["step_seconds"], estimate_peak_gib=est["peak_gib"],
-                                 estimate_stage_step_seconds=est["per_stage_step_seconds"][i])  # fmt: skip
-                    out.append(entry)
+                    entry.update(micro_batch=micro, grad_accum=8 // micro)
+                    states = functools.partial(_held_bytes, held, model, loss_fn, optimizer)
+                    out.append(_measure(entry, step, states, held, est, i, repeats=repeats, named=named,
+                                        optimizer=optimizer, device=device))  # fmt: skip
                     if emit:
-                        emit(entry)
+                        emit(out[-1])
             loss_fn.attach(None)
             del optimizer, loss_fn, named
             _free()
     del model
     _free()
     return out
+
+
+def _planned_micro_batches(shape, procedure: str, objective: str, seq_len: int, hp: dict, gpu_classes) -> list:
+    """The micro-batches ``planned`` picks on the GPU classes, largest first, each with the classes that pick it."""
+    by_micro: dict[int, list[str]] = {}
+    for cls in gpu_classes:
+        est = planned(shape, procedure, objective, seq_len, hp, GPU_CLASSES[cls])
+        by_micro.setdefault(est["micro_batch"], []).append(cls)
+    return sorted(by_micro.items(), reverse=True)
+
+
+def _measure(entry: dict, step, states, held: dict[str, int], est: dict, i: int, *, repeats: int, named, optimizer,
+             device) -> dict:  # fmt: skip
+    """``entry`` measured: one untimed ``step`` (``states`` fills ``held`` with the tensor bytes it holds), then
+    ``repeats`` timed ones, beside the estimate ``est`` of stage ``i``; an out-of-memory is recorded as such (the
+    estimate said it fits: a failed check)."""
+    import torch
+
+    try:
+        if device == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        step(states)
+        peak = torch.cuda.max_memory_allocated() if device == "cuda" else None
+        seconds = []
+        for _ in range(repeats):
+            _sync()
+            t0 = time.perf_counter()
+            step()
+            _sync()
+            seconds.append(time.perf_counter() - t0)
+    except torch.OutOfMemoryError as e:
+        entry.update(oom=str(e).splitlines()[0], estimate_peak_gib=est["peak_gib"])
+        optimizer.zero_grad(set_to_none=True)
+        _free()
+        return entry
+    stage_est = est["per_stage"][i]
+    measured = dict(held)
+    if peak is not None:  # CUDA's allocator peak; the CUDA context is outside it
+        measured["peak"] = peak
+        measured["beyond_states"] = peak - sum(held.values())
+    entry.update(step_seconds=_median(seconds), repeats=seconds,
+                 trainable_parameters=sum(p.numel() for _, p in named),
+                 measured_bytes=measured,
+                 estimate_bytes={k: int(stage_est[k]) for k in MEMORY_TERMS},
+                 estimate_step_seconds=est["step_seconds"], estimate_peak_gib=est["peak_gib"],
+                 estimate_stage_step_seconds=est["per_stage_step_seconds"][i])  # fmt: skip
+    return entry
 
 
 def hardware() -> dict[str, Any]:

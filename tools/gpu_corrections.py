@@ -1,4 +1,4 @@
-"""The corrections to tools/gpu_estimate.py that a tools/gpu_bench.py JSON implies, printed as a report.
+"""The corrections to workflow_scripts/gpu/estimate.py that a tools/gpu_bench.py JSON implies, printed as a report.
 
     python -m tools.gpu_corrections results/gpu_bench.json
 
@@ -28,7 +28,7 @@ from workflow_scripts.gpu.shape import GIB
 
 STATES = ("weights", "gradients", "optimizer")
 BEYOND = ("autocast_cache", "frozen_row_snapshot", "activations_layers", "logits")
-CONTEXT_GIB = 3.0  # gpu_estimate's cuda_overhead: the CUDA context and what the allocator does not count
+CONTEXT_GIB = 3.0  # the estimate's cuda_overhead: the CUDA context and what the allocator does not count
 
 
 def _label(e: dict[str, Any]) -> str:
@@ -87,8 +87,8 @@ def failed(c: dict[str, Any]) -> list[str]:
 
 
 def render(c: dict[str, Any]) -> str:
-    """The report: what to change in tools/gpu_estimate.py, then the entries."""
-    lines = ["# Corrections to tools/gpu_estimate.py", ""]
+    """The report: what to change in workflow_scripts/gpu/estimate.py, then the entries."""
+    lines = ["# Corrections to workflow_scripts/gpu/estimate.py", ""]
     if c["out_of_memory"]:
         lines += ["Out of memory although estimated to fit (raise the terms below, or lower headroom):"]
         lines += [f"  - {x}" for x in c["out_of_memory"]] + [""]

@@ -6,7 +6,7 @@ plain process and once under ``torchrun --nproc-per-node G`` (G = the GPUs visib
 single process: the sharded code path, NCCL, DTensor row masks, gathered checkpoints and the saved folder), kills a
 torchrun run after the checkpoint of step 4 and resumes it as a plain process. It writes, per run, the largest
 parameter difference to the plain run, the peak CUDA memory and the tensor bytes each process held against
-tools.gpu_estimate for the same shape and G, as JSON (rewritten after every run, so a cut run keeps what it measured)
+workflow_scripts.gpu for the same shape and G, as JSON (rewritten after every run, so a cut run keeps what it measured)
 and Markdown::
 
     PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 python3 -m tools.gpu_fsdp_check --out "$OUT/fsdp" 2>&1 | tee "$OUT/fsdp.log"
@@ -96,7 +96,7 @@ def difference(a: Path, b: Path) -> dict:
 
 
 def predicted(model: Path, procedure: str, objective: str, hp: dict, shards: int) -> dict:
-    """tools.gpu_estimate's weights, gradients and Adam bytes per process and peak GiB for this shape."""
+    """workflow_scripts.gpu's weights, gradients and Adam bytes per process and peak GiB for this shape."""
     from transformers import AutoConfig
 
     from workflow_scripts.gpu.estimate import estimate

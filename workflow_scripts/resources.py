@@ -96,9 +96,9 @@ SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
 CPUS_PER_GPU = {"demo": 2, "135M": 4, "7B": 8, "8B": 8, "9B": 8}
 
 
-# GPU memory classes the planning check (workflow_scripts.grid.gpu_fit_problems) sizes LAPT jobs for, by the GPU model a
+# GPU memory classes the planning check (workflow_scripts.config_checks.gpu_fit) sizes LAPT jobs for, by the GPU model a
 # profile names for rule lapt (`gpu_model`, or the model in a `gres: gpu:<model>:N`); a profile that names none, or a
-# model not listed, plans for the smaller class. The value is the tools/gpu_estimate GPU whose memory and speed stand
+# model not listed, plans for the smaller class. The value is the workflow_scripts.gpu GPU whose memory and speed stand
 # for the class.
 GPU_CLASSES = {"80GB": "H100", "141GB": "H200"}
 GPU_MODEL_CLASS = {

@@ -81,6 +81,8 @@ PROCEDURES = tuple(STAGES)
 
 def stages_of(procedure: str, eeve_layers: str = "full") -> tuple[StageSpec, ...]:
     """The stages of ``procedure`` as lapt runs them under hparam ``eeve_layers``."""
+    if procedure not in STAGES:
+        raise ValueError(f"unknown procedure {procedure!r}; expected one of {PROCEDURES}")
     return EEVE_LORA if procedure == "EEVE" and eeve_layers == "LoRA" else STAGES[procedure]
 
 
@@ -248,27 +250,20 @@ def estimate(
     run is sharded over (FSDP); memory is per GPU, ``train_hours`` wall time, ``gpu_hours`` both counted.
     """
     key, m = named_shape(model_size)
-    if procedure not in STAGES:
-        raise ValueError(f"unknown procedure {procedure!r}; expected one of {PROCEDURES}")
+    stages = stages_of(procedure, eeve_layers)
     if weights_dtype not in ("fp32", "bf16"):
         raise ValueError(f"weights_dtype must be fp32 or bf16, got {weights_dtype!r}")
     g = GPUS[gpu]
-    stages = stages_of(procedure, eeve_layers)
     per_stage = [
         _stage_memory_and_flops(
             m, s, objective, seq_len, batch_size, weights_dtype, gradient_checkpointing, stages[:i], shards
         )
         for i, s in enumerate(stages)
     ]
-    peaks = [sum(st[k] for k in MEMORY_TERMS) for st in per_stage]
-    worst = per_stage[max(range(len(stages)), key=peaks.__getitem__)]
-    memory = {k: worst[k] / GIB for k in MEMORY_TERMS}
-    memory["cuda_overhead"] = overhead_gib  # CUDA context, allocator fragmentation, temporary buffers
+    worst, memory = _peak_memory(per_stage, overhead_gib)
     total_gib = sum(memory.values())
-
-    blocks = corpus_tokens // seq_len
-    # sharded: batch_size x grad_accum blocks per process, N processes per step
-    steps = max(1, math.ceil(math.ceil(blocks / (batch_size * shards)) / grad_accum * epochs))
+    # blocks of the corpus; sharded: batch_size x grad_accum blocks per process, N processes per step
+    steps = max(1, math.ceil(math.ceil(corpus_tokens // seq_len / (batch_size * shards)) / grad_accum * epochs))
     split = [1.0] * len(stages) if stage_split is None else list(stage_split)
     step_seconds, per_stage_seconds = _step_seconds(per_stage, split, grad_accum, g, mfu)
     tokens_per_step = batch_size * grad_accum * seq_len * shards
@@ -303,6 +298,16 @@ def estimate(
         "gpu_hours": round(shards * train_seconds / 3600, 2),
         **_scheduler_request(total_gib, worst, train_seconds, startup_minutes),
     }
+
+
+def _peak_memory(per_stage: list[dict[str, float]], overhead_gib: float) -> tuple[dict[str, float], dict[str, float]]:
+    """The stage of the largest memory peak, and its memory terms in GiB with ``cuda_overhead`` (the CUDA context,
+    allocator fragmentation, temporary buffers)."""
+    peaks = [sum(st[k] for k in MEMORY_TERMS) for st in per_stage]
+    worst = per_stage[max(range(len(per_stage)), key=peaks.__getitem__)]
+    memory = {k: worst[k] / GIB for k in MEMORY_TERMS}
+    memory["cuda_overhead"] = overhead_gib
+    return worst, memory
 
 
 def _step_seconds(

@@ -28,7 +28,7 @@ A plain PyTorch loop (no HF Trainer) so that the trained parameter set and resum
 - Objectives: ``clm``; ``mtp`` adds one extra head, initialized from the LM head, that predicts token t+2 from the same
   final hidden state; the loss is the sum of both token-averaged losses. The extra head is not saved.
 - Micro-batches: ``micro_batch`` re-splits each step's batch_size x grad_accum blocks (null: batch_size); "auto"
-  takes the largest that ``tools.gpu_estimate`` says fits the GPU's memory. Losses stay on the device and are read
+  takes the largest that ``workflow_scripts.gpu`` says fits the GPU's memory. Losses stay on the device and are read
   back once per log interval.
 - Optimization: AdamW (betas, eps, weight decay on matrices only, like HF Trainer), cosine schedule with linear warmup,
   gradient clipping at 1.0 (HF Trainer's default), bf16 autocast and gradient checkpointing on CUDA, fp32 on CPU.

@@ -30,7 +30,7 @@ DEFAULT_HPARAMS: dict[str, Any] = {
     "grad_accum": 1,
     # Blocks per forward/backward: null = batch_size (grad_accum micro-batches a step); an integer dividing
     # batch_size * grad_accum re-splits each optimizer step (the same step: every micro-batch's loss is normalized by
-    # the whole step's token counts); "auto" = the largest divisor that tools/gpu_estimate says fits the GPU the job
+    # the whole step's token counts); "auto" = the largest divisor that workflow_scripts.gpu says fits the GPU the job
     # got (batch_size on the CPU).
     "micro_batch": None,
     "checkpoint_every": 50,

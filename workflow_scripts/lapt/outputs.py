@@ -117,7 +117,7 @@ def _peak_memory(device) -> tuple[int, str]:
 
 def tensor_bytes(model, loss_fn: LossComputer, optimizer) -> dict[str, int]:
     """Bytes this process holds in weights, gradients and optimizer states now (its shards when sharded): what
-    gpu_estimate's arithmetic must match."""
+    workflow_scripts.gpu's arithmetic must match."""
     import torch
 
     params = {id(p): shard.local(p) for p in model.parameters()}

@@ -1,0 +1,5 @@
+import sys
+
+from tools.preflight import main
+
+sys.exit(main())
