@@ -21,8 +21,6 @@ from workflow_scripts.io import atomic_path
 log = logging.getLogger("vocabexp.lapt")
 
 CHECKPOINT_FILE = "checkpoint.safetensors"
-# Written by versions that pickled the checkpoint with torch.save: never loaded, removed with the new one.
-LEGACY_CHECKPOINT_FILE = "checkpoint.pt"
 FORMAT = "vocabexp-lapt-checkpoint/1"
 _TENSOR, _TUPLE, _ITEMS = "__tensor__", "__tuple__", "__items__"
 
@@ -128,9 +126,8 @@ def set_rng_state(state: dict[str, Any]) -> None:
 def remove_checkpoint(checkpoint_dir: str | Path) -> None:
     """Delete the resume checkpoint, and its folder when nothing else is in it."""
     ckpt_dir = Path(checkpoint_dir)
-    for name in (CHECKPOINT_FILE, LEGACY_CHECKPOINT_FILE):
-        (ckpt_dir / name).unlink(missing_ok=True)
-        for stale in ckpt_dir.glob(f".{name}.*.tmp"):  # left by a kill during a checkpoint write
-            shutil.rmtree(stale, ignore_errors=True)
+    (ckpt_dir / CHECKPOINT_FILE).unlink(missing_ok=True)
+    for stale in ckpt_dir.glob(f".{CHECKPOINT_FILE}.*.tmp"):  # left by a kill during a checkpoint write
+        shutil.rmtree(stale, ignore_errors=True)
     if ckpt_dir.is_dir() and not any(ckpt_dir.iterdir()):
         ckpt_dir.rmdir()

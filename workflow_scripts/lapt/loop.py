@@ -21,7 +21,6 @@ from workflow_scripts.io import read_corpus, seed_everything
 from workflow_scripts.lapt import shard, testhooks
 from workflow_scripts.lapt.checkpoint import (
     CHECKPOINT_FILE,
-    LEGACY_CHECKPOINT_FILE,
     load_checkpoint,
     rng_state,
     save_checkpoint,
@@ -158,9 +157,6 @@ def prepare_run(
     }
     grad_ckpt = device.type == "cuda" if hp["gradient_checkpointing"] is None else bool(hp["gradient_checkpointing"])
     micro = resolve_micro_batch(hp, device, model_dir, procedure, objective, seq_len, grad_ckpt, ranks.world)
-    if (Path(checkpoint_dir) / LEGACY_CHECKPOINT_FILE).exists():
-        log.warning("%s/%s is a pickled checkpoint of an older version: not loaded", checkpoint_dir,
-                    LEGACY_CHECKPOINT_FILE)  # fmt: skip
     return Run(
         model_dir=Path(model_dir),
         procedure=procedure,
