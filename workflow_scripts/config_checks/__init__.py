@@ -13,6 +13,8 @@ cells against each other and against the corpus size). ``notes`` holds what plan
 - ``cells``: the methods and the grid's cells (k against |V_aux|, vocabulary sizes against D, stages, MuMo, ElChat).
 - ``files``: the config files as written (syntax, duplicate keys, missing blocks), and the output folder.
 - ``notes``: config warnings (evaluation sizes above the data) and the checks deferred to a job or to preflight.
+- ``gpu_fit``: the grid's LAPT jobs against the GPU class the profiles ask for rule lapt (``gpu_fit_problems``, run
+  by rules/common.smk after these), and the GPUs each job gets (``lapt_gpu_counts``).
 
 The grid itself (methods, slugs, a cell's hparams and vocabulary sizes) is ``workflow_scripts.grid``, which the rules
 read too. No torch import: planning stays fast.
