@@ -50,6 +50,7 @@ from tools.preflight.rows import (
     failure_row,
     forget_failed_hosts,
     hub_cached,
+    hub_files,
     hub_host,
     human,
 )
@@ -118,9 +119,7 @@ def model_rows(name: str, spec: dict, online: bool, key: str) -> list[Row]:
             return [Row(NOT_CHECKED, item, detail, OFFLINE_FIX)]
         repo = hub_cache.HubRepo(repo_id, "model", revision, key + ".path", key + ".revision")
         try:
-            with contact(hub_host(repo), item):
-                repo.check_access()
-                files = repo.files()
+            files = hub_files(repo, item)
         except AccessError as e:
             return [failure_row(item, e)]
         wanted = hub_cache.model_files(files)

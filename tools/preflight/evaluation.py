@@ -16,7 +16,7 @@ from tools.preflight.rows import (
     Row,
     contact,
     failure_row,
-    hub_host,
+    hub_files,
     human,
 )
 
@@ -141,9 +141,7 @@ def items_tokenizer_rows(config: dict, online: bool, downloads: Path) -> list[Ro
         return [Row(NOT_CHECKED, item, OFFLINE_NOTE + ": access (gated licence), tokenizer files", OFFLINE_FIX)]
     repo = hub_cache.HubRepo(repo_id, "model", key="evaluation.items_tokenizer")
     try:
-        with contact(hub_host(repo), item):
-            repo.check_access()
-            files = repo.files()
+        files = hub_files(repo, item)
     except AccessError as e:
         return [failure_row(item, e)]
     tok = [f for f in hub_cache.TOKENIZER_FILES if f in files]
@@ -184,9 +182,7 @@ def sum_asset_rows(config: dict, online: bool, downloads: Path) -> list[Row]:
             repo_id, revision = hub_cache.split_id(value)
             repo = hub_cache.HubRepo(repo_id, "model", revision, key)
             try:
-                with contact(hub_host(repo), item):
-                    repo.check_access()
-                    files = repo.files()
+                files = hub_files(repo, item)
             except AccessError as e:
                 rows.append(failure_row(item, e))
                 continue

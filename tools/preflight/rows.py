@@ -71,6 +71,13 @@ def contact(host: str | None, item: str):
         raise
 
 
+def hub_files(repo, item: str) -> dict[str, int | None]:
+    """The files of hub ``repo`` (or a local folder) with their sizes, after checking access, as one contact."""
+    with contact(hub_host(repo), item):
+        repo.check_access()
+        return repo.files()
+
+
 def forget_failed_hosts() -> None:
     """Start a run that contacts every host again."""
     _DOWN.clear()
