@@ -14,13 +14,13 @@ import dataclasses
 from typing import Any
 
 from workflow_scripts.gpu.fit import fit_problem, planned_gpus
-from workflow_scripts.gpu.shape import MODELS, SIZE_SHAPES
+from workflow_scripts.gpu.shape import MODELS, SIZE_SHAPES, ModelShape
 from workflow_scripts.grid import Method, expand_grid, first_entries, hparam, vocab_size
 from workflow_scripts.lapt import DEFAULT_HPARAMS, PROCEDURES, resolve_hparams
 from workflow_scripts.resources import GPU_CLASSES
 
 
-def lapt_jobs(config: dict) -> list[tuple[str, Method, Any, dict[str, Any], dict[str, str]]]:
+def lapt_jobs(config: dict) -> list[tuple[str, Method, ModelShape, dict[str, Any], dict[str, str]]]:
     """The LAPT job kinds of a GPU size class: (model, method, workflow_scripts.gpu shape with the cell's vocabulary,
     resolved hparams, the config key each hparam comes from), once per model and method."""
     jobs, seen, first = [], set(), first_entries(config)
