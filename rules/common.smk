@@ -7,7 +7,6 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
-from snakemake.utils import validate
 
 sys.path.insert(0, workflow.basedir)
 # Rules run `python -m workflow_scripts.<step>`: make the modules importable from any working directory, and,
@@ -28,43 +27,22 @@ shell.prefix(
     + "${{PYTHONPATH:+:$PYTHONPATH}}; "
 )
 from workflow_scripts.grid import (
-    ConfigError,
     cell_hparams,
-    expand_grid,
     first_entries,
     slug_regex,
     vocab_size,
-    with_adapted,
     tasks_of,
 )  # noqa: E402
-from workflow_scripts.config_checks import (
-    check_config,
-    config_file_problems,
-    config_warnings,
-    deferred_checks,
-    missing_blocks,
-    schema_errors,
-    unset_evaluation,
-    unwritable_output,
-)  # noqa: E402
-from workflow_scripts.gpu_fit import gpu_fit_problems  # noqa: E402
-from workflow_scripts.runs import (
-    DOWNLOADS_ROOT,
-    claim,
-    plan_run,
-    run_root,
-    start_problem,
-)  # noqa: E402
+from workflow_scripts.config_checks import unwritable_output  # noqa: E402
+from workflow_scripts.config_checks.plan import ConfigError, check_plan  # noqa: E402
+from workflow_scripts.runs import DOWNLOADS_ROOT, claim, start_problem  # noqa: E402
 from workflow_scripts.resources import (
     rule_gpus,
     sized_resources,
     slurm_signal,
     workflow_gpu_class,
-    workflow_gpu_problems,
-    workflow_node_gpus,
 )  # noqa: E402
 from workflow_scripts.speed.plan import (
-    problems as speed_plan_problems,
     runtime_minutes as speed_runtime_minutes,
 )  # noqa: E402
 from workflow_scripts.paper.specs import (
@@ -75,38 +53,24 @@ from workflow_scripts.paper.specs import (
     report_title,
 )  # noqa: E402
 
-SCHEMA = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
-# the config files as written (YAML syntax, a key given twice) before the merged config is validated
-_problems = [d for f in workflow.configfiles for d in config_file_problems(f)]
-_problems = _problems or schema_errors(config, SCHEMA) or missing_blocks(config, SCHEMA)
-if _problems:
-    raise WorkflowError("invalid configuration:\n  - " + "\n  - ".join(_problems))
-_unset = unset_evaluation(config, SCHEMA)  # before the defaults fill it in
-validate(config, schema=str(SCHEMA), set_default=True)  # fills the schema's defaults
+# Every planning check (workflow_scripts/config_checks/plan.py): the schema fills the config's defaults; warnings are
+# printed with the plan. Paths resolve against the working directory, as Snakemake does.
 try:
-    # paths resolve against the working directory, as Snakemake does
-    # with the methods a post-hoc method starts from: trained as dependencies even when not listed
-    METHODS = with_adapted(check_config(config, Path.cwd()))
-    CELLS = expand_grid(config)
+    PLAN = check_plan(
+        config,
+        workflow.configfiles,
+        Path.cwd(),
+        workflow.resource_settings,
+        Path(workflow.basedir) / "schemas" / "config.schema.yaml",
+    )
 except ConfigError as e:
     raise WorkflowError(str(e)) from None
-# Printed with the plan: settings that run but are probably not meant, and the data checks that happen later.
-for _line in [*_unset, *config_warnings(config)]:
-    print(f"config warning: {_line}", file=sys.stderr)
-for _line in deferred_checks(config):
-    print(f"checked later: {_line}", file=sys.stderr)
-
+METHODS, CELLS, RUN = PLAN.methods, PLAN.cells, PLAN.run
 METHOD_BY_SLUG = {m.slug: m for m in METHODS}
+config["run"] = RUN  # the report's front page (report/workflow.rst) names its folder
 # Every output of this configuration lies under results/<run>/ (workflow_scripts/runs.py); rules write
 # "<results>/..." and "<downloads>/..." (Snakemake path variables), the functions here RESULTS and DOWNLOADS.
-try:
-    RUN, _outside_warning = plan_run(config, workflow.configfiles, Path.cwd())
-except ValueError as e:
-    raise WorkflowError(str(e)) from None
-if _outside_warning:
-    print(f"config warning: {_outside_warning}", file=sys.stderr)
-config["run"] = RUN  # the report's front page (report/workflow.rst) names its folder
-RESULTS = str(run_root(RUN))
+RESULTS = PLAN.results
 DOWNLOADS = str(DOWNLOADS_ROOT)
 
 
@@ -119,13 +83,8 @@ pathvars:
 FIRST_ENTRY = first_entries(config)
 
 
-# The output folder: a path under a file stops any run here; a folder a real run cannot write (a dry run writes
-# nothing) stops it when it starts, not in its first job, which records the config files that write it.
-_unwritable = unwritable_output(RESULTS, write=False)
-if _unwritable:
-    raise WorkflowError(f"{RESULTS}: {_unwritable}")
-
-
+# A folder a real run cannot write (a dry run writes nothing) stops it when it starts, not in its first job, which
+# records the config files that write it.
 onstart:
     _unwritable = unwritable_output(RESULTS)
     if _unwritable:
@@ -137,35 +96,6 @@ onstart:
 
 
 MODELS = list(config["models"])
-# The profiles' GPU requests (set-resources, default-resources) against the rules and the models' size classes,
-# before any job runs: a GPU on a rule that cannot use one, or a GPU profile leaving a 7B/8B/9B model's GPU rule without.
-_gpu_problems = workflow_gpu_problems(
-    workflow.resource_settings, {m: config["models"][m]["size"] for m in MODELS}
-)
-if _gpu_problems:
-    raise WorkflowError(
-        "GPU requests do not fit the workflow:\n  - " + "\n  - ".join(_gpu_problems)
-    )
-# Every LAPT job of a GPU size class against the memory of the GPU class the profiles ask for rule lapt (80 GB
-# unless set-resources names an H200), sharded over up to node_gpus GPUs: refused before any job, naming the key.
-_fit_problems = gpu_fit_problems(
-    config,
-    workflow_gpu_class(workflow.resource_settings),
-    workflow_node_gpus(workflow.resource_settings),
-)
-if _fit_problems:
-    raise WorkflowError(
-        "LAPT jobs do not fit the GPU:\n  - " + "\n  - ".join(_fit_problems)
-    )
-# The speed step's memory peak per model against the GPU class the profiles ask for rule measure_speed
-# (workflow_scripts/speed/plan.py).
-_speed_problems = speed_plan_problems(
-    config, workflow_gpu_class(workflow.resource_settings, "measure_speed")
-)
-if _speed_problems:
-    raise WorkflowError(
-        "speed settings do not fit the GPU:\n  - " + "\n  - ".join(_speed_problems)
-    )
 LANGUAGES = list(config["languages"])
 TASKS = config["evaluation"]["tasks"]
 
@@ -573,17 +503,6 @@ def harness_data(task):
 
 
 ITEMS = config["evaluation"]["items"]
-if (
-    ITEMS != "shuffle"
-    and "mt" in TASKS
-    and any(mt_kind(lang) == "flores" for lang in LANGUAGES)
-    and config["evaluation"]["mt"]["n"] < config["data"]["n_mt"]
-):
-    # the harness draws evaluation.mt.n of the selected rows by LightEval's shuffle: the selection would be lost
-    raise WorkflowError(
-        f"evaluation.items {ITEMS}: evaluation.mt.n ({config['evaluation']['mt']['n']}) is below data.n_mt "
-        f"({config['data']['n_mt']}), the rows selected; set them equal so that every selected row is evaluated"
-    )
 
 
 def sum_items_dir(lang):
@@ -714,15 +633,7 @@ def dataset_subsets(wc):
 
 # sum's metrics (workflow_scripts/harness/metrics.py, workflow_scripts/bleurt.py): mT5's spiece.model (ROUGE-L's
 # segmentation) and the BLEURT checkpoint are a hub id fetched once by a local rule (rules/data.smk) or a local path.
-from workflow_scripts.sum_assets import (  # noqa: E402
-    hub_asset_problems,
-    reads_mt5_spiece,
-    repo_slug,
-)
-
-_sum_problems = hub_asset_problems(config["evaluation"]["sum"])
-if _sum_problems:
-    raise WorkflowError("invalid configuration:\n  - " + "\n  - ".join(_sum_problems))
+from workflow_scripts.sum_assets import reads_mt5_spiece, repo_slug  # noqa: E402
 
 
 def mt5_spiece_file(wc=None):

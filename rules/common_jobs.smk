@@ -1,15 +1,9 @@
 # Input functions and job parameters of the lapt, evaluate_cell and tables rules (snakemake --lint: rule files hold
 # rules, functions live in common modules). Included after common.smk, whose names they use.
-from workflow_scripts.gpu_fit import lapt_gpu_counts
-
 # lapt (rules/lapt.smk)
 # GPUs of one node each LAPT job of a 7B/8B/9B model runs on: the fewest that tools/gpu_estimate says hold it
 # (FSDP over N processes, workflow_scripts/lapt/shard.py); every other job runs on one.
-LAPT_GPUS = lapt_gpu_counts(
-    config,
-    workflow_gpu_class(workflow.resource_settings),
-    workflow_node_gpus(workflow.resource_settings),
-)
+LAPT_GPUS = PLAN.lapt_gpus
 
 
 def lapt_gpus(wildcards):
