@@ -57,8 +57,8 @@ localrules:
 rule fragmentation:
     """Mean tokens per sentence per language for each source tokenizer (the paper's Figure 2)."""
     input:
-        tokenizers=[source_model_dir(m) for m in MODELS],
-        pairs=[data_file(lang, "mt.tsv") for lang in LANGUAGES],
+        tokenizers=[LAYOUT.source_model(m) for m in MODELS],
+        pairs=[LAYOUT.data_file(lang, "mt.tsv") for lang in LANGUAGES],
     output:
         "<results>/analysis/fragmentation.csv",
     log:
