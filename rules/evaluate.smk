@@ -8,8 +8,8 @@ rule evaluate_mt:
     input:
         unpack(step_inputs("mt")),
     output:
-        result="<results>/{model}/{lang}/{method}/eval/mt.json",
-        predictions="<results>/{model}/{lang}/{method}/eval/mt_predictions.tsv",
+        result=paths.eval_file(name="mt.json"),
+        predictions=paths.eval_file(name="mt_predictions.tsv"),
     log:
         "<results>/logs/evaluate_mt/{model}.{lang}.{method}.log",
     benchmark:
@@ -37,8 +37,8 @@ rule evaluate_sum:
     input:
         unpack(step_inputs("sum")),
     output:
-        result="<results>/{model}/{lang}/{method}/eval/sum.json",
-        predictions="<results>/{model}/{lang}/{method}/eval/sum_predictions.tsv",
+        result=paths.eval_file(name="sum.json"),
+        predictions=paths.eval_file(name="sum_predictions.tsv"),
     log:
         "<results>/logs/evaluate_sum/{model}.{lang}.{method}.log",
     benchmark:
@@ -64,12 +64,12 @@ rule score_bleurt:
     (workflow_scripts/bleurt.py); one record per run, the mean over items, averaged over runs in the tables.
     """
     input:
-        predictions="<results>/{model}/{lang}/{method}/eval/sum_predictions.tsv",
-        sum_result="<results>/{model}/{lang}/{method}/eval/sum.json",
+        predictions=paths.eval_file(name="sum_predictions.tsv"),
+        sum_result=paths.eval_file(name="sum.json"),
         bleurt=bleurt_dir,
     output:
-        result="<results>/{model}/{lang}/{method}/eval/sum_bleurt.json",
-        per_item="<results>/{model}/{lang}/{method}/eval/sum_bleurt_items.tsv",
+        result=paths.eval_file(name="sum_bleurt.json"),
+        per_item=paths.eval_file(name="sum_bleurt_items.tsv"),
     log:
         "<results>/logs/score_bleurt/{model}.{lang}.{method}.log",
     benchmark:
@@ -95,7 +95,7 @@ rule evaluate_mc:
     input:
         unpack(step_inputs("mc")),
     output:
-        result="<results>/{model}/{lang}/{method}/eval/mc.json",
+        result=paths.eval_file(name="mc.json"),
     log:
         "<results>/logs/evaluate_mc/{model}.{lang}.{method}.log",
     benchmark:
@@ -120,7 +120,7 @@ use rule evaluate_mc as evaluate_gmmlu with:
     input:
         unpack(step_inputs("gmmlu")),
     output:
-        result="<results>/{model}/{lang}/{method}/eval/gmmlu.json",
+        result=paths.eval_file(name="gmmlu.json"),
     log:
         "<results>/logs/evaluate_gmmlu/{model}.{lang}.{method}.log",
     benchmark:
@@ -138,7 +138,7 @@ use rule evaluate_mc as evaluate_mc_en with:
     input:
         unpack(step_inputs("mc_en")),
     output:
-        result="<results>/{model}/{lang}/{method}/eval/mc_en.json",
+        result=paths.eval_file(name="mc_en.json"),
     log:
         "<results>/logs/evaluate_mc_en/{model}.{lang}.{method}.log",
     benchmark:
@@ -156,7 +156,7 @@ use rule evaluate_mc as evaluate_gmmlu_en with:
     input:
         unpack(step_inputs("gmmlu_en")),
     output:
-        result="<results>/{model}/{lang}/{method}/eval/gmmlu_en.json",
+        result=paths.eval_file(name="gmmlu_en.json"),
     log:
         "<results>/logs/evaluate_gmmlu_en/{model}.{lang}.{method}.log",
     benchmark:
@@ -175,7 +175,7 @@ rule evaluate_ppl:
     input:
         unpack(step_inputs("ppl")),
     output:
-        result="<results>/{model}/{lang}/{method}/eval/ppl.json",
+        result=paths.eval_file(name="ppl.json"),
     log:
         "<results>/logs/evaluate_ppl/{model}.{lang}.{method}.log",
     benchmark:
@@ -204,7 +204,7 @@ rule measure_speed:
     input:
         unpack(step_inputs("speed")),
     output:
-        result="<results>/{model}/{lang}/{method}/eval/speed.json",
+        result=paths.eval_file(name="speed.json"),
     log:
         "<results>/logs/measure_speed/{model}.{lang}.{method}.log",
     benchmark:

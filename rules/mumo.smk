@@ -9,13 +9,13 @@ rule mumo_head:
     """V_mono from the target tokenizer, the head initialized (Multi- or Random-init) and trained on D; the source
     model is referenced, not copied."""
     input:
-        source="<results>/models/{model}/source",
+        source=paths.source_model(),
         target_tokenizer=mumo_target_tokenizer,
         corpus=corpus_train_file,
     output:
-        model=directory("<results>/{model}/{lang}/mumo/{head_init}-init/head"),
-        stats="<results>/{model}/{lang}/mumo/{head_init}-init/train_stats.json",
-        loss="<results>/{model}/{lang}/mumo/{head_init}-init/loss.tsv",
+        model=directory(paths.mumo_head()),
+        stats=paths.mumo_file("train_stats.json"),
+        loss=paths.mumo_file("loss.tsv"),
     log:
         "<results>/logs/mumo_head/{model}.{lang}.{head_init}.log",
     benchmark:

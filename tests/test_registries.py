@@ -56,5 +56,5 @@ def test_gpu_estimate_describes_every_registered_procedure():
 
 def test_every_task_has_a_rule_writing_its_result():
     rules = (REPO / "rules" / "evaluate.smk").read_text(encoding="utf-8")
-    outputs = set(re.findall(r"/eval/(\w+)\.json", rules))
+    outputs = set(re.findall(r'eval_file\(name="(\w+)\.json"\)', rules))
     assert outputs - {"sum_bleurt"} == set(steps.TASKS)  # sum_bleurt: a second metric of sum's predictions

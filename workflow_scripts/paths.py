@@ -30,8 +30,13 @@ def mc_proxy(lang: str = LANG, root: str = RESULTS) -> str:
 
 
 def sum_items(lang: str = LANG, selection: str = "{selection}", root: str = RESULTS) -> str:
-    """sum's selected items as a hub-layout folder (rule select_sum_items); ``.ids.json`` beside it."""
+    """sum's selected items as a hub-layout folder (rule select_sum_items)."""
     return f"{root}/data/{lang}/sum_items/{selection}"
+
+
+def sum_item_ids(lang: str = LANG, selection: str = "{selection}", root: str = RESULTS) -> str:
+    """The ids of sum's selected items."""
+    return f"{sum_items(lang, selection, root)}.ids.json"
 
 
 # models and tokenizers (rules/model.smk, rules/vocab.smk, rules/initialize.smk)
@@ -44,6 +49,11 @@ def tokenizer_dir(model: str = MODEL, lang: str = LANG, name: str = "aux{aux}.k{
     """A tokenizer of a model and language: aux<|V_aux|> (T_aux), aux<|V_aux|>.k<k> (T_t: the source tokenizer with
     the k most frequent new tokens of T_aux) or replace<size> (the replacement tokenizer)."""
     return f"{root}/{model}/{lang}/tokenizer/{name}"
+
+
+def model_info(model: str = MODEL, role: str = "source", root: str = RESULTS) -> str:
+    """What preparing a source (or chat) model recorded: where it came from, its size and dtype."""
+    return f"{source_model(model, role, root)}_info.json"
 
 
 def aux_tokenizer(model: str = MODEL, lang: str = LANG, aux: str = "{aux}", root: str = RESULTS) -> str:
@@ -62,10 +72,15 @@ def initialized_model(model: str = MODEL, lang: str = LANG, init: str = "{init}"
     return f"{root}/{model}/{lang}/init/{init}.{vocab}"
 
 
+def mumo_file(name: str, model: str = MODEL, lang: str = LANG, init: str = "{head_init}", root: str = RESULTS) -> str:
+    """A file of a MuMo head's training: ``train_stats.json``, ``loss.tsv``, or its folder ``head``."""
+    return f"{root}/{model}/{lang}/mumo/{init}-init/{name}"
+
+
 def mumo_head(model: str = MODEL, lang: str = LANG, init: str = "{head_init}", root: str = RESULTS) -> str:
     """A MuMo folder (head, V_mono, source model reference), shared by the cells decoding with and without
     verification."""
-    return f"{root}/{model}/{lang}/mumo/{init}-init/head"
+    return mumo_file("head", model, lang, init, root)
 
 
 # a cell: model x language x method (rules/lapt.smk, rules/elchat.smk, rules/evaluate.smk, rules/export.smk)
@@ -88,6 +103,11 @@ def train_stats(model: str = MODEL, lang: str = LANG, method: str = METHOD, root
 
 def checkpoints(model: str = MODEL, lang: str = LANG, method: str = METHOD, root: str = RESULTS) -> str:
     return f"{cell_dir(model, lang, method, root)}/checkpoints"
+
+
+def elchat_report(model: str = MODEL, lang: str = LANG, method: str = METHOD, root: str = RESULTS) -> str:
+    """What the ElChat merge recorded (rule elchat)."""
+    return f"{cell_dir(model, lang, method, root)}/elchat.json"
 
 
 def eval_file(model: str = MODEL, lang: str = LANG, method: str = METHOD, name: str = "{task}.json",
