@@ -62,8 +62,9 @@ except ConfigError as e:
 METHODS, CELLS, RUN = PLAN.methods, PLAN.cells, PLAN.run
 METHOD_BY_SLUG = {m.slug: m for m in METHODS}
 config["run"] = RUN  # the report's front page (report/workflow.rst) names its folder
-# Every output of this configuration lies under results/<run>/ (workflow_scripts/runs.py); rules write
-# "<results>/..." and "<downloads>/..." (Snakemake path variables), the functions here RESULTS and DOWNLOADS.
+# Every output of this configuration lies under results/<run>/ (workflow_scripts/runs.py). The rules' output patterns
+# (workflow_scripts/paths.py) start with the Snakemake path variables <results> and <downloads>; input functions pass
+# RESULTS and DOWNLOADS.
 RESULTS = PLAN.results
 DOWNLOADS = str(DOWNLOADS_ROOT)
 # which corpus, tokenizer, model folder and dataset each cell reads
