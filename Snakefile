@@ -23,7 +23,10 @@ report: "report/workflow.rst"
 
 
 include: "rules/common.smk"
-include: "rules/common_jobs.smk"
+include: "rules/data_inputs.smk"
+include: "rules/training_inputs.smk"
+include: "rules/evaluate_inputs.smk"
+include: "rules/tables_inputs.smk"
 include: "rules/data.smk"
 include: "rules/items.smk"
 include: "rules/model.smk"

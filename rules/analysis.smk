@@ -6,12 +6,12 @@
 rule init_analysis_cell:
     """One model x language: T_t with new merges first and last, crossings, differing rows, nats/char (no training)."""
     input:
-        source="<results>/models/{model}/source",
-        aux="<results>/{model}/{lang}/tokenizer/aux{aux}/tokenizer.json",
+        source=paths.source_model(),
+        aux=paths.aux_tokenizer(),
         corpus=corpus_train_file,
         heldout=corpus_heldout_file,
     output:
-        "<results>/analysis/init_analysis/{model}.{lang}.aux{aux}.k{k}.json",
+        paths.analysis_file("init_analysis/{model}.{lang}.aux{aux}.k{k}.json"),
     log:
         "<results>/logs/init_analysis_cell/{model}.{lang}.aux{aux}.k{k}.log",
     benchmark:
@@ -41,7 +41,7 @@ rule init_analysis:
     input:
         init_analysis_cells(),
     output:
-        "<results>/analysis/init_analysis.csv",
+        paths.analysis_file("init_analysis.csv"),
     log:
         "<results>/logs/init_analysis/collect.log",
     conda:
@@ -57,10 +57,10 @@ localrules:
 rule fragmentation:
     """Mean tokens per sentence per language for each source tokenizer (the paper's Figure 2)."""
     input:
-        tokenizers=[source_model_dir(m) for m in MODELS],
-        pairs=[data_file(lang, "mt.tsv") for lang in LANGUAGES],
+        tokenizers=[LAYOUT.source_model(m) for m in MODELS],
+        pairs=[LAYOUT.data_file(lang, "mt.tsv") for lang in LANGUAGES],
     output:
-        "<results>/analysis/fragmentation.csv",
+        paths.analysis_file("fragmentation.csv"),
     log:
         "<results>/logs/fragmentation/fragmentation.log",
     conda:

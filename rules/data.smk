@@ -6,8 +6,8 @@ rule extract_l10n_pairs:
     input:
         deb=l10n_deb,
     output:
-        pairs="<results>/data/{lang}/l10n/pairs.tsv",
-        report="<results>/data/{lang}/l10n/pairs_report.json",
+        pairs=paths.data_file(source="l10n", name="pairs.tsv"),
+        report=paths.data_file(source="l10n", name="pairs_report.json"),
     log:
         "<results>/logs/extract_l10n_pairs/{lang}.log",
     conda:
@@ -25,12 +25,12 @@ rule extract_l10n_pairs:
 rule split_l10n:
     """Seeded disjoint split of the l10n pairs into D (target side), held-out text and MT test pairs."""
     input:
-        pairs="<results>/data/{lang}/l10n/pairs.tsv",
+        pairs=paths.data_file(source="l10n", name="pairs.tsv"),
     output:
-        train="<results>/data/{lang}/l10n/train.txt",
-        heldout="<results>/data/{lang}/l10n/heldout.txt",
-        mt="<results>/data/{lang}/l10n/mt.tsv",
-        report="<results>/data/{lang}/l10n/split_report.json",
+        train=paths.data_file(source="l10n", name="train.txt"),
+        heldout=paths.data_file(source="l10n", name="heldout.txt"),
+        mt=paths.data_file(source="l10n", name="mt.tsv"),
+        report=paths.data_file(source="l10n", name="split_report.json"),
     log:
         "<results>/logs/split_l10n/{lang}.log",
     conda:
@@ -59,7 +59,7 @@ localrules:
 rule download_cc100:
     """Fetch a CC-100 per-language file once (run where the network is: the login node on HPC)."""
     output:
-        "<downloads>/cc100/{lang}.txt.xz",
+        paths.cc100(),
     log:
         "<results>/logs/download_cc100/{lang}.log",
     conda:
@@ -76,9 +76,9 @@ rule sample_cc100:
     input:
         corpus=cc100_path,
     output:
-        train="<results>/data/{lang}/cc100/train.txt",
-        heldout="<results>/data/{lang}/cc100/heldout.txt",
-        report="<results>/data/{lang}/cc100/sample_report.json",
+        train=paths.data_file(source="cc100", name="train.txt"),
+        heldout=paths.data_file(source="cc100", name="heldout.txt"),
+        report=paths.data_file(source="cc100", name="sample_report.json"),
     log:
         "<results>/logs/sample_cc100/{lang}.log",
     benchmark:
@@ -102,8 +102,8 @@ rule flores_mt:
     """The MT test set from FLORES-200 devtest (hub id or local mirror of openlanguagedata/flores_plus), selected as
     evaluation.items says (paper: the reference's 500), and the chosen ids."""
     output:
-        mt="<results>/data/{lang}/flores/mt.tsv",
-        ids="<results>/data/{lang}/flores/mt_items.json",
+        mt=paths.data_file(source="flores", name="mt.tsv"),
+        ids=paths.data_file(source="flores", name="mt_items.json"),
     log:
         "<results>/logs/flores_mt/{lang}.log",
     conda:
@@ -124,10 +124,10 @@ rule flores_mt:
 rule mc_proxy:
     """The embedded default's mc proxy: Belebele-layout 4-way choices built from held-out l10n pairs (not Belebele)."""
     input:
-        pairs="<results>/data/{lang}/l10n/pairs.tsv",
-        heldout="<results>/data/{lang}/l10n/heldout.txt",
+        pairs=paths.data_file(source="l10n", name="pairs.tsv"),
+        heldout=paths.data_file(source="l10n", name="heldout.txt"),
     output:
-        directory("<results>/data/{lang}/l10n/mc_proxy"),
+        directory(paths.mc_proxy()),
     log:
         "<results>/logs/mc_proxy/{lang}.log",
     conda:
@@ -151,7 +151,7 @@ rule download_dataset:
     """Fetch an evaluation dataset's wanted subsets and splits once from the hub and convert them into the hub layout
     with the task's fields (run where the network is: the login node)."""
     output:
-        directory("<downloads>/hf/{dataset}"),
+        directory(paths.hub_dataset()),
     log:
         "<results>/logs/download_dataset/{dataset}.log",
     conda:
@@ -169,7 +169,7 @@ rule download_hub_model:
     """Fetch a hub model's weights and tokenizer into the Hugging Face cache (login node), so that
     prepare_source_model / prepare_chat_model run with the hub offline."""
     output:
-        "<downloads>/models/{model}.{role}.json",
+        paths.hub_model_record(),
     log:
         "<results>/logs/download_hub_model/{model}.{role}.log",
     wildcard_constraints:
@@ -186,7 +186,7 @@ rule download_flores:
     """Fetch a language's FLORES+ devtest file and English's into the Hugging Face cache (gated: accept the licence
     first), so that flores_mt runs with the hub offline."""
     output:
-        "<downloads>/flores/{lang}.json",
+        paths.flores_record(),
     log:
         "<results>/logs/download_flores/{lang}.log",
     conda:
@@ -214,7 +214,7 @@ localrules:
 rule download_mt5_spiece:
     """Fetch mT5's SentencePiece model once (every mT5 size shares it): the ROUGE-L segmentation of sum (§6.6)."""
     output:
-        "<downloads>/mt5/{repo}/spiece.model",
+        paths.mt5_spiece(),
     log:
         "<results>/logs/download_mt5_spiece/{repo}.log",
     conda:
@@ -229,7 +229,7 @@ rule download_mt5_spiece:
 rule download_bleurt:
     """Fetch a BLEURT checkpoint in the PyTorch port's layout once (config.json, spm.model, weights; Table 8)."""
     output:
-        directory("<downloads>/bleurt/{repo}"),
+        directory(paths.bleurt()),
     log:
         "<results>/logs/download_bleurt/{repo}.log",
     conda:

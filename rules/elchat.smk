@@ -9,8 +9,8 @@ rule elchat:
         chat=chat_model_dir,
         adapted=adapted_model,
     output:
-        model=directory("<results>/{model}/{lang}/{method}/model"),
-        report="<results>/{model}/{lang}/{method}/elchat.json",
+        model=directory(paths.trained_model()),
+        report=paths.elchat_report(),
     log:
         "<results>/logs/elchat/{model}.{lang}.{method}.log",
     benchmark:

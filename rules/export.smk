@@ -9,10 +9,7 @@ rule export_gguf:
         model=gguf_model,
         source=source_model_of,
     output:
-        [
-            f"<results>/{{model}}/{{lang}}/{{method}}/gguf/model.{t}.gguf"
-            for t in GGUF_TYPES
-        ],
+        [paths.gguf_file(gguf_type=t) for t in GGUF_TYPES],
     log:
         "<results>/logs/export_gguf/{model}.{lang}.{method}.log",
     benchmark:
@@ -41,7 +38,7 @@ rule check_gguf:
         model=gguf_model,
         text=corpus_heldout_file,
     output:
-        "<results>/{model}/{lang}/{method}/gguf/fidelity.json",
+        paths.gguf_fidelity(),
     log:
         "<results>/logs/check_gguf/{model}.{lang}.{method}.log",
     benchmark:
@@ -76,7 +73,7 @@ rule serve_speed:
         source=source_model_of,
         pairs=mt_file,
     output:
-        "<results>/{model}/{lang}/{method}/eval/serve_speed.json",
+        paths.eval_file(name="serve_speed.json"),
     log:
         "<results>/logs/serve_speed/{model}.{lang}.{method}.log",
     benchmark:

@@ -4,12 +4,12 @@
 rule initialize:
     """Resize the source model to T_t and set the new rows by the named method; writes a loadable HF folder."""
     input:
-        source="<results>/models/{model}/source",
-        tokenizer="<results>/{model}/{lang}/tokenizer/aux{aux}.k{k}",
+        source=paths.source_model(),
+        tokenizer=paths.tokenizer_dir(name="aux{aux}.k{k}"),
         corpus=corpus_train_file,
     output:
-        model=directory("<results>/{model}/{lang}/init/{init}.aux{aux}.k{k}"),
-        report="<results>/{model}/{lang}/init/{init}.aux{aux}.k{k}.report.json",
+        model=directory(paths.initialized_model()),
+        report=paths.report(paths.initialized_model()),
     log:
         "<results>/logs/initialize/{model}.{lang}.{init}.aux{aux}.k{k}.log",
     benchmark:
@@ -35,12 +35,12 @@ rule initialize_replace:
     FOCUS; special tokens and, except under Random, the tokens V_s shares copy their source rows).
     """
     input:
-        source="<results>/models/{model}/source",
-        tokenizer="<results>/{model}/{lang}/tokenizer/replace{size}",
+        source=paths.source_model(),
+        tokenizer=paths.tokenizer_dir(name="replace{size}"),
         corpus=corpus_train_file,
     output:
-        model=directory("<results>/{model}/{lang}/init/{init}.replace{size}"),
-        report="<results>/{model}/{lang}/init/{init}.replace{size}.report.json",
+        model=directory(paths.initialized_model(vocab="replace{size}")),
+        report=paths.report(paths.initialized_model(vocab="replace{size}")),
     log:
         "<results>/logs/initialize_replace/{model}.{lang}.{init}.replace{size}.log",
     benchmark:

@@ -9,7 +9,7 @@ localrules:
 rule download_items_tokenizer:
     """Fetch the tokenizer files (no weights) of evaluation.items_tokenizer once (run where the network is)."""
     output:
-        directory("<downloads>/items_tokenizer"),
+        directory(paths.items_tokenizer()),
     log:
         "<results>/logs/download_items_tokenizer.log",
     conda:
@@ -28,8 +28,8 @@ rule select_sum_items:
         data=sum_mirror,
         tokenizer=items_tokenizer,
     output:
-        data=directory("<results>/data/{lang}/sum_items/{selection}"),
-        ids="<results>/data/{lang}/sum_items/{selection}.ids.json",
+        data=directory(paths.sum_items()),
+        ids=paths.sum_item_ids(),
     log:
         "<results>/logs/select_sum_items/{lang}.{selection}.log",
     benchmark:

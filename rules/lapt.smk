@@ -6,9 +6,9 @@ rule lapt:
         corpus=corpus_train_file,
         init_report=lapt_init_report,
     output:
-        model=directory("<results>/{model}/{lang}/{method}/model"),
-        stats="<results>/{model}/{lang}/{method}/train_stats.json",
-        loss="<results>/{model}/{lang}/{method}/loss.tsv",
+        model=directory(paths.trained_model()),
+        stats=paths.train_stats(),
+        loss=paths.loss_curve(),
     log:
         "<results>/logs/lapt/{model}.{lang}.{method}.log",
     benchmark:

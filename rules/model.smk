@@ -4,8 +4,8 @@
 rule prepare_source_model:
     """Materialize a config `models` entry as a save_pretrained folder (safetensors + tokenizer)."""
     output:
-        model=directory("<results>/models/{model}/source"),
-        info="<results>/models/{model}/source_info.json",
+        model=directory(paths.source_model()),
+        info=paths.model_info(),
     log:
         "<results>/logs/prepare_source_model/{model}.log",
     benchmark:
@@ -24,8 +24,8 @@ rule prepare_source_model:
 
 use rule prepare_source_model as prepare_chat_model with:
     output:
-        model=directory("<results>/models/{model}/chat"),
-        info="<results>/models/{model}/chat_info.json",
+        model=directory(paths.source_model(role="chat")),
+        info=paths.model_info(role="chat"),
     log:
         "<results>/logs/prepare_chat_model/{model}.log",
     benchmark:

@@ -1,21 +1,21 @@
 # MuMo (workflow_scripts/mumo): a target-language head trained on D on the frozen source model; its cells are
 # evaluated on generation (mt, sum) through the same LightEval tasks as every method, and timed at batch size 1.
 # A MuMo cell's "model" is the MuMo folder: the generic evaluate_mt and evaluate_sum put its decoder behind
-# LightEval's generate (mumo_args: k, and noverify), and measure_speed times it (workflow_scripts.speed.mumo: MuMo's
-# decoder in the speed step, paired with Source).
+# LightEval's generate (workflow_scripts/steps.py Steps.mumo: k, and noverify), and measure_speed times it
+# (workflow_scripts.speed.mumo: MuMo's decoder in the speed step, paired with Source).
 
 
 rule mumo_head:
     """V_mono from the target tokenizer, the head initialized (Multi- or Random-init) and trained on D; the source
     model is referenced, not copied."""
     input:
-        source="<results>/models/{model}/source",
+        source=paths.source_model(),
         target_tokenizer=mumo_target_tokenizer,
         corpus=corpus_train_file,
     output:
-        model=directory("<results>/{model}/{lang}/mumo/{head_init}-init/head"),
-        stats="<results>/{model}/{lang}/mumo/{head_init}-init/train_stats.json",
-        loss="<results>/{model}/{lang}/mumo/{head_init}-init/loss.tsv",
+        model=directory(paths.mumo_head()),
+        stats=paths.mumo_file("train_stats.json"),
+        loss=paths.mumo_file("loss.tsv"),
     log:
         "<results>/logs/mumo_head/{model}.{lang}.{head_init}.log",
     benchmark:

@@ -14,11 +14,11 @@ rule tables:
         results=eval_files() + serve_speed_files(),
         losses=lead_loss_files(),
     output:
-        csv="<results>/tables/results.csv",
-        markdown="<results>/tables/results.md",
-        figure="<results>/tables/results.png",
-        figure_pdf="<results>/tables/results.pdf",
-        html="<results>/tables/results.html",
+        csv=paths.table("results.csv"),
+        markdown=paths.table("results.md"),
+        figure=paths.table("results.png"),
+        figure_pdf=paths.table("results.pdf"),
+        html=paths.table("results.html"),
     log:
         "<results>/logs/tables/tables.log",
     conda:
@@ -32,13 +32,13 @@ rule tables:
 rule paper_tables:
     """The paper's Tables 1-11 and 14, Figures 2-5, the loss curves and the cost per cell, from results.csv alone."""
     input:
-        results="<results>/tables/results.csv",
-        markdown="<results>/tables/results.md",
-        fragmentation="<results>/analysis/fragmentation.csv",
+        results=paths.table("results.csv"),
+        markdown=paths.table("results.md"),
+        fragmentation=paths.analysis_file("fragmentation.csv"),
     output:
         paper_report_files(),
         costs=report(
-            "<results>/paper/costs.html",
+            paths.paper_file("costs.html"),
             caption="../report/costs.rst",
             category="Costs",
         ),

@@ -4,10 +4,10 @@
 rule train_aux_tokenizer:
     """T_aux with |V_aux| tokens trained on D, by the route the source tokenizer's family requires."""
     input:
-        source="<results>/models/{model}/source",
+        source=paths.source_model(),
         corpus=corpus_train_file,
     output:
-        "<results>/{model}/{lang}/tokenizer/aux{aux}/tokenizer.json",
+        paths.aux_tokenizer(),
     log:
         "<results>/logs/train_aux_tokenizer/{model}.{lang}.aux{aux}.log",
     benchmark:
@@ -29,13 +29,13 @@ rule expand_tokenizer:
     """V_new = the k most frequent aux tokens not in V_s, added as BPE vocabulary entries and merges placed before
     (tokenizer.new_merges: first) or after (last, the default) the source merges."""
     input:
-        source="<results>/models/{model}/source",
-        aux="<results>/{model}/{lang}/tokenizer/aux{aux}/tokenizer.json",
+        source=paths.source_model(),
+        aux=paths.aux_tokenizer(),
         corpus=corpus_train_file,
         heldout=corpus_heldout_file,
     output:
-        tokenizer=directory("<results>/{model}/{lang}/tokenizer/aux{aux}.k{k}"),
-        report="<results>/{model}/{lang}/tokenizer/aux{aux}.k{k}.report.json",
+        tokenizer=directory(paths.tokenizer_dir(name="aux{aux}.k{k}")),
+        report=paths.report(paths.tokenizer_dir(name="aux{aux}.k{k}")),
     log:
         "<results>/logs/expand_tokenizer/{model}.{lang}.aux{aux}.k{k}.log",
     benchmark:
@@ -59,12 +59,12 @@ rule replace_tokenizer:
     replacing V_s; the source's special tokens keep their meaning (ids mapped in the report).
     """
     input:
-        source="<results>/models/{model}/source",
+        source=paths.source_model(),
         corpus=corpus_train_file,
         heldout=corpus_heldout_file,
     output:
-        tokenizer=directory("<results>/{model}/{lang}/tokenizer/replace{size}"),
-        report="<results>/{model}/{lang}/tokenizer/replace{size}.report.json",
+        tokenizer=directory(paths.tokenizer_dir(name="replace{size}")),
+        report=paths.report(paths.tokenizer_dir(name="replace{size}")),
     log:
         "<results>/logs/replace_tokenizer/{model}.{lang}.replace{size}.log",
     benchmark:

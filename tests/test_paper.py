@@ -264,7 +264,7 @@ def test_costs_per_cell(tmp_path):
         path = bench / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"s\th:m:s\tmax_rss\n{seconds}\t0:00:00\t1.0\n", encoding="utf-8")
-    table = costs.cost_table(costs.read_benchmarks(bench), {"smollm2": "135M"}).set_index("method")
+    table = costs.cost_table(costs.read_benchmarks(tmp_path), {"smollm2": "135M"}).set_index("method")
     mean = table.loc["Mean.k100.2x2LS.clm.L128"]
     assert mean["jobs"] == 2 and mean["wall_h"] == pytest.approx(108 / 3600) == mean["gpu_h"]
     assert mean["requested_h"] == pytest.approx((60 + 30) / 60)  # resources.py, 135M: lapt 60 min, evaluate_mt 30
@@ -395,12 +395,12 @@ def test_costs_of_a_cpu_run_report_no_gpu_hours(tmp_path):
     stats.write_text(json.dumps({"device": "cpu"}))
     devices = costs.run_devices(tmp_path)
     assert devices == {"cpu"}
-    table = costs.cost_table(costs.read_benchmarks(tmp_path / "benchmarks"), {}, devices)
+    table = costs.cost_table(costs.read_benchmarks(tmp_path), {}, devices)
     row = table.iloc[0]
     assert row["wall_h"] == pytest.approx(0.1) and row["cpu_h"] == pytest.approx(700 / 3600) and row["gpu_h"] == 0
     assert "every job of this run ran on the CPU" in costs.markdown(table, devices=devices)
     # where the jobs ran on a GPU, a GPU rule's wall hours are its GPU-hours
-    assert costs.cost_table(costs.read_benchmarks(tmp_path / "benchmarks"), {}, {"cuda"}).iloc[0]["gpu_h"] > 0
+    assert costs.cost_table(costs.read_benchmarks(tmp_path), {}, {"cuda"}).iloc[0]["gpu_h"] > 0
 
 
 def test_report_lists_tables_in_the_papers_order_with_titles():

@@ -1,4 +1,4 @@
-"""One list per concept: the registries (initialize.INIT_METHODS, lapt.PROCEDURES / OBJECTIVES, evaluation.TASKS) are
+"""One list per concept: the registries (initialize.INIT_METHODS, lapt.PROCEDURES / OBJECTIVES, steps.TASKS) are
 the truth; the schema, the config check, the GPU estimate and the rules must agree with them (init and procedure: the
 schema admits the registries' names at validation, it lists none of its own)."""
 
@@ -9,7 +9,7 @@ import re
 import yaml
 
 from tests.conftest import REPO
-from workflow_scripts import evaluation, grid, initialize, lapt
+from workflow_scripts import grid, initialize, lapt, steps
 from workflow_scripts.config_checks import IMPLEMENTED
 from workflow_scripts.config_checks.schema import registered, with_registries
 from workflow_scripts.gpu import estimate as gpu_estimate
@@ -42,7 +42,7 @@ def test_registries_are_what_the_config_check_accepts():
     assert IMPLEMENTED["init"] == {"none", *initialize.INIT_METHODS}
     assert IMPLEMENTED["procedure"] == {"none", grid.MUMO, *lapt.PROCEDURES}
     assert IMPLEMENTED["objective"] == set(lapt.OBJECTIVES)
-    assert IMPLEMENTED["tasks"] == set(evaluation.TASKS)
+    assert IMPLEMENTED["tasks"] == set(steps.TASKS)
     # The registry lists the methods in their declared order (the paper's), which reports and the schema message follow.
     specs = list(initialize.METHOD_SPECS.values())
     assert [s.order for s in specs] == sorted(s.order for s in specs)
@@ -63,5 +63,5 @@ def test_gpu_estimate_describes_every_registered_procedure():
 
 def test_every_task_has_a_rule_writing_its_result():
     rules = (REPO / "rules" / "evaluate.smk").read_text(encoding="utf-8")
-    outputs = set(re.findall(r"/eval/(\w+)\.json", rules))
-    assert outputs - {"sum_bleurt"} == set(evaluation.TASKS)  # sum_bleurt: a second metric of sum's predictions
+    outputs = set(re.findall(r'eval_file\(name="(\w+)\.json"\)', rules))
+    assert outputs - {"sum_bleurt"} == set(steps.TASKS)  # sum_bleurt: a second metric of sum's predictions

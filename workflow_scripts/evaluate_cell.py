@@ -20,10 +20,9 @@ import time
 from collections.abc import Callable
 
 from workflow_scripts.io import set_threads, setup_logging
+from workflow_scripts.steps import CELL_STEPS as STEPS
 
 log = logging.getLogger("vocabexp")
-
-STEPS = ("ppl", "mt", "mc", "speed")  # cheapest first: a bad input file stops the job before the long steps
 
 
 def _ppl(argv: list[str]) -> None:

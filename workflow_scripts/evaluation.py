@@ -1,5 +1,6 @@
-"""What every model-running evaluation step shares (perplexity, harness, speed, MuMo): the task list, loading a model
-for inference, the decoding table, the grid cell and the command-line arguments."""
+"""What every model-running evaluation step shares (perplexity, harness, speed, MuMo): loading a model for inference,
+the decoding table, the grid cell and the command-line arguments. The task list and each task's files and arguments
+are workflow_scripts/steps.py."""
 
 from __future__ import annotations
 
@@ -12,12 +13,6 @@ from typing import Any
 from workflow_scripts.io import read_corpus
 
 log = logging.getLogger("vocabexp")
-
-# The evaluation tasks: one rule each in rules/evaluate.smk, writing
-# results/<run>/{model}/{lang}/{method}/eval/{task}.json.
-# mt, sum, mc, gmmlu run through LightEval (workflow_scripts/harness); mc_en, gmmlu_en are the English retention checks
-# (Table 9): English Belebele, and the original English MMLU (lighteval/mmlu, LightEval's MMLU prompt).
-TASKS = ("mt", "ppl", "speed", "sum", "mc", "gmmlu", "mc_en", "gmmlu_en")
 
 # Table 13 (b): beam sampling. "greedy" is the deterministic default for cheap runs and the speed measurement.
 DECODING: dict[str, dict[str, Any]] = {

@@ -1,8 +1,8 @@
 """The study's grid: methods expanded from the config, their path slugs, and the settings a cell runs with.
 
-Imported by rules/common.smk (to build targets, wildcard constraints and job params) and by the planning checks
-(``workflow_scripts.config_checks``), so that both read a cell's hyperparameters and vocabulary sizes from the same
-functions. Pure Python, no torch.
+Imported by the rules (rules/common.smk, rules/*_inputs.smk: targets, wildcard constraints and job params) and by
+the planning checks (``workflow_scripts.config_checks``), so that both read a cell's hyperparameters and vocabulary
+sizes from the same functions. Pure Python, no torch.
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ def hparam_layers(config: dict, model: str, i: int) -> list[tuple[str, dict]]:
 
 
 def cell_hparams(config: dict, model: str, m: Method, i: int) -> dict[str, Any]:
-    """The hparams a cell's training job is given (rules/common.smk ``hparams_json``): the layers of
+    """The hparams a cell's training job is given (rules/training_inputs.smk ``hparams_json``): the layers of
     ``hparam_layers`` merged; a method that does not train takes nothing from its methods entry."""
     layers = hparam_layers(config, model, i) if m.trains else hparam_layers(config, model, i)[2:]
     merged: dict[str, Any] = {}

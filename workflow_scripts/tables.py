@@ -22,6 +22,7 @@ import pandas as pd
 
 from workflow_scripts.io import atomic_path, read_json, setup_logging, write_text
 from workflow_scripts.paper import headline
+from workflow_scripts.paths import eval_file
 from workflow_scripts.speed import table as speed_table
 
 log = logging.getLogger("vocabexp")
@@ -277,8 +278,9 @@ def write_figure(frame: pd.DataFrame, losses: list[Path], path: Path, md: str) -
 
 
 def find_results(results_dir: str | Path) -> list[Path]:
-    """Result files under ``results_dir``: every ``**/eval/*.json``."""
-    return sorted(Path(results_dir).glob("**/eval/*.json"))
+    """Result files under ``results_dir`` (a run's folder, or the folder of runs): every evaluation record
+    (workflow_scripts/paths.py eval_file)."""
+    return sorted(Path(results_dir).glob(eval_file("*", "*", "*", "*.json", root="**")))
 
 
 def main(argv: list[str] | None = None) -> None:

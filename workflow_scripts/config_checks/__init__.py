@@ -1,12 +1,13 @@
 """Planning-time checks of a config, before any job runs: each problem is one line naming the config key or file.
 
 The Snakefile runs ``files.stop_on_unreadable_config`` on config.yaml before its ``configfile:`` directive reads it
-(YAML syntax, named with file and line). rules/common.smk runs them in this order: ``files.config_file_problems``
-(the files as written: syntax, keys given twice), ``schema.schema_errors`` (the JSON schema, with the registries'
-method names), ``files.missing_blocks`` (a left-out data or evaluation block whose paper-scale defaults cannot be
-meant), then ``check_config`` (what the schema cannot say: the input files, the methods against the registries, the
-cells against each other and against the corpus size). ``notes`` holds what planning prints beside the plan, and
-``files.unwritable_output`` runs when a real run starts.
+(YAML syntax, named with file and line). rules/common.smk calls ``plan.check_plan``, which runs them in this order:
+``files.config_file_problems`` (the files as written: syntax, keys given twice), ``schema.schema_errors`` (the JSON
+schema, with the registries' method names), ``files.missing_blocks`` (a left-out data or evaluation block whose
+paper-scale defaults cannot be meant), then ``check_config`` (what the schema cannot say: the input files, the
+methods against the registries, the cells against each other and against the corpus size), then the run folder, the
+GPU fit of the LAPT jobs, the speed step's memory, the item selection and the sum assets. ``notes`` holds what
+planning prints beside the plan, and ``files.unwritable_output`` runs again when a real run starts.
 
 - ``schema``: schema_errors, one line per schema violation.
 - ``inputs``: models, l10n packages and local CC-100 files (cheap reads, cached).

@@ -23,11 +23,11 @@ from workflow_scripts.pieces import BYTE_LEVEL_BPE, SENTENCEPIECE_BPE
 def _implemented() -> dict[str, set[str]]:
     """What the code implements, read from the registries themselves (none of them imports torch): the methods of
     ``initialize.INIT_METHODS``, the procedures and objectives of ``lapt``, the evaluation tasks of
-    ``evaluation.TASKS``. ``vocab`` has no registry (two values); ``posthoc`` elchat is
+    ``steps.TASKS``. ``vocab`` has no registry (two values); ``posthoc`` elchat is
     ``workflow_scripts/elchat.py``."""
-    from workflow_scripts.evaluation import TASKS
     from workflow_scripts.initialize import INIT_METHODS
     from workflow_scripts.lapt import OBJECTIVES, PROCEDURES
+    from workflow_scripts.steps import TASKS
 
     return {
         "init": {"none", *INIT_METHODS},

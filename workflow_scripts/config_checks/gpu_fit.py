@@ -3,7 +3,7 @@
 
 rules/common.smk runs ``gpu_fit_problems``: a run whose grid holds a LAPT job of a GPU size class that the estimate
 says does not fit the GPU class of rule lapt (workflow_scripts.resources.GPU_CLASSES) stops before any job, naming the
-key to change. rules/common_jobs.smk sizes the lapt jobs' GPUs by ``lapt_gpu_counts``. This module reads the grid and
+key to change. rules/training_inputs.smk sizes the lapt jobs' GPUs by ``lapt_gpu_counts``. This module reads the grid and
 lapt's hparams, which the gpu package does not: lapt imports gpu (micro_batch auto), so gpu importing lapt would close
 a cycle.
 """

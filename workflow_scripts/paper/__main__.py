@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from workflow_scripts import paths
 from workflow_scripts.io import setup_logging, write_text
 from workflow_scripts.paper import costs, figures, render
 from workflow_scripts.paper.cells import fill, rouge_metric, stand_ins
@@ -55,8 +56,11 @@ def write_tables(
 
 def write_figures(frame: pd.DataFrame, root: Path, out: Path, labels: list[str]) -> None:
     """Figures 2-5 and the loss curves from the CSV and, when present, the files next to it under ``root``."""
-    reports = figures.read_reports(sorted(root.glob("*/*/tokenizer/*.report.json")))
-    figures.figure2(_read_optional_csv(root / "analysis" / "fragmentation.csv"), reports, out / "figure2")
+    top = paths.glob_root(root)
+    reports = figures.read_reports(paths.found(paths.report(paths.tokenizer_dir("*", "*", "*", top))))
+    figures.figure2(
+        _read_optional_csv(Path(paths.analysis_file("fragmentation.csv", str(root)))), reports, out / "figure2"
+    )
     figure3 = [(t, rouge_metric(frame)) if t == "sum" else (t, m) for t, m in figures.FIGURE3_TASKS]  # one ROUGE-L
     title3 = "Figure 3: generation vs |V_new|"
     figures.figure_vnew(frame, out / "figure3", figure3, title3, labels_for(labels, [t for t, _ in figure3]))
@@ -66,7 +70,7 @@ def write_figures(frame: pd.DataFrame, root: Path, out: Path, labels: list[str])
     figures.figure_vnew(frame, out / "figure5", tasks5, title5, labels_for(labels, [t for t, _ in tasks5]))
     cells = frame.drop_duplicates("method").to_dict("records") if not frame.empty else []
     names = {str(c["method"]): row_name(c) for c in cells}
-    losses = figures.read_losses(sorted(root.glob("*/*/*/loss.tsv")))
+    losses = figures.read_losses(paths.found(paths.loss_curve("*", "*", "*", top)))
     figures.loss_curves(losses, out / "loss_curves", names, labels_for(labels, []))
 
 
@@ -112,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
         models_cfg = (yaml.safe_load(a.config.read_text()) or {}).get("models", {})
         sizes.update({m: spec.get("size") for m, spec in models_cfg.items()})
     devices = costs.run_devices(root)
-    table = costs.cost_table(costs.read_benchmarks(root / "benchmarks"), sizes, devices)
+    table = costs.cost_table(costs.read_benchmarks(root), sizes, devices)
     general = labels_for(labels, [])
     write_text(a.out / "costs.md", costs.markdown(table, general, devices))
     write_text(a.out / "costs.csv", table.to_csv(index=False))

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from workflow_scripts import paths
 from workflow_scripts.grid import MUMO, MUMO_INITS, MUMO_POSTHOC, Method
 from workflow_scripts.paper.specs import MODEL_NAMES, PAPER_MODELS, ROUGE_SCRIPT, SUM, Row, TableSpec, cell_metric
 
@@ -279,7 +280,7 @@ def _missing_notes(block: Block, spec: TableSpec, root: str) -> list[str]:
             for what, langs in columns.items():
                 notes.append(
                     f"{row.label}, {what}: {block.results_model} × {{{', '.join(langs)}}} × {slug} — {rule}: "
-                    f"{root}/{block.results_model}/{{lang}}/{slug}/eval/{file}"
+                    + paths.eval_file(block.results_model, "{lang}", slug, file, str(root))
                 )
     return notes
 

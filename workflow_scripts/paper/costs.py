@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from workflow_scripts import paths
 from workflow_scripts.resources import GPU_RULES, SIZE_RESOURCES, sized_resources
 
 COLUMNS = ["model", "language", "method", "rules", "jobs", "wall_h", "cpu_h", "gpu_h", "requested_h", "requested_gpu_h"]
@@ -37,9 +38,9 @@ def parse_benchmark_name(rule: str, stem: str) -> tuple[str, str, str]:
 
 
 def read_benchmarks(root: str | Path) -> pd.DataFrame:
-    """One row per benchmark file under ``root`` (results/<run>/benchmarks/{rule}/*.tsv): rule, cell and seconds."""
+    """One row per benchmark file of the run folder ``root`` (paths.benchmark): rule, cell and seconds."""
     rows = []
-    for path in sorted(Path(root).glob("*/*.tsv")):
+    for path in paths.found(paths.benchmark("*", "*", paths.glob_root(root))):
         rule = path.parent.name
         model, lang, method = parse_benchmark_name(rule, path.stem)
         bench = pd.read_csv(path, sep="\t")
@@ -54,9 +55,10 @@ def read_benchmarks(root: str | Path) -> pd.DataFrame:
 def run_devices(root: str | Path) -> set[str]:
     """The devices this run's training and speed jobs ran on (train_stats.json, speed.json's hardware), e.g. {"cpu"}."""
     devices = set()
-    for path in Path(root).glob("*/*/*/train_stats.json"):
+    top = paths.glob_root(root)
+    for path in paths.found(paths.train_stats("*", "*", "*", top)):
         devices.add(str(json.loads(path.read_text(encoding="utf-8")).get("device", "")))
-    for path in Path(root).glob("*/*/*/eval/speed.json"):
+    for path in paths.found(paths.eval_file("*", "*", "*", "speed.json", top)):
         hardware = (json.loads(path.read_text(encoding="utf-8")).get("details") or {}).get("hardware") or {}
         devices.add(str(hardware.get("device", "")))
     return {d.split(":")[0] for d in devices if d}

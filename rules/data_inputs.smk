@@ -1,0 +1,84 @@
+# Input functions and parameters of the data, item-selection and download rules (rules/data.smk, rules/items.smk).
+# Paths come from workflow_scripts/paths.py (LAYOUT); what a dataset or asset download needs from the config, here.
+from workflow_scripts.harness.datasets import needed_sources, task_source
+from workflow_scripts.steps import L10N_LABEL
+from workflow_scripts.sum_assets import repo_slug
+
+
+def l10n_deb(wc):
+    return config["languages"][wc.lang]["corpus"]["deb"]
+
+
+def cc100_path(wc):
+    """A configured local file, or the download_cc100 rule's output when the config gives a url."""
+    return LAYOUT.cc100(wc.lang)
+
+
+def cc100_url(wc):
+    return config["languages"][wc.lang]["corpus"]["url"]
+
+
+def flores_root(wc):
+    return config["languages"][wc.lang]["mt"]["root"]
+
+
+def flores_codes(wc):
+    from workflow_scripts.corpus import FLORES_ENGLISH, flores_code
+
+    return [FLORES_ENGLISH, flores_code(wc.lang)]
+
+
+def sum_mirror(wc):
+    """The sum dataset's folder (hub mirror or configured folder) that the items step selects from."""
+    return LAYOUT.dataset_dir(task_source("sum", wc.lang).dataset)
+
+
+def items_tokenizer(wc):
+    """items paper: the length tokenizer's folder (configured folder, or the download_items_tokenizer output)."""
+    return LAYOUT.items_tokenizer() if wc.selection == "paper" else []
+
+
+def items_tokenizer_arg(wc):
+    folder = items_tokenizer(wc)
+    return f"--tokenizer {shlex.quote(folder)}" if folder else ""
+
+
+def dataset_hub_id(wc):
+    hub_id = config["evaluation"]["datasets"].get(wc.dataset)
+    if not hub_id:
+        raise WorkflowError(
+            f"evaluation.datasets.{wc.dataset}: no hub copy; give a local folder in the hub layout (README)"
+        )
+    return hub_id
+
+
+def download_subsets(wc):
+    """The subsets of a dataset that the configured tasks and languages read (English for the retention checks)."""
+    return sorted(needed_sources(config).get(wc.dataset, {}).get("subsets", []))
+
+
+def download_splits(wc):
+    """Its evaluation and few-shot splits."""
+    return sorted(needed_sources(config).get(wc.dataset, {}).get("splits", ["test"]))
+
+
+def model_role_spec(wc):
+    """The models entry (role source) or its chat sibling (role chat) as JSON."""
+    spec = config["models"][wc.model]
+    return json.dumps(spec["chat"] if wc.role == "chat" else spec, sort_keys=True)
+
+
+def hub_id_of_repo(wc):
+    """The configured hub id whose download folder is {repo} (evaluation.sum.mt5_spiece or .bleurt)."""
+    settings = config["evaluation"]["sum"]
+    for value in (settings["mt5_spiece"], settings["bleurt"]):
+        if value and repo_slug(value) == wc.repo:
+            return value
+    raise WorkflowError(
+        f"no evaluation.sum.mt5_spiece or evaluation.sum.bleurt hub id downloads to {wc.repo}"
+    )
+
+
+def download_targets():
+    """Everything a compute job would otherwise fetch (the one-shot target download_all)."""
+    return LAYOUT.download_targets()

@@ -1,0 +1,88 @@
+# Input functions and arguments of the evaluation rules (rules/evaluate.smk). Each task's step (its files and its
+# command-line arguments) is written once in workflow_scripts/steps.py; its own rule and evaluate_cell render it.
+from workflow_scripts.steps import CELL_STEP_FILES, CELL_STEPS, Steps
+
+STEPS = Steps(config, LAYOUT, METHOD_BY_SLUG)
+
+
+def step_inputs(task):
+    """The input files of a task's rule, by name (for `unpack`)."""
+
+    def get(wc):
+        return STEPS.step(task, wc).inputs
+
+    return get
+
+
+def step_args(task):
+    """The arguments of a task's command line, shell-quoted."""
+
+    def get(wc):
+        return STEPS.step(task, wc).command()
+
+    return get
+
+
+def evaluated_model(wc):
+    """The model folder a method's evaluation reads."""
+    return STEPS.model(wc)
+
+
+def cell_json(wc):
+    return STEPS.cell(wc)
+
+
+# evaluation.one_job_per_cell: a cell's ppl, mt, mc and speed steps in one job (workflow_scripts/evaluate_cell.py), so
+# that torch, transformers and LightEval are imported once per cell, not once per task (docs/measurements.md). Each step
+# writes the files its own rule writes; the per-task rules still serve every other cell and task.
+CELL_JOB_STEPS = [s for s in CELL_STEPS if s in TASKS]
+
+
+def cell_job_slugs():
+    """A wildcard constraint: the methods whose cells evaluate_cell evaluates (none unless one_job_per_cell; MuMo
+    cells, evaluated on fewer tasks, keep the per-task jobs)."""
+    if not config["evaluation"]["one_job_per_cell"] or not CELL_JOB_STEPS:
+        return "^$"
+    return slug_regex([m for m in METHODS if not m.is_mumo]) or "^$"
+
+
+def cell_job_outputs():
+    return [
+        paths.eval_file(name=name, root=RESULTS)
+        for step in CELL_JOB_STEPS
+        for name in CELL_STEP_FILES[step]
+    ]
+
+
+def cell_job_inputs(wc):
+    """The input files of the cell's steps, by name (for `unpack`)."""
+    inputs = {}
+    for step in CELL_JOB_STEPS:
+        inputs.update(STEPS.step(step, wc).inputs)
+    return inputs
+
+
+def cell_step_args(wc):
+    """--STEP 'ARGS' for each configured step (each ARGS one shell-quoted string)."""
+    return " ".join(
+        f"--{step} {shlex.quote(STEPS.step(step, wc).cell_command())}"
+        for step in CELL_JOB_STEPS
+    )
+
+
+def speed_runtime(wildcards, attempt):
+    """The speed job's time limit: its planned workload's (workflow_scripts/speed/plan.py) where the size class has
+    a GPU plan, else the cost table's."""
+    size = config["models"][wildcards.model]["size"]
+    planned = speed_runtime_minutes(
+        config,
+        size,
+        attempt,
+        workflow_gpu_class(workflow.resource_settings, "measure_speed"),
+    )
+    return planned or sized_resources("measure_speed", size, attempt)["runtime"]
+
+
+def bleurt_dir(wc):
+    """The BLEURT checkpoint folder: a local folder, or the download rule's output."""
+    return LAYOUT.bleurt()

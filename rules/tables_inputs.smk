@@ -1,0 +1,197 @@
+# Input functions and parameters of the tables, analysis and export rules (rules/tables.smk, rules/analysis.smk,
+# rules/export.smk): which files each whole-run step collects.
+from workflow_scripts.paper.specs import (
+    FIGURE_TITLES,
+    FIGURES as PAPER_FIGURES,
+    TABLES as PAPER_TABLES,
+    output_names as paper_output_names,
+    report_title,
+)
+from workflow_scripts.steps import data_label
+
+
+def eval_files():
+    """Every evaluation record of the grid (BLEURT's where sum is scored by it), read by rule tables."""
+    bleurt = config["evaluation"]["sum"]["bleurt"]
+    return [
+        paths.eval_file(model, lang, m.slug, f"{task}.json", RESULTS)
+        for model, lang, m in CELLS
+        for task in tasks_of(m, TASKS)
+    ] + [
+        paths.eval_file(model, lang, m.slug, "sum_bleurt.json", RESULTS)
+        for model, lang, m in CELLS
+        if bleurt and "sum" in tasks_of(m, TASKS)
+    ]
+
+
+def lead_loss_files():
+    """The loss curves of every trained cell (an ElChat cell's are its adapted cell's), for the results page's lead."""
+    slugs = {
+        (model, lang, m.adapted.slug)
+        for model, lang, m in CELLS
+        if m.adapted.trains and not m.is_mumo
+    }
+    return [
+        paths.loss_curve(model, lang, slug, RESULTS)
+        for model, lang, slug in sorted(slugs)
+    ]
+
+
+def fragmentation_tokenizers(wc):
+    return " ".join(shlex.quote(f"{m}={LAYOUT.source_model(m)}") for m in MODELS)
+
+
+def fragmentation_pairs(wc):
+    return " ".join(
+        shlex.quote(f"{lang}={LAYOUT.data_file(lang, 'mt.tsv')}") for lang in LANGUAGES
+    )
+
+
+def fragmentation_label(wc):
+    return "; ".join(sorted({data_label(LAYOUT, lang) for lang in LANGUAGES}))
+
+
+def analysis_k():
+    """|V_new| of the init analysis: the first expanding method's k (paper default 100 when none expands)."""
+    ks = [m.k for m in METHODS if m.expands and m.k is not None]
+    return ks[0] if ks else 100
+
+
+def init_analysis_cells():
+    """One init-analysis JSON per configured model x language (rules/analysis.smk)."""
+    return [
+        paths.analysis_file(
+            f"init_analysis/{model}.{lang}.aux{LAYOUT.vocab(lang)}.k{analysis_k()}.json",
+            RESULTS,
+        )
+        for model in MODELS
+        for lang in LANGUAGES
+    ]
+
+
+def paper_outputs():
+    """Files of <results>/paper/ (rule paper_tables) other than those the report shows (PAPER_REPORT in tables.smk)."""
+    shown = (
+        {f"{t.name}.html" for t in PAPER_TABLES}
+        | {f"{f}.png" for f in PAPER_FIGURES}
+        | {"costs.html"}
+    )
+    return [
+        paths.paper_file(n, RESULTS) for n in paper_output_names() if n not in shown
+    ]
+
+
+def paper_report_files():
+    """The tables (HTML) and figures (PNG) of rule paper_tables, each flagged for `snakemake --report` with its caption
+    (report/*.rst; paths relative to rules/)."""
+    from snakemake.io import report as in_report
+
+    # labels: the report lists a category's files sorted by their labels (else by file name: table10a before table2)
+    tables = [
+        in_report(
+            paths.paper_file(f"{t.name}.html", RESULTS),
+            caption=f"../report/{t.name}.rst",
+            category="Tables",
+            labels={"no.": f"{i + 1:02d}", "table": report_title(t.title, t.caption)},
+        )
+        for i, t in enumerate(PAPER_TABLES)
+    ]
+    figures = [
+        in_report(
+            paths.paper_file(f"{f}.png", RESULTS),
+            caption=f"../report/{f}.rst",
+            category="Figures",
+            labels={"no.": f"{i + 1:02d}", "figure": FIGURE_TITLES.get(f, f)},
+        )
+        for i, f in enumerate(PAPER_FIGURES)
+    ]
+    return tables + figures
+
+
+def paper_dir(wc, output):
+    """The folder of rule paper_tables' outputs."""
+    return str(Path(output.costs).parent)
+
+
+def paper_sizes(wc):
+    """--size arguments: each model's size class, for the requested hours of the cost table."""
+    sizes = {m: config["models"][m]["size"] for m in MODELS}
+    return " ".join(f"--size {shlex.quote(f'{m}={size}')}" for m, size in sizes.items())
+
+
+# rules/export.smk (docs/serving.md): the GGUF export of each non-MuMo cell, its check and serving speed in llama.cpp.
+from workflow_scripts.grid import Method
+
+GGUF_TYPES = config["export"]["gguf"]
+# Source: exported as a cell of its own, also where the grid does not list it (serve_speed times it next to each cell)
+SOURCE_METHOD = Method(
+    init="none",
+    vocab="expand",
+    k=None,
+    procedure="none",
+    objective=None,
+    seq_len=None,
+    posthoc="none",
+)
+
+
+def gguf_files(wc):
+    return [
+        paths.gguf_file(wc.model, wc.lang, wc.method, t, RESULTS) for t in GGUF_TYPES
+    ]
+
+
+def gguf_dir(wc):
+    return paths.gguf_dir(wc.model, wc.lang, wc.method, RESULTS)
+
+
+def non_mumo_slugs():
+    """A wildcard constraint: the slugs of the methods with a single-model GGUF (all but MuMo's), and Source."""
+    return slug_regex([m for m in METHODS if not m.is_mumo] + [SOURCE_METHOD])
+
+
+def adapted_slugs():
+    """A wildcard constraint: the non-MuMo methods other than Source (whose speed is timed next to theirs)."""
+    return (
+        slug_regex([m for m in METHODS if not m.is_mumo and m.slug != "Source"]) or "^$"
+    )
+
+
+def gguf_model(wc):
+    """The folder a cell's GGUF is converted from: the evaluated model (the source model for Source)."""
+    if wc.method == SOURCE_METHOD.slug:
+        return LAYOUT.source_model(wc.model)
+    return LAYOUT.model_folder(wc.model, wc.lang, METHOD_BY_SLUG[wc.method])
+
+
+def source_gguf(wc):
+    """Source's GGUF of the type whose serving speed is measured (the first of export.gguf)."""
+    return paths.gguf_file(
+        wc.model, wc.lang, SOURCE_METHOD.slug, GGUF_TYPES[0], RESULTS
+    )
+
+
+def cell_gguf(wc):
+    return paths.gguf_file(wc.model, wc.lang, wc.method, GGUF_TYPES[0], RESULTS)
+
+
+def serve_speed_files():
+    """The llama.cpp serving speed of every non-MuMo cell but Source (export.gguf set), read by rule tables."""
+    if not GGUF_TYPES:
+        return []
+    return [
+        paths.eval_file(model, lang, m.slug, "serve_speed.json", RESULTS)
+        for model, lang, m in CELLS
+        if not m.is_mumo and m.slug != SOURCE_METHOD.slug
+    ]
+
+
+def export_targets():
+    """The GGUF checks of every non-MuMo cell (MuMo's head beside the source model has no single-model GGUF)."""
+    if not GGUF_TYPES:
+        return []
+    return [
+        paths.gguf_fidelity(model, lang, m.slug, RESULTS)
+        for model, lang, m in CELLS
+        if not m.is_mumo
+    ] + serve_speed_files()

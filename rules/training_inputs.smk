@@ -1,0 +1,113 @@
+# Input functions and parameters of the model, tokenizer, initialization, LAPT, ElChat and MuMo rules (rules/model.smk,
+# rules/vocab.smk, rules/initialize.smk, rules/lapt.smk, rules/elchat.smk, rules/mumo.smk).
+
+
+def model_spec_json(wc):
+    # without the chat sibling: naming one must not change the source model's params (and rerun the grid)
+    spec = {k: v for k, v in config["models"][wc.model].items() if k != "chat"}
+    # saved in bf16 where the model trains with bf16 frozen weights (workflow_scripts/source_model.py SAVE_DTYPES)
+    weights = spec.get("hparams", {}).get(
+        "weights_dtype", config["training"].get("weights_dtype", "fp32")
+    )
+    if weights == "bf16":
+        spec["save_dtype"] = "bf16"
+    return json.dumps(spec, sort_keys=True)
+
+
+def chat_spec_json(wc):
+    return json.dumps(config["models"][wc.model]["chat"], sort_keys=True)
+
+
+def chat_model_dir(wc):
+    """The instruction-tuned sibling of a model (models.<m>.chat): the source folder itself when it is `source`."""
+    return LAYOUT.chat_model(wc.model)
+
+
+def adapted_model(wc):
+    """The model a post-hoc method starts from: the evaluated model of the same method without the post-hoc step."""
+    return LAYOUT.model_folder(wc.model, wc.lang, METHOD_BY_SLUG[wc.method].adapted)
+
+
+def posthoc_slugs(posthoc):
+    """A wildcard constraint: the slugs of the methods with this post-hoc step ("none": lapt's own cells)."""
+    return slug_regex([m for m in METHODS if m.posthoc == posthoc]) or "^$"
+
+
+def method_attr(name):
+    """A params function returning one setting of the rule's method."""
+
+    def get(wc):
+        return getattr(METHOD_BY_SLUG[wc.method], name)
+
+    return get
+
+
+def lapt_input_model(wc):
+    """CPT-only trains the source model; expansion methods train their initialized model."""
+    m = METHOD_BY_SLUG[wc.method]
+    if m.expands:
+        return LAYOUT.init_dir(wc.model, wc.lang, m)
+    return LAYOUT.source_model(wc.model)
+
+
+def lapt_init_report(wc):
+    """The initialize report of an expanded model: where its new rows start (EEVE freezes rows by that)."""
+    m = METHOD_BY_SLUG[wc.method]
+    return paths.report(LAYOUT.init_dir(wc.model, wc.lang, m)) if m.expands else []
+
+
+def lapt_rows_arg(wc):
+    init_report = lapt_init_report(wc)
+    return f"--init-report {shlex.quote(init_report)}" if init_report else ""
+
+
+def hparams_json(wc):
+    """The LAPT job's hparams (grid.cell_hparams, the precedence the planning checks read too) and the seed."""
+    m = METHOD_BY_SLUG[wc.method]
+    hparams = cell_hparams(config, wc.model, m, FIRST_ENTRY[m.slug])
+    return json.dumps({**hparams, "seed": config["seed"]}, sort_keys=True)
+
+
+def lapt_checkpoints(wc):
+    return paths.checkpoints(wc.model, wc.lang, wc.method, RESULTS)
+
+
+# GPUs of one node each LAPT job of a 7B/8B/9B model runs on: the fewest that workflow_scripts/gpu says hold it
+# (FSDP over N processes, workflow_scripts/lapt/shard.py); every other job runs on one.
+LAPT_GPUS = PLAN.lapt_gpus
+
+
+def lapt_gpus(wildcards):
+    """The lapt job's `gpu` resource: its planned GPU count (none where set-resources ask for GPUs by gres)."""
+    if not gpus("lapt"):
+        return 0
+    return LAPT_GPUS.get((wildcards.model, wildcards.method), 1)
+
+
+def lapt_mem_mb(wildcards, attempt):
+    """Host memory: the cost table's per process (each loads the model before sharding it)."""
+    return sized("lapt", "mem_mb")(wildcards, attempt) * max(lapt_gpus(wildcards), 1)
+
+
+def lapt_launch(wildcards):
+    """One process per GPU: torchrun on one node when the job is sharded, else a plain python."""
+    n = lapt_gpus(wildcards)
+    return f"torchrun --standalone --nproc-per-node {n}" if n > 1 else "python"
+
+
+def mumo_target_tokenizer(wc):
+    """What V_mono is taken from: mumo.target_tokenizer, else the language's auxiliary tokenizer trained on D."""
+    path = config["mumo"]["target_tokenizer"]
+    if path:
+        return path.replace("{lang}", wc.lang)
+    return paths.aux_tokenizer(wc.model, wc.lang, LAYOUT.vocab(wc.lang), RESULTS)
+
+
+def mumo_hparams_json(wc):
+    """Head training settings: `mumo` (MuMo section 4.1 defaults), then the MuMo methods entries' hparams, the seed."""
+    keys = ("max_steps", "batch_size", "lr", "weight_decay", "warmup_steps", "seq_len")
+    hparams = {k: config["mumo"][k] for k in keys}
+    for m in METHODS:
+        if m.is_mumo:
+            hparams.update({k: v for k, v in dict(m.hparams).items() if k in keys})
+    return json.dumps({**hparams, "seed": config["seed"]}, sort_keys=True)

@@ -1,0 +1,121 @@
+"""The one planning entry point rules/common.smk calls: every check of a configuration before any job runs.
+
+``check_plan`` runs, in this order, the config files as written, the JSON schema (filling its defaults), the missing
+blocks, the semantic checks (``check_config``), the run folder (``runs.plan_run``, the output folder writable), the
+profiles' GPU requests, the LAPT jobs' fit on the GPU, the speed step's memory, the item selection and the sum assets.
+A problem raises ``ConfigError`` with every line of its group; warnings and the checks done later are printed to
+stderr beside the plan.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workflow_scripts.config_checks import check_config
+from workflow_scripts.config_checks.files import (
+    config_file_problems,
+    missing_blocks,
+    unset_evaluation,
+    unwritable_output,
+)
+from workflow_scripts.config_checks.notes import config_warnings, deferred_checks
+from workflow_scripts.config_checks.schema import schema_errors
+
+# the one import of the GPU-fit arithmetic by the workflow
+from workflow_scripts.config_checks.gpu_fit import gpu_fit_problems, lapt_gpu_counts
+from workflow_scripts.grid import ConfigError, Method, expand_grid, with_adapted
+from workflow_scripts.resources import workflow_gpu_class, workflow_gpu_problems, workflow_node_gpus
+from workflow_scripts.runs import plan_run, run_root
+from workflow_scripts.speed.plan import problems as speed_plan_problems
+from workflow_scripts.sum_assets import hub_asset_problems
+
+
+@dataclass
+class Plan:
+    """What the checks established: the methods (with those a post-hoc method starts from), the grid's cells, the
+    run's name and folder, and the GPUs of one node each sharded LAPT job runs on."""
+
+    methods: list[Method]
+    cells: list[tuple[str, str, Method]]
+    run: str
+    results: str
+    lapt_gpus: dict[tuple[str, str], int] = field(default_factory=dict)
+
+
+def _stop(title: str, problems: Sequence[str]) -> None:
+    if problems:
+        raise ConfigError(f"{title}:\n  - " + "\n  - ".join(problems))
+
+
+def _warn(lines: Sequence[str], prefix: str = "config warning") -> None:
+    for line in lines:
+        print(f"{prefix}: {line}", file=sys.stderr)
+
+
+def validated(config: dict, configfiles: Sequence[str | Path], schema: Path) -> list[str]:
+    """The config files as written, then the merged config against the schema, whose defaults fill it in. Returns the
+    warnings about evaluation settings left unset (read before the defaults fill them)."""
+    from snakemake.utils import validate
+
+    problems = [d for f in configfiles for d in config_file_problems(f)]
+    _stop("invalid configuration", problems or schema_errors(config, schema) or missing_blocks(config, schema))
+    unset = unset_evaluation(config, schema)
+    validate(config, schema=str(schema), set_default=True)
+    return unset
+
+
+def gpu_problems(config: dict, resource_settings: Any) -> None:
+    """The profiles' GPU requests against the rules and size classes, every LAPT job against the memory of the GPU
+    class rule lapt asks for (sharded over up to a node's GPUs), and the speed step's memory peak per model."""
+    sizes = {m: spec["size"] for m, spec in config["models"].items()}
+    _stop("GPU requests do not fit the workflow", workflow_gpu_problems(resource_settings, sizes))
+    gpu_class, node_gpus = workflow_gpu_class(resource_settings), workflow_node_gpus(resource_settings)
+    _stop("LAPT jobs do not fit the GPU", gpu_fit_problems(config, gpu_class, node_gpus))
+    speed_gpu = workflow_gpu_class(resource_settings, "measure_speed")
+    _stop("speed settings do not fit the GPU", speed_plan_problems(config, speed_gpu))
+
+
+def items_problem(config: dict) -> list[str]:
+    """A selected FLORES item set the harness would thin out by its own shuffle (evaluation.mt.n below data.n_mt)."""
+    evaluation, n_mt = config["evaluation"], config["data"]["n_mt"]
+    flores = any(spec.get("mt", {"kind": "l10n"})["kind"] == "flores" for spec in config["languages"].values())
+    if evaluation["items"] == "shuffle" or "mt" not in evaluation["tasks"] or not flores:
+        return []
+    if evaluation["mt"]["n"] >= n_mt:
+        return []
+    return [
+        f"evaluation.items {evaluation['items']}: evaluation.mt.n ({evaluation['mt']['n']}) is below data.n_mt "
+        f"({n_mt}), the rows selected; set them equal so that every selected row is evaluated"
+    ]
+
+
+def check_plan(config: dict, configfiles: Sequence[str | Path], workdir: Path, resource_settings: Any,
+               schema: Path) -> Plan:  # fmt: skip
+    """Every planning check of ``config`` (filled with the schema's defaults here); raises ConfigError naming the key,
+    prints the warnings. Paths resolve against ``workdir``, as Snakemake's do."""
+    unset = validated(config, configfiles, schema)
+    methods = with_adapted(check_config(config, workdir))
+    cells = expand_grid(config)
+    _warn([*unset, *config_warnings(config)])
+    _warn(deferred_checks(config), "checked later")
+    try:
+        run, outside = plan_run(config, configfiles, workdir)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if outside:
+        _warn([outside])
+    results = str(run_root(run))
+    # a path under a file stops any run here; a folder a real run cannot write stops it when it starts (onstart)
+    unwritable = unwritable_output(results, write=False)
+    if unwritable:
+        raise ConfigError(f"{results}: {unwritable}")
+    gpu_problems(config, resource_settings)
+    if items_problem(config):
+        raise ConfigError(items_problem(config)[0])
+    _stop("invalid configuration", hub_asset_problems(config["evaluation"]["sum"]))
+    gpu_class, node_gpus = workflow_gpu_class(resource_settings), workflow_node_gpus(resource_settings)
+    return Plan(methods, cells, run, results, lapt_gpu_counts(config, gpu_class, node_gpus))
