@@ -450,7 +450,7 @@ def all_targets():
         f"{RESULTS}/tables/results.csv",
         f"{RESULTS}/tables/results.md",
         f"{RESULTS}/analysis/fragmentation.csv",
-        f"{RESULTS}/paper/tables.md",
+        f"{RESULTS}/paper",
     ]
 
 
