@@ -88,6 +88,10 @@ def run(tmp_path, drawn):
             "smollm2,si,32,1482,3713,116.0,2.5,10.5"]  # fmt: skip
     header = "tokenizer,language,sentences,characters,tokens,tokens_per_sentence,tokens_per_character,ratio_to_english"
     analysis.write_text(f"{header},texts\n" + "".join(f"{row},{LABEL}\n" for row in rows))
+    for bench in ("lapt/smollm2.th.Mean.k100.2x2LS.clm.L128", "evaluate_cell/smollm2.si.Source",
+                  "initialize/smollm2.th.Mean.aux4000.k100", "prepare_source_model/smollm2"):  # fmt: skip
+        (root / "benchmarks" / f"{bench}.tsv").parent.mkdir(parents=True, exist_ok=True)
+        (root / "benchmarks" / f"{bench}.tsv").write_text("s\th:m:s\tcpu_time\n60.0\t0:01:00\t50.0\n")
     out = root / "tables"
     tables.main(["--inputs", *map(str, paths), "--losses", *map(str, losses), "--csv", str(out / "results.csv"),
                  "--markdown", str(out / "results.md"), "--figure", str(out / "results.png"),
@@ -107,7 +111,7 @@ RAW = [
     r"smollm2", r"\bth\b(?! bound)", r"\bsi\b", r"Mean\.k100", r"CPT-only\.2x2LS", r"2x2LS", r"teacher_forced",
     r"\.b1\b", r"@", r"paired_speedup", r"tokens_per_sentence", r"bits_per_char", r"\bppl\b", r"mt chrF",
     r"\brule\b", r"evaluate_\w+", r"measure_speed", r"expand_tokenizer", r"No data yet", r"per method: bars",
-    r"↑ \(green\)", r"\|V_new\| per method",
+    r"↑ \(green\)", r"\|V_new\| per method", r"rougeL", r"speedup", r"\w+_\w+\.json",
 ]  # fmt: skip
 
 
@@ -137,6 +141,10 @@ def test_no_raw_name_and_no_empty_output(run, drawn):
     assert "## Not run by this configuration" in index and "Table 3: Mean performance on classification" in index
     assert "Figure 5" in index and "Table 1, left out: rows: Random, FOCUS, Merge, Align" in index
     assert "Not run by this configuration: summarization" in pages["results.md"]
+    assert (
+        "| SmolLM2-135M | Thai | Mean, 100 new tokens, 2x2 LS, clm, sequence length 128 | training |"
+        in pages["costs.md"]
+    )
 
 
 def test_one_tokens_per_held_out_sentence_everywhere(run, drawn):

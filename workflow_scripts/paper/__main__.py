@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     table = costs.cost_table(costs.read_benchmarks(root / "benchmarks"), sizes, devices)
     general = labels_for(labels, [])
     write_text(a.out / "costs.md", costs.markdown(table, general, devices))
-    write_text(a.out / "costs.csv", table.to_csv(index=False))
+    write_text(a.out / "costs.csv", costs.shown(table).to_csv(index=False))
     write_text(a.out / "costs.html", costs.to_html(table, general, devices))
     log.info("paper: %d tables, %d figures, %d cost rows -> %s", len(TABLES), len(FIGURES), len(table), a.out)
 

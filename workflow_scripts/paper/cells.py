@@ -15,6 +15,7 @@ from workflow_scripts.paper.names import language_name, model_name, task_metric,
 from workflow_scripts.paper.specs import MODEL_NAMES, PAPER_MODELS, ROUGE_SCRIPT, SUM, Row, TableSpec, cell_metric
 
 MISSING = "–"
+ROUGE_NOTE = "ROUGE-L"  # how the note on the ROUGE-L segmentation starts
 NOT_APPLICABLE = "n/a"
 SETTINGS = ("label", "init", "procedure", "objective", "seq_len", "k", "aux_vocab_size", "vocab", "posthoc")
 # Settings a stand-in cell may differ in (footnoted); vocab, posthoc and what a row selects must match.
@@ -294,7 +295,10 @@ def trim(filled: Filled) -> tuple[Filled | None, list[str]]:
         )
         for b in blocks
     ]
-    notes = [n for n in filled.notes if not n.startswith(f"{MISSING}:") and not n.startswith("  ")]
+    sums = any(c.task == "sum" for c in kept.columns)
+    notes = [
+        n for n in filled.notes if not n.startswith((f"{MISSING}:", "  ")) and (sums or not n.startswith(ROUGE_NOTE))
+    ]
     missing = [m for b in new_blocks for m in _missing_notes(b, kept)]
     if missing:
         notes += [f"{MISSING}: no result yet:", *(f"  {m}" for m in missing)]
@@ -314,13 +318,13 @@ def _rouge_columns(spec: TableSpec, frame: pd.DataFrame) -> tuple[TableSpec, lis
         return spec, []
     metric = rouge_metric(frame)
     if metric == SUM[1]:
-        note = "ROUGE-L on mT5 SentencePiece pieces (rougeL_mt5, the paper's segmentation, §6.6)."
+        note = f"{ROUGE_NOTE} on mT5 SentencePiece pieces (the paper's segmentation, §6.6)."
         if not frame.empty and ROUGE_SCRIPT[1] in set(frame["metric"].astype(str)):
-            note += " Script-aware ROUGE-L results (rougeL_script) exist too and are not shown."
+            note += " Script-aware ROUGE-L results exist too and are not shown."
         return spec, [note]
     columns = tuple(replace(c, metric=metric) if (c.task, c.metric) == SUM else c for c in spec.columns)
-    note = ("ROUGE-L on the script-aware segmentation (rougeL_script: words, or grapheme clusters in unspaced "
-            "scripts), not on the paper's mT5 pieces: evaluation.sum.rouge_tokenizer was script.")  # fmt: skip
+    note = (f"{ROUGE_NOTE} on the script-aware segmentation (words, or grapheme clusters in unspaced scripts), not "
+            "on the paper's mT5 pieces: the configuration's evaluation.sum.rouge_tokenizer is script.")  # fmt: skip
     return replace(spec, columns=columns), [note]
 
 

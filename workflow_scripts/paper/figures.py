@@ -21,7 +21,7 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from workflow_scripts.io import atomic_path
-from workflow_scripts.paper.names import TASK_NAMES, language_name, model_name, panel_name, task_metric
+from workflow_scripts.paper.names import METRIC_NAMES, TASK_NAMES, language_name, model_name, panel_name
 from workflow_scripts.paper.specs import BOUND, GMMLU, MC, MT, PAIRED, SUM, cell_metric
 
 # Per-task shares of new (target) tokens in prompts and generations, one field each (Figure 4).
@@ -72,8 +72,8 @@ def bound_metric(task: str) -> str:
 def value_label(task: str, metric: str) -> str:
     """A performance axis' label in words, saying where the axis is fitted to the data."""
     if metric in HUNDRED:
-        return f"{task_metric(task, metric)}\n(0–100 scale; axis fitted to the data)"
-    return task_metric(task, metric)
+        return f"{METRIC_NAMES.get(metric, metric)} (0–100 scale;\naxis fitted to the data)"
+    return METRIC_NAMES.get(metric, metric)
 
 
 def _value_axis(ax: plt.Axes, metric: str, values: Iterable[float]) -> None:
@@ -220,8 +220,9 @@ def _speedup_axes(ax: plt.Axes, part: pd.DataFrame, bound: pd.DataFrame, sweep: 
         ax.set_xscale("log")
         ax.set_xlabel("|V_new| (new tokens)")
     else:
-        bars = ax.bar(range(len(part)), part["value"], color="#1f77b4")
-        ax.bar_label(bars, fmt="%.2fx", fontsize=7)
+        colors = ["#888888" if str(lb) == "CPT-only" else "#1f77b4" for lb in part["label"]]
+        bars = ax.bar(range(len(part)), part["value"], color=colors)
+        ax.bar_label(bars, fmt="%.2fx", fontsize=7, label_type="center", color="white")
         for i, (label, k) in enumerate(zip(part["label"], part["k"], strict=True)):
             b = bound[(bound["label"] == label) & ((bound["k"] == k) | (bound["k"].isna() & pd.isna(k)))]["value"]
             if len(b):
@@ -266,7 +267,7 @@ def figure_vnew(
                 _sweep_axes(ax, part[part["k"].notna()], part[part["k"].isna()], value_label(task, metric))
             else:
                 _bar_axes(ax, part, value_label(task, metric))
-    fig.suptitle(title)
+    fig.suptitle(textwrap.fill(title, max(30, int(fig.get_figwidth() * 9))), fontsize=10)
     footer(fig, data_labels)
     return save(fig, stem)
 
@@ -359,6 +360,7 @@ def loss_curves(
         ax.set_title(panel_name(model, lang), fontsize=9)
         ax.set_xlabel("training step")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(bottom=0)  # the same footing in every panel: no axis magnifies a small change
         ax.set_ylabel("loss (nats per token\nof its own vocabulary)")
         ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(panels) :]:

@@ -236,8 +236,9 @@ def _categories(rows: list[dict]) -> list[tuple[str, str]]:
     return list(dict.fromkeys((r["model"], r["language"]) for r in rows))
 
 
-def _bars(ax, rows: list[dict], key: str, ylabel: str, colors: dict[str, str], source: bool = True) -> None:
-    """Grouped bars per model x language: Source's value (key[0]) first, then each adapted cell's (key[1])."""
+def _bars(ax, rows: list[dict], key: str, ylabel: str, colors: dict[str, str], fmt: str, source: bool = True) -> None:
+    """Grouped bars per model x language, each with its value (``fmt``, as the table prints it): Source's value
+    (key[0]) first, then each adapted cell's (key[1])."""
     cats = _categories(rows)
     names = list(dict.fromkeys(r["name"] for r in rows))
     series = (["Source"] if source else []) + names
@@ -250,7 +251,11 @@ def _bars(ax, rows: list[dict], key: str, ylabel: str, colors: dict[str, str], s
         for j, s in enumerate(series):
             v = values.get(s)
             if v is not None:
-                ax.bar(i + (j - (len(series) - 1) / 2) * width, v, width, color=colors[s], label=s if i == 0 else None)
+                first = s not in ax.get_legend_handles_labels()[1]
+                bar = ax.bar(
+                    i + (j - (len(series) - 1) / 2) * width, v, width, color=colors[s], label=s if first else None
+                )
+                ax.bar_label(bar, fmt=fmt, fontsize=7)
     ax.set_xticks(range(len(cats)), [panel_name(m, lg, multi) for m, lg in cats])
     ax.set_ylabel(ylabel)
 
@@ -267,11 +272,11 @@ def figure(rows: list[dict], losses: pd.DataFrame, names: dict[str, str], stem: 
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     colors = {"Source": "#888888", **{n: palette[i % len(palette)] for i, n in enumerate(names_all)}}
     if rows:
-        _bars(axes[0], rows, "tokens", "tokens per sentence", colors)
+        _bars(axes[0], rows, "tokens", "tokens per sentence", colors, "%.1f")
         axes[0].set_title(f"Tokens per sentence ({sentences_text(rows)})", fontsize=9)
         axes[0].legend(fontsize=7)
         _speedups(axes[1], rows, colors)
-        _bars(axes[2], rows, "bpc", "bits per character (lower is better)", colors)
+        _bars(axes[2], rows, "bpc", "bits per character (lower is better)", colors, "%.2f")
         axes[2].set_title("Bits per character (held-out)", fontsize=10)
     for ax in axes[:3] if not rows else ():
         _empty(ax, "no adapted model's results yet")
@@ -295,7 +300,8 @@ def _speedups(ax, rows: list[dict], colors: dict[str, str]) -> None:
             x = i + (j - (len(names) - 1) / 2) * width
             value, low, high = r["paired"]
             err = [[value - low], [high - value]] if low is not None and high is not None else None
-            ax.bar(x, value, width, color=colors[n], yerr=err, capsize=3)
+            bar = ax.bar(x, value, width, color=colors[n], yerr=err, capsize=3)
+            ax.bar_label(bar, fmt="%.2fx", fontsize=7, label_type="center")
             if r["bound"] is not None:
                 ax.plot([x - width / 2, x + width / 2], [r["bound"]] * 2, color="black", linewidth=2,
                         label="bound" if not ax.get_legend_handles_labels()[1] else None)  # fmt: skip
@@ -327,6 +333,7 @@ def _loss_panel(ax, losses: pd.DataFrame, names: dict[str, str], colors: dict[st
         ax.plot(run["step"], run["loss"], style, label=label, color=colors.get(name))
     ax.set_xlabel("training step")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(bottom=0)
     ax.set_ylabel("loss per own token (nats)")
     ax.set_title("Training loss: per token, not comparable\nacross vocabularies", fontsize=9)
     ax.legend(fontsize=7)

@@ -4,6 +4,7 @@ settings, so that no page a reader sees carries a configuration key, a metric fi
 from __future__ import annotations
 
 import math
+import re
 
 from workflow_scripts.languages import LANGUAGE_NAMES
 
@@ -98,3 +99,55 @@ def training_text(cell: dict) -> str:
     if not _missing(cell.get("seq_len")):
         parts.append(f"sequence length {_whole(cell['seq_len'])}")
     return ", ".join(parts)
+
+
+# The steps of the workflow in words (the cost table's jobs), by rule.
+STEP_NAMES = {
+    "lapt": "training",
+    "mumo_head": "MuMo head training",
+    "evaluate_cell": "evaluation",
+    "evaluate_mt": "translation",
+    "evaluate_sum": "summarization",
+    "evaluate_mc": "reading comprehension",
+    "evaluate_ppl": "held-out likelihood",
+    "evaluate_gmmlu": "Global-MMLU",
+    "evaluate_mc_en": "English reading comprehension",
+    "evaluate_gmmlu_en": "English MMLU",
+    "score_bleurt": "BLEURT scoring",
+    "measure_speed": "speed",
+    "serve_speed": "llama.cpp speed",
+    "export_gguf": "GGUF export",
+    "check_gguf": "GGUF check",
+    "elchat": "ElChat merge",
+    "prepare_source_model": "source model",
+    "train_aux_tokenizer": "auxiliary tokenizer",
+    "expand_tokenizer": "tokenizer expansion",
+    "replace_tokenizer": "tokenizer replacement",
+    "initialize": "initialization",
+    "initialize_replace": "initialization (replacement)",
+    "init_analysis": "initialization analysis",
+    "init_analysis_cell": "initialization analysis",
+    "fragmentation": "fragmentation analysis",
+    "sample_cc100": "data: CC-100 sample",
+    "extract_l10n_pairs": "data: translation pairs",
+    "split_l10n": "data: split",
+    "flores_mt": "data: FLORES",
+    "mc_proxy": "data: reading-comprehension proxy",
+    "select_sum_items": "data: summarization items",
+}
+
+
+def step_name(rule: str) -> str:
+    """A workflow step in words, from its rule."""
+    return STEP_NAMES.get(rule, rule.replace("_", " "))
+
+
+def setting_words(text: str) -> str:
+    """The settings a job name carries (a method slug, "Mean.aux4000.k100") in words: "Mean, auxiliary vocabulary
+    4000, 100 new tokens, 2x2 LS, clm, sequence length 128"."""
+    words = {"aux": "auxiliary vocabulary {}", "k": "{} new tokens", "L": "sequence length {}", "replace": "replaced"}
+    out = []
+    for part in text.split("."):
+        match = re.fullmatch(r"(aux|k|L)(\d+)", part)
+        out.append(words[match[1]].format(match[2]) if match else PROCEDURES.get(part, part))
+    return ", ".join(out)

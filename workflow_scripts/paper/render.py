@@ -81,7 +81,7 @@ def markdown(filled: Filled, data_labels: list[str] = ()) -> str:
             first = [row.group, label] if groups else [label]
             lines.append("| " + " | ".join([*first, *(_md_cell(c) for c in cells)]) + " |")
         lines.append("")
-    lines += _legend(filled)
+    lines += [*_legend(filled), ""]
     lines += [f"- {n.strip()}" if not n.startswith("  ") else f"  - {n.strip()}" for n in filled.notes]
     return "\n".join(lines) + "\n"
 
