@@ -88,7 +88,7 @@ def index(pages: list[str], not_run: list[str]) -> str:
         lines += ["## Not run by this configuration", "",
                   "Tables and figures with nothing to show are not written; written tables leave out the rows, "
                   "languages and columns no result fills.", "", *(f"- {n}" for n in not_run), ""]  # fmt: skip
-    return "\n".join(lines) + "\n" + "\n".join(pages)
+    return "\n".join(lines) + "\n" + "\n".join(pages)  # each page ends in a blank line
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -83,7 +83,7 @@ def markdown(filled: Filled, data_labels: list[str] = ()) -> str:
         lines.append("")
     lines += [*_legend(filled), ""]
     lines += [f"- {n.strip()}" if not n.startswith("  ") else f"  - {n.strip()}" for n in filled.notes]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n"
 
 
 def plain_rows(filled: Filled) -> list[list[str]]:
