@@ -139,7 +139,9 @@ def _fragmentation_panel(ax: plt.Axes, frag: pd.DataFrame) -> None:
 
 
 def _held_out_panel(ax: plt.Axes, held: pd.DataFrame) -> None:
-    cats = list(dict.fromkeys(zip(held["model"], held["language"], strict=True)))
+    # in the left panel's order (by name), so that a language sits in the same place in both
+    cats = sorted(dict.fromkeys(zip(held["model"], held["language"], strict=True)),
+                  key=lambda c: (model_name(c[0]), language_name(c[1])))  # fmt: skip
     series = [None, *sorted(held["k"].dropna().unique())]  # None: Source's tokenizer
     width = 0.8 / len(series)
     for j, k in enumerate(series):
