@@ -131,7 +131,7 @@ def all_targets():
         paths.table("results.csv", RESULTS),
         paths.table("results.md", RESULTS),
         paths.analysis_file("fragmentation.csv", RESULTS),
-        paths.paper_file("tables.md", RESULTS),
+        paths.paper_dir(RESULTS),
     ]
 
 

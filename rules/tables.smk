@@ -1,4 +1,5 @@
 # One tidy long-format results table for the whole grid, and its Markdown rendering.
+from workflow_scripts.paper.specs import report_category, report_labels, report_titles
 
 
 localrules:
@@ -30,28 +31,30 @@ rule tables:
 
 
 rule paper_tables:
-    """The paper's Tables 1-11 and 14, Figures 2-5, the loss curves and the cost per cell, from results.csv alone."""
+    """The paper's Tables 1-11 and 14, Figures 2-5, the loss curves and the cost per cell, from results.csv alone, into
+    one folder: the tables and figures this run's results fill, and tables.md listing what the configuration did not
+    run."""
     input:
         results=paths.table("results.csv"),
         markdown=paths.table("results.md"),
         fragmentation=paths.analysis_file("fragmentation.csv"),
     output:
-        paper_report_files(),
-        costs=report(
-            paths.paper_file("costs.html"),
-            caption="../report/costs.rst",
-            category="Costs",
+        paper=report(
+            directory(paths.paper_dir()),
+            patterns=["{name}.html", "{name}.png"],
+            caption="../report/paper.rst",
+            category=report_category,
+            labels=report_labels,
         ),
-        other=paper_outputs(),
     log:
         "<results>/logs/paper_tables/paper_tables.log",
     conda:
         "../envs/workflow.yaml"
     params:
         sizes=paper_sizes,
-        out=paper_dir,
         data=fragmentation_label,
+        titles=report_titles(),
     # unquoted: params.sizes (paper_sizes: flags and shlex-quoted model=size values)
     shell:
-        "python -m workflow_scripts.paper --results {input.results:q} --out {params.out:q} {params.sizes}"
+        "python -m workflow_scripts.paper --results {input.results:q} --out {output.paper:q} {params.sizes}"
         " 2>> {log:q}"

@@ -1,12 +1,5 @@
 # Input functions and parameters of the tables, analysis and export rules (rules/tables.smk, rules/analysis.smk,
 # rules/export.smk): which files each whole-run step collects.
-from workflow_scripts.paper.specs import (
-    FIGURE_TITLES,
-    FIGURES as PAPER_FIGURES,
-    TABLES as PAPER_TABLES,
-    output_names as paper_output_names,
-    report_title,
-)
 from workflow_scripts.steps import data_label
 
 
@@ -67,50 +60,6 @@ def init_analysis_cells():
         for model in MODELS
         for lang in LANGUAGES
     ]
-
-
-def paper_outputs():
-    """Files of <results>/paper/ (rule paper_tables) other than those the report shows (PAPER_REPORT in tables.smk)."""
-    shown = (
-        {f"{t.name}.html" for t in PAPER_TABLES}
-        | {f"{f}.png" for f in PAPER_FIGURES}
-        | {"costs.html"}
-    )
-    return [
-        paths.paper_file(n, RESULTS) for n in paper_output_names() if n not in shown
-    ]
-
-
-def paper_report_files():
-    """The tables (HTML) and figures (PNG) of rule paper_tables, each flagged for `snakemake --report` with its caption
-    (report/*.rst; paths relative to rules/)."""
-    from snakemake.io import report as in_report
-
-    # labels: the report lists a category's files sorted by their labels (else by file name: table10a before table2)
-    tables = [
-        in_report(
-            paths.paper_file(f"{t.name}.html", RESULTS),
-            caption=f"../report/{t.name}.rst",
-            category="Tables",
-            labels={"no.": f"{i + 1:02d}", "table": report_title(t.title, t.caption)},
-        )
-        for i, t in enumerate(PAPER_TABLES)
-    ]
-    figures = [
-        in_report(
-            paths.paper_file(f"{f}.png", RESULTS),
-            caption=f"../report/{f}.rst",
-            category="Figures",
-            labels={"no.": f"{i + 1:02d}", "figure": FIGURE_TITLES.get(f, f)},
-        )
-        for i, f in enumerate(PAPER_FIGURES)
-    ]
-    return tables + figures
-
-
-def paper_dir(wc, output):
-    """The folder of rule paper_tables' outputs."""
-    return str(Path(output.costs).parent)
 
 
 def paper_sizes(wc):

@@ -326,8 +326,8 @@ def test_results_table_says_replace():
     # from the cell's vocab field (grid.Method.cell), not from its slug
     cell = {"init": "Mean", "procedure": "2x2LS", "objective": "mtp", "seq_len": 512, "k": None}
     assert settings_text({**cell, "vocab": "replace", "aux_vocab_size": 32000}) == (
-        "Mean · 2x2LS · mtp · 512 · replace=32000"
+        "2x2 LS, mtp, sequence length 512; vocabulary replaced (32000 tokens)"
     )
     assert settings_text({**cell, "vocab": "expand", "k": 100, "aux_vocab_size": 50000}) == (
-        "Mean · 2x2LS · mtp · 512 · k=100 · aux=50000"
+        "2x2 LS, mtp, sequence length 512; 100 new tokens (auxiliary vocabulary 50000)"
     )

@@ -211,8 +211,11 @@ def test_tables_speedups_with_spread_and_bound(tmp_path):
     assert mean.loc["speedup_chars", "value"] == pytest.approx(2.0)
     assert mean.loc["chars_per_second", ["value", "min", "max"]].tolist() == [20.0, 18.0, 24.0]
     assert "chars_per_second" + tf in mean.index and "chars_per_second@generate.greedy.b1" in mean.index
-    assert "| th | Mean |" in md
-    assert "| m | th | Mean | mt | teacher_forced.greedy.b1 | 20.0 [18.0–24.0] | 2.00x [1.50–3.00] |" in md
+    assert "| Thai | Mean |" in md
+    assert (
+        "| m | Thai | Mean | translation | teacher-forced, greedy, batch 1 | 20.0 [18.0–24.0] | 2.00x [1.50–3.00] |"
+        in md
+    )
 
 
 @pytest.mark.slow

@@ -81,17 +81,19 @@ def test_markdown(results):
     lines = md.splitlines()
     header = next(line for line in lines if line.startswith("| Language"))
     # token perplexity and the unpaired speed-ups are not in the main table
-    assert header == "| Language | Method | Settings | mt chrF | sum ROUGE-L (mT5) | mc acc | gmmlu acc | ppl BPC |"
-    source_row = next(line for line in lines if line.startswith("| th | Source"))
-    mean_row = next(line for line in lines if line.startswith("| th | Mean"))
+    # only the columns some result fills; the others are named once as not run
+    assert header == "| Language | Method | Settings | translation chrF (0–100) | bits per character (held-out) |"
+    assert "Not run by this configuration: summarization (no target-language document/summary pairs" in md
+    source_row = next(line for line in lines if line.startswith("| Thai | Source"))
+    mean_row = next(line for line in lines if line.startswith("| Thai | Mean"))
     assert lines.index(source_row) < lines.index(mean_row)  # Source first
     # chrF: mean ± sample sd of the two seeds
-    assert source_row == "| th | Source | – | 11.0 ± 1.4 | – | – | – | – |"
-    assert mean_row == "| th | Mean | Mean · 2x2LS · mtp · 512 · k=100 | – | – | – | – | 1.235 |"
-    assert "## All results: smollm2" in md
+    assert source_row == "| Thai | Source | – | 11.0 ± 1.4 | – |"
+    assert mean_row == "| Thai | Mean | 2x2 LS, mtp, sequence length 512; 100 new tokens | – | 1.235 |"
+    assert "## All results: SmolLM2-135M" in md
     # token perplexity sits apart, under a heading that says it is not comparable across vocabularies
     ppl = md.index("## Token perplexity (not comparable across vocabularies)")
-    assert md.index("| smollm2 | th | Mean | 12.35 |") > ppl > md.index(mean_row)
+    assert md.index("| SmolLM2-135M | Thai | Mean | 12.35 |") > ppl > md.index(mean_row)
     # the unpaired generation speed-up (0.90x) is only in the speed details, with the spreads, not in a headline
     assert "0.90x" not in md
 
@@ -115,8 +117,9 @@ def test_the_page_leads_with_tokens_paired_speed_up_and_bits_per_character(tmp_p
     _, md = tables.build_tables(_lead(tmp_path), figure="results.png")
     lead = md.index("## At a glance")
     assert lead < md.index("## All results") < md.index("## Token perplexity")
-    row = next(line for line in md.splitlines() if line.startswith("| smollm2 | th | Mean | 77.0"))
-    assert row == "| smollm2 | th | Mean | 77.0 → 42.5 | 2.50x [2.20–2.90] | 1.80x | 3.200 → 3.300 |"
+    row = next(line for line in md.splitlines() if line.startswith("| SmolLM2-135M | Thai | Mean | 77.0"))
+    assert row == "| SmolLM2-135M | Thai | Mean | 77.0 → 42.5 | 2.50x [2.20–2.90] | 1.80x | 1.39 | 3.200 → 3.300 |"
+    assert "Mean ends 0.10 bits per character above Source on Thai (3.200 → 3.300): quality is not held." in md
     assert "![" in md and "](results.png)" in md  # the figure beside the table
     # perplexity 360 against 6: shown only under the heading that says it cannot be compared
     assert md.index("360.00") > md.index("## Token perplexity (not comparable across vocabularies)")
@@ -130,10 +133,10 @@ def test_the_lead_shows_the_llama_cpp_speed_up_over_its_bound_next_to_transforme
     served.parent.mkdir(parents=True)
     served.write_text(json.dumps({"cell": MEAN, "records": records}), encoding="utf-8")
     frame, md = tables.build_tables(_lead(tmp_path, [served]))
-    row = next(line for line in md.splitlines() if line.startswith("| smollm2 | th | Mean | 77.0"))
+    row = next(line for line in md.splitlines() if line.startswith("| SmolLM2-135M | Thai | Mean | 77.0"))
     # transformers: 2.50 / 1.80 = 1.39 of the bound; llama.cpp: 2.00 / 1.60 = 1.25
     assert row == (
-        "| smollm2 | th | Mean | 77.0 → 42.5 | 2.50x [2.20–2.90] | 1.80x | 1.39 | 2.00x [1.90–2.10] | 1.25 "
+        "| SmolLM2-135M | Thai | Mean | 77.0 → 42.5 | 2.50x [2.20–2.90] | 1.80x | 1.39 | 2.00x [1.90–2.10] | 1.25 "
         "| 3.200 → 3.300 |"
     )
     over = frame[frame["metric"] == "paired_speedup_over_bound@llama.cpp-f16.teacher_forced.greedy.b1"]
@@ -149,7 +152,7 @@ def test_the_mc_proxy_label_only_where_mc_is(tmp_path):
     assert proxy not in md
     mc = _write(tmp_path / "lead/m/mc.json", MEAN, [("mc", "acc", 0.5)], data_label=proxy, task="mc")
     _, md = tables.build_tables(_lead(tmp_path, [mc]))
-    assert proxy in md and "| mc acc (proxy) |" in md
+    assert proxy in md and "| reading comprehension accuracy (proxy) |" in md
 
 
 def test_results_csv_carries_every_method_field(tmp_path):
@@ -161,7 +164,7 @@ def test_results_csv_carries_every_method_field(tmp_path):
     assert {"vocab", "posthoc", "init", "k", "procedure", "objective", "seq_len"} <= set(frame.columns)
     assert frame.set_index("method").loc["any-name", "posthoc"] == "elchat"
     # names and settings come from the fields, not from the slug (which here says nothing)
-    assert "| th | Mean + ElChat |" in md and "replace=8000" in md
+    assert "| Thai | Mean + ElChat |" in md and "vocabulary replaced (8000 tokens)" in md
 
 
 def test_no_source_no_speedup(results):
@@ -178,7 +181,7 @@ def test_cli_results_dir(results, tmp_path):
     tables.main(["--results-dir", str(root), "--csv", str(out_csv), "--markdown", str(out_md)])
     frame = pd.read_csv(out_csv)
     assert len(frame) == 20 and (frame["metric"] == "speedup").sum() == 2
-    assert "| th | Mean |" in out_md.read_text(encoding="utf-8")
+    assert "| Thai | Mean |" in out_md.read_text(encoding="utf-8")
     # Explicit inputs are strict: a file that is not a result is an error.
     with pytest.raises(ValueError, match="not a result file"):
         tables.main(["--inputs", str(root / "smollm2/th/source/eval/notes.json"), "--csv", str(out_csv),
@@ -189,7 +192,7 @@ def test_elchat_row_is_named_as_in_table_10(results, tmp_path):
     elchat = {**MEAN, "method": "Mean.k100.2x2LS.mtp.L512.elchat", "posthoc": "elchat"}
     path = _write(tmp_path / "results/smollm2/th/elchat/eval/mt.json", elchat, [("mt", "chrF", 19.0)])
     _, md = tables.build_tables([*results, path])
-    rows = [line for line in md.splitlines() if line.startswith("| th | Mean")]
+    rows = [line for line in md.splitlines() if line.startswith("| Thai | Mean")]
     assert [row.split(" | ")[1] for row in rows] == ["Mean", "Mean + ElChat"]
     assert rows[1].split(" | ")[3] == "19.0"
 

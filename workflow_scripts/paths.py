@@ -136,9 +136,14 @@ def table(name: str, root: str = RESULTS) -> str:
     return f"{root}/tables/{name}"
 
 
+def paper_dir(root: str = RESULTS) -> str:
+    """The folder of the paper's tables, figures and cost table (rule paper_tables)."""
+    return f"{root}/paper"
+
+
 def paper_file(name: str, root: str = RESULTS) -> str:
-    """The paper's tables, figures and cost table (rule paper_tables)."""
-    return f"{root}/paper/{name}"
+    """One file of the paper folder."""
+    return f"{paper_dir(root)}/{name}"
 
 
 def analysis_file(name: str, root: str = RESULTS) -> str:

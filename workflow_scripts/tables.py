@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_scripts.io import atomic_path, read_json, setup_logging, write_text
-from workflow_scripts.paper import headline
+from workflow_scripts.paper import headline, names
 from workflow_scripts.paths import eval_file
 from workflow_scripts.speed import table as speed_table
 
@@ -45,7 +45,6 @@ CELL_COLUMNS = [
 # min / max: the spread of a speed measurement's repeats (workflow_scripts/speed/table.py); empty elsewhere
 COLUMNS = [*CELL_COLUMNS, "task", "metric", "value", "seed", "run", "min", "max"]
 INT_COLUMNS = ["seq_len", "k", "aux_vocab_size", "seed", "run"]
-SETTING_COLUMNS = ["init", "procedure", "objective", "seq_len", "k", "aux_vocab_size"]
 
 # (derived metric, metric it divides by Source's); the speed-ups in each unit: speed.table.derived_speedups
 DERIVED = [
@@ -56,26 +55,22 @@ DERIVED = [
 # Markdown columns of the main table: (header, task, metric, format). Token perplexity (per token of each model's
 # own vocabulary) and the unpaired generation speed-ups (machine load between jobs) are listed apart: see markdown().
 MARKDOWN_COLUMNS = [
-    ("mt chrF", "mt", "chrF", "{:.1f}"),
+    ("translation chrF (0–100)", "mt", "chrF", "{:.1f}"),
     # one column per ROUGE-L segmentation (harness/metrics.py): their numbers never share a column
-    ("sum ROUGE-L (mT5)", "sum", "rougeL_mt5", "{:.1f}"),
-    ("sum ROUGE-L (script)", "sum", "rougeL_script", "{:.1f}"),
-    ("sum ROUGE-L (reference code)", "sum", "rougeL_reference", "{:.1f}"),
-    ("sum BLEURT", "sum", "bleurt", "{:.3f}"),
-    ("mc acc", "mc", "acc", "{:.3f}"),
-    ("gmmlu acc", "gmmlu", "acc", "{:.3f}"),
-    ("ppl BPC", "ppl", "bits_per_char", "{:.3f}"),
+    ("summarization ROUGE-L (mT5 pieces)", "sum", "rougeL_mt5", "{:.1f}"),
+    ("summarization ROUGE-L (script-aware)", "sum", "rougeL_script", "{:.1f}"),
+    ("summarization ROUGE-L (reference code)", "sum", "rougeL_reference", "{:.1f}"),
+    ("summarization BLEURT", "sum", "bleurt", "{:.3f}"),
+    ("reading comprehension accuracy", "mc", "acc", "{:.3f}"),
+    ("Global-MMLU accuracy", "gmmlu", "acc", "{:.3f}"),
+    ("bits per character (held-out)", "ppl", "bits_per_char", "{:.3f}"),
 ]
-# Shown only where some result has them (the first ROUGE-L column stands for sum in every table).
-OPTIONAL_COLUMNS = {("sum", "rougeL_script"), ("sum", "rougeL_reference"), ("sum", "bleurt")}
-PPL_COLUMN = ("ppl (per own token)", "ppl", "perplexity", "{:.2f}")
-# A plain rougeL record was computed on the script-aware segmentation.
-LEGACY_METRICS = {("sum", "rougeL"): "rougeL_script"}
+PPL_COLUMN = ("perplexity (per own token)", "ppl", "perplexity", "{:.2f}")
 MISSING = "–"
-# Why a column can be empty (printed under the tables when a task has no result at all).
+# Why a task can be absent (said in the "not run by this configuration" list when it has no result at all).
 NOT_RUN_NOTES = {
-    "sum": "sum: – (not evaluated: no target-language document/summary pairs for this data are reachable offline; "
-    "the task runs on XL-Sum, MLSUM, GreekSUM mirrors and is tested on XL-Sum-layout fixtures)",
+    "sum": "no target-language document/summary pairs for this data are reachable offline; the task runs on "
+    "XL-Sum, MLSUM, GreekSUM mirrors and is tested on XL-Sum-layout fixtures",
 }
 
 
@@ -107,8 +102,11 @@ def load_results(paths: list[str | Path], *, strict: bool = True) -> tuple[pd.Da
         reason = details.get("unavailable")
         if reason and f"{details.get('task')}: – ({reason})" not in notes:
             notes.append(f"{details.get('task')}: – ({reason})")
-        for rec in speed_table.flatten(obj["records"]):
-            rec["metric"] = LEGACY_METRICS.get((rec.get("task"), rec.get("metric")), rec.get("metric"))
+        records = list(obj["records"])
+        if details.get("n") and any(r.get("metric") == headline.TOKENS[1] for r in records):
+            # how many held-out sentences tokens_per_sentence counts over, so the pages can say which set it is
+            records.append({"task": headline.SENTENCES[0], "metric": headline.SENTENCES[1], "value": details["n"]})
+        for rec in speed_table.flatten(records):
             row = {c: obj["cell"].get(c) for c in CELL_COLUMNS}
             # generation tasks run several times: each record carries its run and seed
             row.update(rec, seed=rec.get("seed", details.get("seed")), run=rec.get("run"))
@@ -173,52 +171,65 @@ def _fmt_setting(value: object) -> str:
 
 
 def settings_text(row: dict) -> str:
-    """Compact description of a cell's training settings, e.g. "Mean · 2x2LS · clm · 512 · k=100 · aux=8000"."""
-    parts = []
-    for column in SETTING_COLUMNS:
-        text = _fmt_setting(row.get(column))
-        if not text:
-            continue
-        if column == "k":
-            text = f"k={text}"
-        elif column == "aux_vocab_size":
-            # vocab: replace records its replacement tokenizer's size here (no k: every token is new)
-            text = f"replace={text}" if row.get("vocab") == "replace" else f"aux={text}"
-        parts.append(text)
-    return " · ".join(parts) or MISSING
+    """A cell's settings in words, e.g. "2x2 LS, clm, sequence length 512; 100 new tokens (auxiliary vocabulary
+    8000)"."""
+    parts = [names.training_text(row)]
+    k, aux = _fmt_setting(row.get("k")), _fmt_setting(row.get("aux_vocab_size"))
+    if row.get("vocab") == "replace" and aux:
+        parts.append(f"vocabulary replaced ({aux} tokens)")
+    elif k:
+        parts.append(f"{k} new tokens" + (f" (auxiliary vocabulary {aux})" if aux else ""))
+    return "; ".join(p for p in parts if p) or MISSING
 
 
-def markdown(frame: pd.DataFrame, data_labels: list[str] | None = None, figure: str | None = None) -> str:
-    """The results page: the lead (headline.py: tokens per sentence, paired speed-up and bound, bits per character,
-    ``figure`` beside it), then one table per model (rows language x method, Source first; mean ± sd over runs where
-    a task ran more than once), token perplexity apart, and the speed section with its spreads."""
-    lines = ["# Results", ""]
-    notes = [label.removeprefix("note: ") for label in data_labels or [] if label.startswith("note: ")]
-    tasks = set(frame["task"]) if not frame.empty else set()
-    labels = [label for label in data_labels or [] if not label.startswith("note: ")]
-    for label in headline.labels_for(labels, tasks):
-        lines += [f"> Data: {label}. The embedded default's numbers are not comparable to the paper's.", ""]
-    notes += [note for task, note in NOT_RUN_NOTES.items() if task not in tasks]
-    if frame.empty:
-        return "\n".join([*lines, "No results.", ""])
-    lines += headline.markdown(headline.lead_rows(frame, is_source, headline.row_name), figure)
+def _grouped(frame: pd.DataFrame) -> tuple[dict, dict]:
+    """Per cell key: its fields, and its values per (task, metric)."""
     values: dict[tuple, dict[tuple, list]] = {}
     cells: dict[tuple, dict] = {}
     for _, row in frame.iterrows():
         key = _cell_key(row)
         cells.setdefault(key, dict(zip(CELL_COLUMNS, key, strict=True)))
         values.setdefault(key, {}).setdefault((row["task"], row["metric"]), []).append(row["value"])
+    return cells, values
+
+
+def not_run(tasks: set) -> list[str]:
+    """The main table's tasks no result fills, in words, with why where it is known (NOT_RUN_NOTES)."""
+    absent = dict.fromkeys(task for _, task, _, _ in MARKDOWN_COLUMNS if task not in tasks)
+    return [names.TASK_NAMES.get(t, t) + (f" ({NOT_RUN_NOTES[t]})" if t in NOT_RUN_NOTES else "") for t in absent]
+
+
+def markdown(
+    frame: pd.DataFrame, data_labels: list[str] | None = None, figure: str | None = None, steps: dict | None = None
+) -> str:
+    """The results page: the lead (headline.py: tokens per sentence, paired speed-up and bound, bits per character,
+    whether quality is held, ``figure`` beside it), then one table per model (rows language x method, Source first;
+    mean ± sd over runs where a task ran more than once) with the columns some result fills, what this configuration
+    did not run, token perplexity apart, and the speed section with its spreads."""
+    lines = ["# Results", ""]
+    notes = [label.removeprefix("note: ") for label in data_labels or [] if label.startswith("note: ")]
+    tasks = set(frame["task"]) if not frame.empty else set()
+    labels = [label for label in data_labels or [] if not label.startswith("note: ")]
+    for label in headline.labels_for(labels, tasks):
+        lines += [f"> Data: {label}. The embedded default's numbers are not comparable to the paper's.", ""]
+    if frame.empty:
+        return "\n".join([*lines, "No results.", ""])
+    lines += headline.markdown(headline.lead_rows(frame, is_source, headline.row_name), figure, steps)
+    cells, values = _grouped(frame)
     present = {(t, m) for t, m in zip(frame["task"], frame["metric"], strict=True)}
-    columns = [c for c in MARKDOWN_COLUMNS if (c[1], c[2]) not in OPTIONAL_COLUMNS or (c[1], c[2]) in present]
+    columns = [c for c in MARKDOWN_COLUMNS if (c[1], c[2]) in present]
     proxy = any(headline.label_task(lb) == "mc" and "proxy" in lb for lb in labels)
-    columns = [("mc acc (proxy)", *c[1:]) if proxy and c[1] == "mc" else c for c in columns]
+    columns = [(c[0].replace("accuracy", "accuracy (proxy)"), *c[1:]) if proxy and c[1] == "mc" else c for c in columns]
     order = {key: i for i, key in enumerate(cells)}
     ordered = sorted(cells, key=lambda k: (str(cells[k]["model"]), str(cells[k]["language"]),
                                            not is_source(cells[k]["method"], cells[k]["label"]), order[k]))  # fmt: skip
     for model in dict.fromkeys(c["model"] for c in cells.values()):
         keys = [k for k in ordered if cells[k]["model"] == model]
-        lines += [f"## All results: {model}", ""]
+        lines += [f"## All results: {names.model_name(model)}", ""]
         lines += _table(["Language", "Method", "Settings"], columns, keys, cells, values)
+    missing = not_run(tasks)
+    if missing:
+        lines += ["Not run by this configuration: " + "; ".join(missing) + ".", ""]
     ppl_keys = [k for k in ordered if (PPL_COLUMN[1], PPL_COLUMN[2]) in values[k]]
     if ppl_keys:
         lines += ["## Token perplexity (not comparable across vocabularies)", "",
@@ -236,8 +247,8 @@ def _table(lead: list[str], columns: list, keys: list, cells: dict, values: dict
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for key in keys:
         c = cells[key]
-        first = {"Model": str(c["model"]), "Language": str(c["language"]), "Method": headline.row_name(c),
-                 "Settings": settings_text(c)}  # fmt: skip
+        first = {"Model": names.model_name(c["model"]), "Language": names.language_name(c["language"]),
+                 "Method": headline.row_name(c), "Settings": settings_text(c)}  # fmt: skip
         row = [first[name] for name in lead]
         for _, task, metric, fmt in columns:
             v = values[key].get((task, metric))
@@ -256,13 +267,17 @@ def _mean_sd(values: list[float], fmt: str) -> str:
 
 
 def build_tables(
-    paths: list[str | Path], *, strict: bool = True, figure: str | None = None
+    paths: list[str | Path], *, strict: bool = True, figure: str | None = None, losses: list[Path] = ()
 ) -> tuple[pd.DataFrame, str]:
     """The long table with derived rows and its Markdown rendering (naming ``figure`` beside the lead), from result
-    JSON files."""
+    JSON files and the training runs' ``losses`` (their last step: how long each model trained)."""
+    from workflow_scripts.paper.figures import read_losses
+
     frame, labels = load_results(paths, strict=strict)
     frame = add_derived(frame)
-    return frame, markdown(frame, labels, figure)
+    curves = read_losses(losses)
+    steps = {} if curves.empty else curves.groupby(["model", "language", "method"])["step"].max().to_dict()
+    return frame, markdown(frame, labels, figure, {k: int(v) for k, v in steps.items()})
 
 
 def write_figure(frame: pd.DataFrame, losses: list[Path], path: Path, md: str) -> None:
@@ -298,12 +313,13 @@ def main(argv: list[str] | None = None) -> None:
     setup_logging(a.log)
     paths = [Path(x) for x in a.inputs] if a.inputs else find_results(a.results_dir)
     figure_name = a.figure.name if a.figure else None
-    frame, md = build_tables(paths, strict=bool(a.inputs), figure=figure_name)
+    losses = [Path(x) for x in a.losses]
+    frame, md = build_tables(paths, strict=bool(a.inputs), figure=figure_name, losses=losses)
     with atomic_path(a.csv) as tmp:
         frame.to_csv(tmp, index=False)
     write_text(a.markdown, md)
     if a.figure:
-        write_figure(frame, [Path(x) for x in a.losses], a.figure, md)
+        write_figure(frame, losses, a.figure, md)
     if a.html:
         write_text(a.html, headline.to_html(md, {figure_name: a.figure} if a.figure else {}))
     log.info("tables: %d files, %d rows -> %s, %s", len(paths), len(frame), a.csv, a.markdown)

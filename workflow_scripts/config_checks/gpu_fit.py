@@ -1,11 +1,11 @@
 """The planning check that every LAPT job fits the GPU its profile asks for, and the GPUs each one is given
 (the arithmetic: workflow_scripts.gpu).
 
-rules/common.smk runs ``gpu_fit_problems``: a run whose grid holds a LAPT job of a GPU size class that the estimate
-says does not fit the GPU class of rule lapt (workflow_scripts.resources.GPU_CLASSES) stops before any job, naming the
-key to change. rules/training_inputs.smk sizes the lapt jobs' GPUs by ``lapt_gpu_counts``. This module reads the grid and
-lapt's hparams, which the gpu package does not: lapt imports gpu (micro_batch auto), so gpu importing lapt would close
-a cycle.
+config_checks.plan runs ``gpu_fit_problems`` when Snakemake plans: a run whose grid holds a LAPT job of a GPU size
+class that the estimate says does not fit the GPU class of rule lapt (workflow_scripts.resources.GPU_CLASSES) stops
+before any job, naming the key to change; ``lapt_gpu_counts`` gives each lapt job its GPUs (rules/training_inputs.smk).
+This module reads the grid and lapt's hparams, which the gpu package does not: lapt imports gpu (micro_batch auto), so
+gpu importing lapt would close a cycle.
 """
 
 from __future__ import annotations

@@ -22,11 +22,11 @@ from workflow_scripts.config_checks.files import (
     unset_evaluation,
     unwritable_output,
 )
-from workflow_scripts.config_checks.notes import config_warnings, deferred_checks
-from workflow_scripts.config_checks.schema import schema_errors
 
 # the one import of the GPU-fit arithmetic by the workflow
 from workflow_scripts.config_checks.gpu_fit import gpu_fit_problems, lapt_gpu_counts
+from workflow_scripts.config_checks.notes import config_warnings, deferred_checks
+from workflow_scripts.config_checks.schema import schema_errors
 from workflow_scripts.grid import ConfigError, Method, expand_grid, with_adapted
 from workflow_scripts.resources import workflow_gpu_class, workflow_gpu_problems, workflow_node_gpus
 from workflow_scripts.runs import plan_run, run_root

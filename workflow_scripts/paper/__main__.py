@@ -12,9 +12,9 @@ import yaml
 from workflow_scripts import paths
 from workflow_scripts.io import setup_logging, write_text
 from workflow_scripts.paper import costs, figures, render
-from workflow_scripts.paper.cells import fill, rouge_metric, stand_ins
+from workflow_scripts.paper.cells import fill, rouge_metric, stand_ins, trim
 from workflow_scripts.paper.headline import labels_for, row_name
-from workflow_scripts.paper.specs import FIGURES, TABLES
+from workflow_scripts.paper.specs import FIGURE_TITLES, FIGURES, TABLES, report_title
 
 log = logging.getLogger("vocabexp")
 DATA_PREFIX = "> Data: "
@@ -36,50 +36,61 @@ def _read_optional_csv(path: Path) -> pd.DataFrame | None:
 
 
 def write_tables(
-    frame: pd.DataFrame, out: Path, labels: list[str], models: dict[str, str], root: str = "results/<run>"
-) -> list[str]:
-    """Every table spec, filled and written in four formats; returns the Markdown of each. A task's data label (the
-    mc proxy) goes only to the tables that show that task; a missing entry names its file under the run folder
-    ``root``."""
-    pages = []
+    frame: pd.DataFrame, out: Path, labels: list[str], models: dict[str, str]
+) -> tuple[list[str], list[str]]:
+    """Every table spec this run's results fill, trimmed to what they fill (cells.trim) and written in four formats.
+    Returns the Markdown of each table written, and the "not run by this configuration" lines: the tables not written
+    and what the written ones leave out. A task's data label (the mc proxy) goes only to the tables that show it."""
+    pages, not_run = [], []
     for spec in TABLES:
-        filled = fill(spec, frame, models, root)
-        own = labels_for(labels, [c.task for c in spec.columns])
+        filled, left = trim(fill(spec, frame, models))
+        if filled is None:
+            not_run.append(f"{report_title(spec.title, spec.caption)}: no result for any of its rows")
+            continue
+        own = labels_for(labels, [c.task for c in filled.spec.columns])
         md = render.markdown(filled, own)
         write_text(out / f"{spec.name}.md", md)
         write_text(out / f"{spec.name}.tex", render.latex(filled))
         write_text(out / f"{spec.name}.csv", render.to_csv(filled))
         write_text(out / f"{spec.name}.html", render.to_html(filled, own))
         pages.append(md)
-    return pages
+        not_run += [f"{spec.title}, left out: {what}" for what in left]
+    return pages, not_run
 
 
-def write_figures(frame: pd.DataFrame, root: Path, out: Path, labels: list[str]) -> None:
-    """Figures 2-5 and the loss curves from the CSV and, when present, the files next to it under ``root``."""
+def write_figures(frame: pd.DataFrame, root: Path, out: Path, labels: list[str]) -> list[str]:
+    """Figures 2-5 and the loss curves that the CSV and, when present, the files next to it under ``root`` fill;
+    returns the titles of those with nothing to show (not written)."""
     top = paths.glob_root(root)
     reports = figures.read_reports(paths.found(paths.report(paths.tokenizer_dir("*", "*", "*", top))))
-    figures.figure2(
-        _read_optional_csv(Path(paths.analysis_file("fragmentation.csv", str(root)))), reports, out / "figure2"
-    )
+    frag = _read_optional_csv(Path(paths.analysis_file("fragmentation.csv", str(root))))
     figure3 = [(t, rouge_metric(frame)) if t == "sum" else (t, m) for t, m in figures.FIGURE3_TASKS]  # one ROUGE-L
-    title3 = "Figure 3: generation vs |V_new|"
-    figures.figure_vnew(frame, out / "figure3", figure3, title3, labels_for(labels, [t for t, _ in figure3]))
-    figures.figure4(reports, frame, out / "figure4", labels_for(labels, []))
-    title5 = "Figure 5: classification vs |V_new|"
     tasks5 = figures.FIGURE5_TASKS
-    figures.figure_vnew(frame, out / "figure5", tasks5, title5, labels_for(labels, [t for t, _ in tasks5]))
     cells = frame.drop_duplicates("method").to_dict("records") if not frame.empty else []
     names = {str(c["method"]): row_name(c) for c in cells}
     losses = figures.read_losses(paths.found(paths.loss_curve("*", "*", "*", top)))
-    figures.loss_curves(losses, out / "loss_curves", names, labels_for(labels, []))
+    drawn = {
+        "figure2": figures.figure2(frag, frame, out / "figure2", labels_for(labels, [])),
+        "figure3": figures.figure_vnew(
+            frame, out / "figure3", figure3, FIGURE_TITLES["figure3"], labels_for(labels, [t for t, _ in figure3])
+        ),
+        "figure4": figures.figure4(reports, frame, out / "figure4", labels_for(labels, [])),
+        "figure5": figures.figure_vnew(
+            frame, out / "figure5", tasks5, FIGURE_TITLES["figure5"], labels_for(labels, [t for t, _ in tasks5])
+        ),
+        "loss_curves": figures.loss_curves(losses, out / "loss_curves", names, labels_for(labels, [])),
+    }
+    return [FIGURE_TITLES[name] for name, files in drawn.items() if not files]
 
 
-def _shown(path: Path) -> str:
-    """A folder as the notes name it: relative to the working directory when under it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
+def index(pages: list[str], not_run: list[str]) -> str:
+    """tables.md: the tables written, and one list of what this configuration did not run."""
+    lines = ["# The paper's tables from this run's results", ""]
+    if not_run:
+        lines += ["## Not run by this configuration", "",
+                  "Tables and figures with nothing to show are not written; written tables leave out the rows, "
+                  "languages and columns no result fills.", "", *(f"- {n}" for n in not_run), ""]  # fmt: skip
+    return "\n".join(lines) + "\n" + "\n".join(pages)  # each page ends in a blank line
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -108,9 +119,9 @@ def main(argv: list[str] | None = None) -> None:
     if a.stand_in:
         requested = dict(s.split("=", 1) for s in a.stand_in if s != "none")
     models = stand_ins(frame, requested)
-    pages = write_tables(frame, a.out, labels, models, _shown(root))
-    write_text(a.out / "tables.md", "# The paper's tables from this run's results\n\n" + "\n".join(pages))
-    write_figures(frame, root, a.out, labels)
+    pages, not_run = write_tables(frame, a.out, labels, models)
+    not_run += [f"{title}: nothing to show" for title in write_figures(frame, root, a.out, labels)]
+    write_text(a.out / "tables.md", index(pages, not_run))
     sizes = dict(s.split("=", 1) for s in a.size or [])
     if a.config:
         models_cfg = (yaml.safe_load(a.config.read_text()) or {}).get("models", {})
@@ -119,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
     table = costs.cost_table(costs.read_benchmarks(root), sizes, devices)
     general = labels_for(labels, [])
     write_text(a.out / "costs.md", costs.markdown(table, general, devices))
-    write_text(a.out / "costs.csv", table.to_csv(index=False))
+    write_text(a.out / "costs.csv", costs.shown(table).to_csv(index=False))
     write_text(a.out / "costs.html", costs.to_html(table, general, devices))
     log.info("paper: %d tables, %d figures, %d cost rows -> %s", len(TABLES), len(FIGURES), len(table), a.out)
 

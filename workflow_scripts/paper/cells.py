@@ -11,11 +11,11 @@ from typing import Any
 
 import pandas as pd
 
-from workflow_scripts import paths
-from workflow_scripts.grid import MUMO, MUMO_INITS, MUMO_POSTHOC, Method
+from workflow_scripts.paper.names import language_name, model_name, task_metric, training_text
 from workflow_scripts.paper.specs import MODEL_NAMES, PAPER_MODELS, ROUGE_SCRIPT, SUM, Row, TableSpec, cell_metric
 
 MISSING = "–"
+ROUGE_NOTE = "ROUGE-L"  # how the note on the ROUGE-L segmentation starts
 NOT_APPLICABLE = "n/a"
 SETTINGS = ("label", "init", "procedure", "objective", "seq_len", "k", "aux_vocab_size", "vocab", "posthoc")
 # Settings a stand-in cell may differ in (footnoted); vocab, posthoc and what a row selects must match.
@@ -103,25 +103,6 @@ def stand_ins(frame: pd.DataFrame, requested: Mapping[str, str] | None = None) -
     return {}
 
 
-def expected_method(settings: Mapping[str, Any]) -> Method:
-    """The grid method a row asks for (the table's recipe with the row's selection on top)."""
-    label = settings["label"]
-    if label.startswith(MUMO):  # the MuMo method whose label (grid.Method.label) this is
-        mumo = [Method(i, "expand", None, MUMO, None, None, p) for i in MUMO_INITS for p in sorted(MUMO_POSTHOC)]
-        return next(m for m in mumo if m.label == label)
-    trains = label != "Source"
-    init = "none" if label in ("Source", "CPT-only") else label
-    return Method(
-        init=init,
-        vocab=settings.get("vocab") or "expand",
-        k=settings.get("k") or 100,
-        procedure=settings["procedure"] if trains else "none",
-        objective=settings["objective"] if trains else None,
-        seq_len=settings["seq_len"] if trains else None,
-        posthoc=settings.get("posthoc") or "none",
-    )
-
-
 def _matches(cand: Mapping[str, Any], wanted: Mapping[str, Any], keys: tuple[str, ...] | None = None) -> bool:
     """True when every wanted setting (among ``keys``) is the candidate's, or does not apply to it (None)."""
     for key, value in wanted.items():
@@ -144,11 +125,23 @@ def choose(candidates: list[dict], row: Row, recipe: Mapping[str, Any]) -> tuple
     if exact:
         return sorted(exact, key=lambda c: str(c["method"]))[0], None
     if len(pool) == 1:
-        return pool[0], f"uses {pool[0]['method']}, not the paper's {expected_method(wanted).slug}"
+        return pool[0], f"{differs(pool[0], wanted)}"
     if pool:
-        names = ", ".join(sorted(str(c["method"]) for c in pool))
-        return None, f"ambiguous: {names} (none has the paper's settings)"
+        names = "; ".join(sorted(settings_text(c) for c in pool))
+        return None, f"left empty: several cells ({names}) and none has the paper's settings"
     return None, None
+
+
+def settings_text(cell: Mapping[str, Any]) -> str:
+    """A cell's training and |V_new| in words."""
+    k = _norm(cell.get("k"))
+    return ", ".join(p for p in (training_text(dict(cell)), f"{k} new tokens" if k is not None else "") if p)
+
+
+def differs(cell: Mapping[str, Any], wanted: Mapping[str, Any]) -> str:
+    """What the cell filling a row was trained with, against the paper's settings, in words."""
+    paper = {**wanted, "k": wanted.get("k") if cell.get("k") is not None else None}
+    return f"trained with {settings_text(cell)} (the paper's: {settings_text(paper)})"
 
 
 def fmt_value(value: float, fmt: str, scale: float = 1.0) -> str:
@@ -158,15 +151,6 @@ def fmt_value(value: float, fmt: str, scale: float = 1.0) -> str:
         text = f"{value:.2f}"
         return text.replace("0.", ".", 1) if text.startswith(("0.", "-0.")) else text
     return fmt.format(value)
-
-
-def task_file(task: str, metric: str) -> tuple[str, str]:
-    """(rule, result file) that writes ``metric`` of ``task`` for one grid cell."""
-    if metric in SPEED_METRICS or metric.endswith("_ratio") or "@" in metric:
-        return "rule measure_speed (speed-ups by rule tables)", "speed.json"
-    if metric == "bleurt":
-        return "rule score_bleurt (evaluation.sum.bleurt)", "sum_bleurt.json"
-    return f"rule evaluate_{task}", f"{task}.json"
 
 
 class _Index:
@@ -205,7 +189,7 @@ def _row_cells(index: _Index, spec: TableSpec, row: Row, model: str, notes: dict
     for lang in spec.languages:
         chosen, note = choose(index.cells.get((model, lang), []), row, spec.recipe)
         if note:
-            notes.setdefault(f"{row.label} ({model}): {note}", set()).add(lang)
+            notes.setdefault(f"{row.label}: {note}", set()).add(lang)
         for col in spec.columns:
             if lang in col.skip_languages:
                 cells.append(Cell(text=NOT_APPLICABLE, status="na"))
@@ -263,26 +247,62 @@ def _mark_source(block: Block, spec: TableSpec) -> None:
             c.better = higher and _apart(c, base[j])
 
 
-def _missing_notes(block: Block, spec: TableSpec, root: str) -> list[str]:
-    """What would fill each row's missing entries: the grid cell, the rules and their result files under the run
-    folder ``root``."""
+def _missing_notes(block: Block, spec: TableSpec) -> list[str]:
+    """The entries of a row left empty ("–") beside filled ones: which language and column, in words."""
     notes = []
     for row, cells in block.rows:
-        slug = expected_method({**spec.recipe, **row.select}).slug
-        missing: dict[tuple[str, str], dict[str, list[str]]] = {}
+        missing: dict[str, list[str]] = {}
         for j, c in enumerate(cells):
             if c.status != "missing":
                 continue
             col, lang = spec.columns[j % len(spec.columns)], spec.languages[j // len(spec.columns)]
-            rule_file = task_file(col.task, row.metric or col.metric)
-            missing.setdefault(rule_file, {}).setdefault(f"{col.task} {row.metric or col.metric}", []).append(lang)
-        for (rule, file), columns in missing.items():
-            for what, langs in columns.items():
-                notes.append(
-                    f"{row.label}, {what}: {block.results_model} × {{{', '.join(langs)}}} × {slug} — {rule}: "
-                    + paths.eval_file(block.results_model, "{lang}", slug, file, str(root))
-                )
+            what = task_metric(col.task, cell_metric(col.task, row.metric or col.metric).split("@")[0])
+            missing.setdefault(what, []).append(language_name(lang))
+        notes += [f"{row.label}, {what}: no result for {', '.join(langs)}" for what, langs in missing.items()]
     return notes
+
+
+def trim(filled: Filled) -> tuple[Filled | None, list[str]]:
+    """``filled`` without the model blocks, rows, languages and columns no result fills, and those left out in words;
+    None where none of the table's subject rows (``TableSpec.subject_rows``) has a value."""
+    spec, ncol = filled.spec, len(filled.spec.columns)
+    entries = [(b, row, j, c) for b in filled.blocks for row, cells in b.rows for j, c in enumerate(cells)]
+    ok = [(b, row, j) for b, row, j, c in entries if c.status == "ok"]
+    langs = [i for i in range(len(spec.languages)) if any(j // ncol == i for _, _, j in ok)]
+    cols = [k for k in range(ncol) if any(j % ncol == k for _, _, j in ok)]
+    rows = [r for r in spec.rows if any(row is r for _, row, _ in ok)]
+    blocks = [b for b in filled.blocks if any(block is b for block, _, _ in ok)]
+    if not any(r.label in spec.subject_rows for r in rows):
+        return None, []
+    left = [
+        ("models", [MODEL_NAMES.get(b.model, b.model) for b in filled.blocks if b not in blocks]),
+        ("rows", [r.label for r in spec.rows if r not in rows]),
+        ("languages", [language_name(lang) for i, lang in enumerate(spec.languages) if i not in langs]),
+        ("columns", list(dict.fromkeys(c.header for k, c in enumerate(spec.columns) if k not in cols))),
+    ]
+    kept = replace(
+        spec,
+        models=tuple(b.model for b in blocks),
+        rows=tuple(rows),
+        languages=tuple(spec.languages[i] for i in langs),
+        columns=tuple(spec.columns[k] for k in cols),
+    )
+    new_blocks = [
+        Block(
+            b.model,
+            b.results_model,
+            [(row, [cells[i * ncol + k] for i in langs for k in cols]) for row, cells in b.rows if row in rows],
+        )
+        for b in blocks
+    ]
+    sums = any(c.task == "sum" for c in kept.columns)
+    notes = [
+        n for n in filled.notes if not n.startswith((f"{MISSING}:", "  ")) and (sums or not n.startswith(ROUGE_NOTE))
+    ]
+    missing = [m for b in new_blocks for m in _missing_notes(b, kept)]
+    if missing:
+        notes += [f"{MISSING}: no result yet:", *(f"  {m}" for m in missing)]
+    return Filled(kept, new_blocks, notes), [f"{what}: {', '.join(names)}" for what, names in left if names]
 
 
 def rouge_metric(frame: pd.DataFrame) -> str:
@@ -298,19 +318,17 @@ def _rouge_columns(spec: TableSpec, frame: pd.DataFrame) -> tuple[TableSpec, lis
         return spec, []
     metric = rouge_metric(frame)
     if metric == SUM[1]:
-        note = "ROUGE-L on mT5 SentencePiece pieces (rougeL_mt5, the paper's segmentation, §6.6)."
+        note = f"{ROUGE_NOTE} on mT5 SentencePiece pieces (the paper's segmentation, §6.6)."
         if not frame.empty and ROUGE_SCRIPT[1] in set(frame["metric"].astype(str)):
-            note += " Script-aware ROUGE-L results (rougeL_script) exist too and are not shown."
+            note += " Script-aware ROUGE-L results exist too and are not shown."
         return spec, [note]
     columns = tuple(replace(c, metric=metric) if (c.task, c.metric) == SUM else c for c in spec.columns)
-    note = ("ROUGE-L on the script-aware segmentation (rougeL_script: words, or grapheme clusters in unspaced "
-            "scripts), not on the paper's mT5 pieces: evaluation.sum.rouge_tokenizer was script.")  # fmt: skip
+    note = (f"{ROUGE_NOTE} on the script-aware segmentation (words, or grapheme clusters in unspaced scripts), not "
+            "on the paper's mT5 pieces: the configuration's evaluation.sum.rouge_tokenizer is script.")  # fmt: skip
     return replace(spec, columns=columns), [note]
 
 
-def fill(
-    spec: TableSpec, frame: pd.DataFrame, models: Mapping[str, str] | None = None, root: str = "results/<run>"
-) -> Filled:
+def fill(spec: TableSpec, frame: pd.DataFrame, models: Mapping[str, str] | None = None) -> Filled:
     """Fill ``spec`` from the long results table; ``models`` maps a paper model to the results model standing in."""
     index = _Index(frame)
     models = stand_ins(frame, None) if models is None else models
@@ -326,15 +344,17 @@ def fill(
         _mark_source(block, spec)
         if results_model != model:
             notes.append(
-                f"{results_model} stands in for {MODEL_NAMES.get(model, model)}: its numbers are not the paper's."
+                f"{model_name(results_model)} stands in for {MODEL_NAMES.get(model, model)}: its numbers are not the "
+                "paper's."
             )
-        notes += [f"{n} [{', '.join(sorted(langs))}]" for n, langs in settings_notes.items()]
-        missing += _missing_notes(block, spec, root)
+        langs_of = {n: ", ".join(language_name(lg) for lg in sorted(langs)) for n, langs in settings_notes.items()}
+        notes += [f"{n.split(': ', 1)[0]} on {langs_of[n]}: {n.split(': ', 1)[1]}" for n in settings_notes]
+        missing += _missing_notes(block, spec)
         blocks.append(block)
     notes += rouge_note
     if any(c.status == "na" for b in blocks for _, cells in b.rows for c in cells):
         notes.append(f"{NOT_APPLICABLE}: the benchmark has no such language (Global-MMLU: no Burmese or Thai).")
     if missing:
-        notes.append(f"{MISSING}: no result yet; these grid cells and rules would fill it:")
+        notes.append(f"{MISSING}: no result yet:")
         notes += [f"  {m}" for m in missing]
     return Filled(spec, blocks, notes)

@@ -108,6 +108,28 @@ def cost_table(
     return table.sort_values(["shared", "model", "language", "method"]).drop(columns="shared")[COLUMNS]
 
 
+def shown(table: pd.DataFrame) -> pd.DataFrame:
+    """The cost table as a reader sees it: models, languages, methods and steps in words (names.py), not by their
+    configuration keys, slugs and rule names."""
+    from workflow_scripts.paper import names
+
+    def method(text: str) -> str:
+        if not text.startswith("(shared) "):
+            return names.setting_words(text)
+        text = text.removeprefix("(shared) ")
+        rule, _, rest = text.removeprefix("data: ").partition(" ")
+        if rule not in names.STEP_NAMES:
+            return f"(shared) {text}"
+        return f"(shared) {names.step_name(rule)}" + (f": {names.setting_words(rest)}" if rest else "")
+
+    return table.assign(
+        model=[names.model_name(m) if m else "" for m in table["model"]],
+        language=[names.language_name(lg) if lg else "" for lg in table["language"]],
+        method=[method(str(m)) for m in table["method"]],
+        rules=[", ".join(names.step_name(r) for r in str(rules).split(", ")) for rules in table["rules"]],
+    ).rename(columns={"rules": "steps"})
+
+
 def _hours(value: object) -> str:
     if value is None or pd.isna(value):
         return "–"
@@ -116,13 +138,16 @@ def _hours(value: object) -> str:
 
 def note(devices: set[str] | None = None) -> str:
     """What the columns mean; on a CPU-only run, that it spent no GPU-hours."""
+    from workflow_scripts.paper.names import step_name
+
+    gpu_steps = ", ".join(dict.fromkeys(step_name(r) for r in GPU_RULES))
     gpu = (
         "GPU h = 0: every job of this run ran on the CPU (train_stats.json, speed.json); CPU h is the jobs' CPU time."
         if devices == {"cpu"}
-        else f"GPU h = wall h x the GPUs a job asks for (one for {', '.join(GPU_RULES)}); CPU h = the jobs' CPU time."
+        else f"GPU h = wall h x the GPUs a job asks for (one for {gpu_steps}); CPU h = the jobs' CPU time."
     )
     return (
-        "Measured: Snakemake `benchmark:` files (results/<run>/benchmarks/{rule}/*.tsv), wall seconds of each job. "
+        "Measured: Snakemake `benchmark:` files (results/<run>/benchmarks/), wall seconds of each job. "
         f"{gpu} "
         "Requested: the attempt-1 time limits of workflow_scripts/resources.py by model size, the upper bound "
         "`python -m tools.plan` sums (– where the model's size is not known: pass --config)."
@@ -135,12 +160,12 @@ def markdown(table: pd.DataFrame, data_labels: Iterable[str] = (), devices: set[
     lines += [f"> Data: {label}." for label in data_labels] + ([""] if data_labels else [])
     if table.empty:
         return "\n".join([*lines, "No benchmark files (results/<run>/benchmarks/) yet.", ""])
-    head = ["model", "language", "method", "rules", "jobs", "wall h", "CPU h", "GPU h", "requested h",
+    head = ["model", "language", "method", "steps", "jobs", "wall h", "CPU h", "GPU h", "requested h",
             "requested GPU h"]  # fmt: skip
     lines += ["| " + " | ".join(head) + " |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
     hours = ("wall_h", "cpu_h", "gpu_h", "requested_h", "requested_gpu_h")
-    for rec in table.to_dict("records"):
-        values = [rec[c] for c in ("model", "language", "method", "rules", "jobs")]
+    for rec in shown(table).to_dict("records"):
+        values = [rec[c] for c in ("model", "language", "method", "steps", "jobs")]
         values += [_hours(rec[c]) for c in hours]
         lines.append("| " + " | ".join(str(v) for v in values) + " |")
     total = [_hours(table[c].sum(min_count=1)) for c in ("wall_h", "cpu_h", "gpu_h")]
@@ -155,7 +180,7 @@ def to_html(table: pd.DataFrame, data_labels: Iterable[str] = (), devices: set[s
 
     from workflow_scripts.paper.render import CSS
 
-    body = table.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="–") if not table.empty else ""
+    body = shown(table).to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="–") if not table.empty else ""
     labels = "".join(f"<p><i>Data: {html.escape(lbl)}.</i></p>" for lbl in data_labels)
     text = html.escape(note(devices)) if not table.empty else "No benchmark files yet."
     head = f"<html><head><meta charset='utf-8'><style>{CSS}</style></head><body><h3>Cost per grid cell</h3>"

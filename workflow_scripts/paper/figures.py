@@ -1,7 +1,7 @@
 """The paper's figures from the results (paper 002 Figures 2-5) and the training loss curves of every run.
 
-Each figure function takes tidy data and an output stem and writes ``stem.png`` and ``stem.pdf``. Where the data a
-figure needs does not exist yet, the figure says so in words (what would produce it), so the report stays complete.
+Each figure function takes tidy data and an output stem and writes ``stem.png`` and ``stem.pdf``; where the results
+hold nothing a figure could show, it writes nothing and returns no paths (the index page lists it as not run).
 A sweep over |V_new| is drawn as lines; where a run has one |V_new| per series, the figure is a bar chart (a line
 through one point says nothing). Bars start at zero, so that no axis magnifies a difference.
 """
@@ -18,9 +18,11 @@ import matplotlib
 matplotlib.use("Agg")  # no display on cluster nodes and CI
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from workflow_scripts.io import atomic_path
-from workflow_scripts.paper.specs import GMMLU, MC, MT, SPEEDUP, SUM, cell_metric
+from workflow_scripts.paper.names import METRIC_NAMES, TASK_NAMES, language_name, model_name, panel_name
+from workflow_scripts.paper.specs import BOUND, GMMLU, MC, MT, PAIRED, SUM, cell_metric
 
 # Per-task shares of new (target) tokens in prompts and generations, one field each (Figure 4).
 INPUT_SHARE = "input_new_token_share"
@@ -40,15 +42,6 @@ def save(fig: plt.Figure, stem: str | Path) -> list[Path]:
     return out
 
 
-def placeholder(stem: str | Path, title: str, needs: str) -> list[Path]:
-    """A figure that states which data it is waiting for."""
-    fig, ax = plt.subplots(figsize=(6, 2.2))
-    ax.axis("off")
-    ax.text(0.5, 0.6, title, ha="center", va="center", fontsize=11, weight="bold")
-    ax.text(0.5, 0.3, f"No data yet: {needs}", ha="center", va="center", fontsize=9, wrap=True)
-    return save(fig, stem)
-
-
 def footer(fig: plt.Figure, data_labels: Iterable[str]) -> None:
     """Lay the figure out with the data line in its own strip under the axes (and their labels)."""
     labels = list(data_labels)
@@ -62,67 +55,123 @@ def footer(fig: plt.Figure, data_labels: Iterable[str]) -> None:
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=7, ha="left", va="bottom", style="italic")
 
 
-# Fixed value ranges, so that a panel never stretches a small difference over the whole axis.
-SCALES = {"acc": 1.0, "chrF": 100.0, "rougeL_mt5": 100.0, "rougeL_script": 100.0, "bleurt": 1.0}
+# Accuracies on their whole scale; chrF and ROUGE-L (0-100) on an axis fitted to the data, which the label says.
+FULL_SCALE = {"acc": 1.0, "bleurt": 1.0}
+HUNDRED = {"chrF", "rougeL_mt5", "rougeL_script", "rougeL_reference"}
 
 
-def _value_axis(ax: plt.Axes, metric: str) -> None:
-    """y from zero, to the metric's full scale where it has one."""
-    top = SCALES.get(metric)
-    ax.set_ylim(0, top) if top else ax.set_ylim(bottom=0)
+def paired_metric(task: str) -> str:
+    """The paired speed-up a figure shows for ``task``: Source timed in the same job (speed/table.py)."""
+    return cell_metric(task, PAIRED)
 
 
-def _no_data(ax: plt.Axes, text: str) -> None:
-    ax.axis("off")
-    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=8, wrap=True, transform=ax.transAxes)
+def bound_metric(task: str) -> str:
+    return cell_metric(task, BOUND)
 
 
-def figure2(frag: pd.DataFrame | None, reports: pd.DataFrame, stem: str | Path) -> list[Path]:
-    """Figure 2: over-fragmentation (left: tokens per sentence per language under each source tokenizer) and what the
-    expansion does to it (right: tokens per held-out sentence, source tokenizer next to each expanded one)."""
+def value_label(task: str, metric: str) -> str:
+    """A performance axis' label in words, saying where the axis is fitted to the data."""
+    if metric in HUNDRED:
+        return f"{METRIC_NAMES.get(metric, metric)} (0–100 scale;\naxis fitted to the data)"
+    return METRIC_NAMES.get(metric, metric)
+
+
+def _value_axis(ax: plt.Axes, metric: str, values: Iterable[float]) -> None:
+    """y from zero: to the metric's full scale where it is a fraction, else a quarter above the largest value."""
+    top = FULL_SCALE.get(metric)
+    peak = max([float(v) for v in values if pd.notna(v)], default=0.0)
+    ax.set_ylim(0, top if top else max(peak * 1.25, 1e-9) if peak > 0 else 1.0)
+
+
+def held_out_tokens(frame: pd.DataFrame) -> pd.DataFrame:
+    """Tokens per held-out sentence from results.csv (the perplexity step's, the numbers results.md shows): one row
+    per model x language x tokenizer, Source's (k empty) and each expanded one's (its |V_new|), with the count of
+    sentences."""
+    columns = ["model", "language", "k", "tokens", "sentences"]
+    if frame.empty:
+        return pd.DataFrame(columns=columns)
+    ppl = frame[frame["task"] == "ppl"]
+    rows = []
+    for (model, lang), part in ppl.groupby(["model", "language"], sort=False):
+        sentences = part.loc[part["metric"] == "sentences", "value"]
+        count = int(sentences.iloc[0]) if len(sentences) else None
+        tokens = part[part["metric"] == "tokens_per_sentence"]
+        source = tokens[[str(lb) == "Source" for lb in tokens["label"]]]
+        if len(source):
+            rows.append({"model": model, "language": lang, "k": None, "tokens": source["value"].mean(),
+                         "sentences": count})  # fmt: skip
+        for k, by_k in tokens[tokens["k"].notna()].groupby("k"):
+            rows.append({"model": model, "language": lang, "k": int(k), "tokens": by_k["value"].mean(),
+                         "sentences": count})  # fmt: skip
+    return pd.DataFrame(rows, columns=columns)
+
+
+def figure2(
+    frag: pd.DataFrame | None, frame: pd.DataFrame, stem: str | Path, data_labels: Iterable[str] = ()
+) -> list[Path]:
+    """Figure 2: over-fragmentation (left: tokens of each language's MT test sentences relative to their English
+    translations, per source tokenizer) and what the expansion does to it (right: tokens per held-out sentence under
+    Source's tokenizer next to each expanded one, from results.csv). Nothing is written where neither exists."""
     frag = frag if frag is not None else pd.DataFrame()
-    if frag.empty and reports.empty:
-        return placeholder(stem, "Figure 2", "results/<run>/analysis/fragmentation.csv (rule fragmentation)")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
-    if frag.empty:
-        _no_data(left, "no fragmentation.csv (rule fragmentation)")
-    else:
-        table = frag.pivot_table(index="language", columns="tokenizer", values="tokens_per_sentence", aggfunc="mean")
-        table.plot.bar(ax=left, rot=0)
-        left.set_xlabel("language (MT test sentences)")
-        left.set_ylabel("tokens per sentence")
-        left.set_title("Source tokenizers", fontsize=10)
-        left.legend(title="source tokenizer", fontsize=7)
-    if reports.empty or "tokens_source" not in reports:
-        _no_data(right, "no expansion reports (rule expand_tokenizer)")
-    else:
-        part = reports.dropna(subset=["tokens_source", "tokens_expanded"])
-        cats = list(dict.fromkeys(zip(part["model"], part["language"], strict=True)))
-        series = [None, *sorted(part["k"].dropna().unique())]  # None: the source tokenizer
-        width = 0.8 / len(series)
-        for j, k in enumerate(series):
-            xs, ys = [], []
-            for i, (model, lang) in enumerate(cats):
-                rows = part[(part["model"] == model) & (part["language"] == lang)]
-                rows = rows if k is None else rows[rows["k"] == k]
-                if len(rows):
-                    xs.append(i + (j - (len(series) - 1) / 2) * width)
-                    ys.append(rows["tokens_source" if k is None else "tokens_expanded"].mean())
-            name = "source tokenizer" if k is None else f"expanded, |V_new| = {int(k)}"
-            right.bar(xs, ys, width, label=name, color="#888888" if k is None else None)
-        right.set_xticks(range(len(cats)), [f"{m} · {lg}" for m, lg in cats])
-        right.set_ylabel("tokens per held-out sentence")
-        right.set_title("Source vs expanded tokenizer", fontsize=10)
-        right.legend(fontsize=7)
-    fig.suptitle("Figure 2: tokens per sentence", fontsize=11)
-    labels = frag["texts"].dropna().unique() if "texts" in frag else []
-    footer(fig, labels)
+    frag = frag[frag["language"] != "en"] if "language" in frag else frag
+    held = held_out_tokens(frame)
+    panels = [p for p, data in (("frag", frag), ("held", held)) if not data.empty]
+    if not panels:
+        return []
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.6), squeeze=False)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        (_fragmentation_panel if panel == "frag" else _held_out_panel)(ax, frag if panel == "frag" else held)
+    fig.suptitle("Figure 2: how many tokens a sentence takes", fontsize=11)
+    footer(fig, data_labels)
     return save(fig, stem)
 
 
+def _fragmentation_panel(ax: plt.Axes, frag: pd.DataFrame) -> None:
+    table = frag.pivot_table(index="language", columns="tokenizer", values="ratio_to_english", aggfunc="mean")
+    table.index = [language_name(lg) for lg in table.index]
+    table.columns = [model_name(m) for m in table.columns]
+    bars = table.plot.bar(ax=ax, rot=0, color="#888888" if len(table.columns) == 1 else None)
+    for container in bars.containers:
+        ax.bar_label(container, fmt="%.1fx", fontsize=7)
+    ax.set_ylabel("tokens ÷ tokens of the English translation")
+    ax.set_title("Source tokenizer: MT test sentences against their English", fontsize=9)
+    ax.legend(title="source tokenizer", fontsize=7)
+
+
+def _held_out_panel(ax: plt.Axes, held: pd.DataFrame) -> None:
+    # in the left panel's order (by name), so that a language sits in the same place in both
+    cats = sorted(dict.fromkeys(zip(held["model"], held["language"], strict=True)),
+                  key=lambda c: (model_name(c[0]), language_name(c[1])))  # fmt: skip
+    series = [None, *sorted(held["k"].dropna().unique())]  # None: Source's tokenizer
+    width = 0.8 / len(series)
+    for j, k in enumerate(series):
+        xs, ys = [], []
+        for i, (model, lang) in enumerate(cats):
+            rows = held[(held["model"] == model) & (held["language"] == lang)]
+            rows = rows[rows["k"].isna()] if k is None else rows[rows["k"] == k]
+            if len(rows):
+                xs.append(i + (j - (len(series) - 1) / 2) * width)
+                ys.append(rows["tokens"].mean())
+        name = "Source's tokenizer" if k is None else f"expanded, |V_new| = {int(k)}"
+        bars = ax.bar(xs, ys, width, label=name, color="#888888" if k is None else None)
+        ax.bar_label(bars, fmt="%.1f", fontsize=7)
+    multi = len({m for m, _ in cats}) > 1
+    ax.set_xticks(range(len(cats)), [panel_name(m, lg, multi) for m, lg in cats])
+    counts = set(held["sentences"].dropna().astype(int))
+    which = f"the first {counts.pop()} held-out sentences" if len(counts) == 1 else "held-out sentences"
+    ax.set_ylabel("tokens per sentence")
+    ax.set_title(f"Source's and the expanded tokenizer: {which}", fontsize=9)
+    ax.legend(fontsize=7)
+
+
 def _sweep(frame: pd.DataFrame, tasks: list[tuple[str, str]]) -> pd.DataFrame:
-    """Mean value per (model, language, label, k, task, metric) of each task's metric and its speed-up."""
-    wanted = {(t, m) for t, m in tasks} | {(t, cell_metric(t, SPEEDUP)) for t, _ in tasks}
+    """Mean value per (model, language, label, k, task, metric) of each task's metric, its paired speed-up and the
+    speed-up's bound."""
+    wanted = (
+        {(t, m) for t, m in tasks}
+        | {(t, paired_metric(t)) for t, _ in tasks}
+        | {(t, bound_metric(t)) for t, _ in tasks}
+    )
     mask = [(t, m) in wanted for t, m in zip(frame["task"], frame["metric"], strict=True)]
     keep = frame[pd.Series(mask, index=frame.index, dtype=bool)]
     keys = ["model", "language", "label", "k", "task", "metric"]
@@ -139,57 +188,88 @@ def _sweep_axes(ax: plt.Axes, part: pd.DataFrame, base: pd.DataFrame, ylabel: st
         if len(v):
             ax.axhline(v.mean(), color=color, linestyle=":", label=label)
     ax.set_xscale("log")
-    ax.set_xlabel("|V_new|")
-    _value_axis(ax, str(part["metric"].iloc[0]))
+    ax.set_xlabel("|V_new| (new tokens)")
+    _value_axis(ax, str(part["metric"].iloc[0]), [*part["value"], *base["value"]])
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=6)
+
+
+def _bar_names(part: pd.DataFrame) -> list[str]:
+    return [
+        str(lb) if pd.isna(k) else f"{lb}\n|V_new| = {int(k)}" for lb, k in zip(part["label"], part["k"], strict=True)
+    ]
 
 
 def _bar_axes(ax: plt.Axes, part: pd.DataFrame, ylabel: str) -> None:
     """One bar per method (its |V_new| in the name), Source and CPT-only first; the y axis starts at zero."""
     order = {"Source": 0, "CPT-only": 1}
     part = part.assign(order=[order.get(str(lb), 2) for lb in part["label"]]).sort_values(["order", "label", "k"])
-    names = [str(lb) if pd.isna(k) else f"{lb}\nk={int(k)}" for lb, k in zip(part["label"], part["k"], strict=True)]
     colors = ["#888888" if o < 2 else "#1f77b4" for o in part["order"]]
     bars = ax.bar(range(len(part)), part["value"], color=colors)
     metric = str(part["metric"].iloc[0])
-    ax.bar_label(bars, fmt="%.1f" if SCALES.get(metric) == 100.0 else "%.2f", fontsize=7)  # a zero stays visible
-    ax.set_xticks(range(len(part)), names, fontsize=7)
-    _value_axis(ax, metric)
+    ax.bar_label(bars, fmt="%.2f" if metric in FULL_SCALE else "%.1f", fontsize=7)  # a zero stays visible
+    ax.set_xticks(range(len(part)), _bar_names(part), fontsize=7)
+    _value_axis(ax, metric, part["value"])
     ax.set_ylabel(ylabel)
+
+
+def _speedup_axes(ax: plt.Axes, part: pd.DataFrame, bound: pd.DataFrame, sweep: bool) -> None:
+    """The paired speed-up per adapted cell (lines over a sweep, else bars), its bound (black), Source's 1x."""
+    part = part[[str(lb) != "Source" for lb in part["label"]]].sort_values(["label", "k"])
+    if sweep:
+        for label, points in part[part["k"].notna()].groupby("label"):
+            ax.plot(points["k"].astype(float), points["value"], marker="o", label=str(label))
+        ax.set_xscale("log")
+        ax.set_xlabel("|V_new| (new tokens)")
+    else:
+        colors = ["#888888" if str(lb) == "CPT-only" else "#1f77b4" for lb in part["label"]]
+        bars = ax.bar(range(len(part)), part["value"], color=colors)
+        ax.bar_label(bars, fmt="%.2fx", fontsize=7, label_type="center", color="white")
+        for i, (label, k) in enumerate(zip(part["label"], part["k"], strict=True)):
+            b = bound[(bound["label"] == label) & ((bound["k"] == k) | (bound["k"].isna() & pd.isna(k)))]["value"]
+            if len(b):
+                ax.plot([i - 0.4, i + 0.4], [b.mean()] * 2, color="black", linewidth=2,
+                        label="bound (Source ÷ model tokens)" if i == 0 else None)  # fmt: skip
+        ax.set_xticks(range(len(part)), _bar_names(part), fontsize=7)
+    ax.axhline(1.0, color="#888888", linestyle=":", label="Source (1x)")
+    ax.set_ylim(0, max([*part["value"], *bound["value"], 1.0]) * 1.2)
+    ax.set_ylabel("paired speed-up over Source (x)")
+    ax.legend(fontsize=6)
 
 
 def figure_vnew(
     frame: pd.DataFrame, stem: str | Path, tasks: list[tuple[str, str]], title: str, data_labels: Iterable[str] = ()
 ) -> list[Path]:
-    """Figures 3 and 5: task performance (top) and speed-up over Source (bottom) against |V_new| per model x language:
-    lines over a |V_new| sweep, bars where each method has one |V_new|; a panel without data says which is missing."""
+    """Figures 3 and 5: task performance and, where timed, the paired speed-up over Source (Source timed in the same
+    job) against |V_new| per model x language: lines over a |V_new| sweep, bars where each method has one |V_new|.
+    Only tasks with results get panels; nothing is written where no expanded model has any."""
     data = _sweep(frame, tasks)
-    present = set(zip(data["task"], data["metric"], strict=True))
-    tasks = [t for t in tasks if t in present] or tasks  # a task with no result anywhere gets no empty panels
     expanded = data[data["k"].notna()]
-    if expanded.empty:
-        names = ", ".join(f"{t} {m}" for t, m in tasks)
-        return placeholder(stem, title, f"{names} of expanded models (rules evaluate_{tasks[0][0]}, measure_speed)")
+    rows = []  # (task, metric, speed-up?) of each row of panels with data
+    for task, metric in tasks:
+        rows += [(task, m, speed) for m, speed in ((metric, False), (paired_metric(task), True))
+                 if not expanded[(expanded["task"] == task) & (expanded["metric"] == m)].empty]  # fmt: skip
+    if not rows:
+        return []
     sweep = expanded.groupby(["model", "language", "label"])["k"].nunique().max() > 1
     panels = sorted({(m, lang) for m, lang in zip(expanded["model"], expanded["language"], strict=True)})
-    fig, axes = plt.subplots(2 * len(tasks), len(panels), figsize=(3.6 * len(panels), 2.5 * 2 * len(tasks)),
-                             squeeze=False)  # fmt: skip
+    multi = len({m for m, _ in panels}) > 1
+    fig, axes = plt.subplots(len(rows), len(panels), figsize=(3.8 * len(panels), 2.9 * len(rows)), squeeze=False)
     for j, (model, lang) in enumerate(panels):
         cell = data[(data["model"] == model) & (data["language"] == lang)]
-        for i, (task, metric) in enumerate(tasks):
-            speed = cell_metric(task, SPEEDUP)
-            for r, (m, ylabel) in enumerate(((metric, f"{task} {metric}"), (speed, f"{task} speed-up (x)"))):
-                ax = axes[2 * i + r][j]
-                part = cell[(cell["task"] == task) & (cell["metric"] == m)]
-                ax.set_title(f"{model} · {lang}", fontsize=9)
-                if part.empty:
-                    _no_data(ax, f"{model} · {lang}: no {task} {'speed-up' if r else metric} result")
-                elif sweep:
-                    _sweep_axes(ax, part[part["k"].notna()], part[part["k"].isna()], ylabel)
-                else:
-                    _bar_axes(ax, part, ylabel)
-    fig.suptitle(title + ("" if sweep else " (one |V_new| per method: bars)"))
+        for i, (task, metric, speed) in enumerate(rows):
+            ax = axes[i][j]
+            part = cell[(cell["task"] == task) & (cell["metric"] == metric)]
+            ax.set_title(f"{panel_name(model, lang, multi)}: {TASK_NAMES.get(task, task)}", fontsize=9)
+            if part.empty:
+                ax.axis("off")
+            elif speed:
+                _speedup_axes(ax, part, cell[(cell["task"] == task) & (cell["metric"] == bound_metric(task))], sweep)
+            elif sweep:
+                _sweep_axes(ax, part[part["k"].notna()], part[part["k"].isna()], value_label(task, metric))
+            else:
+                _bar_axes(ax, part, value_label(task, metric))
+    fig.suptitle(textwrap.fill(title, max(30, int(fig.get_figwidth() * 9))), fontsize=10)
     footer(fig, data_labels)
     return save(fig, stem)
 
@@ -220,18 +300,19 @@ def figure4(
     outputs: the per-task generation shares where results carry them.
     """
     tasks = frame[frame["metric"].isin([INPUT_SHARE, OUTPUT_SHARE])] if not frame.empty else frame
-    if reports.empty and tasks.empty:
-        return placeholder(stem, "Figure 4", "expansion reports (rule expand_tokenizer) or per-task token shares")
+    multi = len(set(reports["model"]) | set(tasks["model"] if not tasks.empty else [])) > 1
     series = []
     for (model, lang), part in reports.groupby(["model", "language"]):
-        series.append((f"{model} · {lang} · held-out text (input)", part.groupby("k")["share"].mean(), "x"))
+        name = f"{panel_name(model, lang, multi)}, held-out text (input)"
+        series.append((name, part.groupby("k")["share"].mean(), "x"))
     for (model, lang, task, metric), part in tasks.groupby(["model", "language", "task", "metric"]):
         io_name = "input" if metric == INPUT_SHARE else "output"
         marker = "x" if metric == INPUT_SHARE else "o"
-        series.append((f"{model} · {lang} · {task} ({io_name})", part.groupby("k")["value"].mean(), marker))
+        name = f"{panel_name(model, lang, multi)}, {TASK_NAMES.get(task, task)} ({io_name})"
+        series.append((name, part.groupby("k")["value"].mean(), marker))
     series = [x for x in series if len(x[1])]  # rows without a |V_new| (MuMo cells: no k) have no point
     if not series:
-        return placeholder(stem, "Figure 4", "expansion reports (rule expand_tokenizer) or per-task token shares")
+        return []
     sweep = any(len(s) > 1 for _, s, _ in series)
     fig, ax = plt.subplots(figsize=(6.4 if sweep else 1.6 + 1.1 * len(series), 3.4))
     if sweep:
@@ -241,7 +322,7 @@ def figure4(
         ax.set_xlabel("|V_new|")
         ax.legend(fontsize=6, loc="best")
     else:
-        names = [f"{name}\n|V_new| = {int(s.index[0])}".replace(" · ", "\n", 2) for name, s, _ in series]
+        names = [f"{name}\n|V_new| = {int(s.index[0])}".replace(", ", "\n", 2) for name, s, _ in series]
         bars = ax.bar(range(len(series)), [s.iloc[0] for _, s, _ in series], color="#1f77b4")
         ax.bar_label(bars, fmt="%.2f", fontsize=7)
         ax.set_xticks(range(len(series)), names, fontsize=7)
@@ -268,7 +349,7 @@ def loss_curves(
     """Training loss per step of every run, one panel per model x language, one line per method (``names``: its row
     name by slug); the losses are per token of each model's own vocabulary, which the axis and title say."""
     if losses.empty:
-        return placeholder(stem, "Training loss curves", "results/<run>/{model}/{lang}/{method}/loss.tsv (rule lapt)")
+        return []
     names = names or {}
     panels = sorted({(m, lang) for m, lang in zip(losses["model"], losses["language"], strict=True)})
     ncols = min(3, len(panels))
@@ -278,8 +359,10 @@ def loss_curves(
         part = losses[(losses["model"] == model) & (losses["language"] == lang)]
         for method, run in part.groupby("method"):
             ax.plot(run["step"], run["loss"], label=names.get(method, method))
-        ax.set_title(f"{model} · {lang}", fontsize=9)
-        ax.set_xlabel("step")
+        ax.set_title(panel_name(model, lang), fontsize=9)
+        ax.set_xlabel("training step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(bottom=0)  # the same footing in every panel: no axis magnifies a small change
         ax.set_ylabel("loss (nats per token\nof its own vocabulary)")
         ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(panels) :]:

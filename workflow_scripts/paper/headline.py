@@ -23,7 +23,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from workflow_scripts.paper.names import language_name, model_name, panel_name
+
 TOKENS = ("ppl", "tokens_per_sentence")
+SENTENCES = ("ppl", "sentences")  # how many held-out sentences the perplexity step read (tables.load_results)
 BPC = ("ppl", "bits_per_char")
 PAIRED = "paired_speedup"  # speed/table.py PAIRED, with its variant: paired_speedup@teacher_forced.greedy.b1
 BOUND = "token_ratio_bound"
@@ -96,6 +99,7 @@ def lead_rows(frame: pd.DataFrame, is_source: Callable, name: Callable[[dict], s
                 "method": method,
                 "name": name(first),
                 "tokens": (src_tokens, _mean(_metric(cell, *TOKENS))),
+                "sentences": _mean(_metric(pd.concat([source, cell]), *SENTENCES)),
                 "bpc": (src_bpc, _mean(_metric(cell, *BPC))),
                 "paired": (_mean(paired), _mean(paired, "min"), _mean(paired, "max")),
                 "bound": _mean(bound),
@@ -127,33 +131,43 @@ def _paired(paired: tuple[float | None, ...]) -> str:
     return f"{value:.2f}x{spread}"
 
 
-def markdown(rows: list[dict], figure: str | None) -> list[str]:
-    """The lead section of results.md: the table, the figure beside it, and what each column means."""
+def sentences_text(rows: list[dict]) -> str:
+    """ "the first 50 held-out sentences" (the perplexity step's set), or "the held-out sentences" where the count
+    is not recorded."""
+    counts = {int(r["sentences"]) for r in rows if r.get("sentences") is not None}
+    return f"the first {counts.pop()} held-out sentences" if len(counts) == 1 else "the held-out sentences"
+
+
+def markdown(rows: list[dict], figure: str | None, steps: dict[tuple, int] | None = None) -> list[str]:
+    """The lead section of results.md: the table, what it says about quality and the bound (generated from the
+    numbers), the figure beside it, and what each column means; ``steps``: training steps per (model, language,
+    method)."""
     lines = ["## At a glance", ""]
     if not rows:
         return [*lines, "No held-out, speed or perplexity results of an adapted model yet.", ""]
     served = any(r.get("served", (None,))[0] is not None for r in rows)
-    head = ["Model", "Language", "Method", "tokens / held-out sentence (Source → model)",
-            "paired speed-up [worst–best]", "bound", "bits / character (Source → model)"]  # fmt: skip
+    head = ["Model", "Language", "Method", "tokens per held-out sentence (Source → model)",
+            "paired speed-up [worst–best]", "bound", "paired ÷ bound",
+            "bits per character (Source → model)"]  # fmt: skip
     if served:
-        head[6:6] = ["paired ÷ bound", "llama.cpp paired speed-up [worst–best]", "llama.cpp ÷ its bound"]
+        head[7:7] = ["llama.cpp paired speed-up [worst–best]", "llama.cpp ÷ its bound"]
     lines += ["| " + " | ".join(head) + " |", "|---|---|---|" + "---:|" * (len(head) - 3)]
     for r in rows:
-        cells = [r["model"], r["language"], r["name"], _arrow(r["tokens"], "{:.1f}"), _paired(r["paired"]),
-                 _num(r["bound"], "{:.2f}x"), _arrow(r["bpc"], "{:.3f}")]  # fmt: skip
+        cells = [model_name(r["model"]), language_name(r["language"]), r["name"], _arrow(r["tokens"], "{:.1f}"),
+                 _paired(r["paired"]), _num(r["bound"], "{:.2f}x"), _ratio(r["paired"][0], r["bound"]),
+                 _arrow(r["bpc"], "{:.3f}")]  # fmt: skip
         if served:
-            cells[6:6] = [_ratio(r["paired"][0], r["bound"]), _paired(r["served"]),
-                          _ratio(r["served"][0], r["served_bound"])]  # fmt: skip
+            cells[7:7] = [_paired(r["served"]), _ratio(r["served"][0], r["served_bound"])]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
-    lines.append("")
+    lines += ["", *quality_lines(rows, steps or {}), *bound_lines(rows)]
     if figure:
         lines += [f"![{FIGURE_TITLE}]({figure})", ""]
     lines += [
-        "- tokens / held-out sentence: the perplexity step's held-out sentences under Source's and the model's "
-        "tokenizer.",
+        f"- tokens per held-out sentence: {sentences_text(rows)} (the set bits per character is measured on) under "
+        "Source's and the model's tokenizer; the same numbers as in the figure.",
         "- paired speed-up: teacher-forced decoding of the reference translations (the same text for both models, one "
         "forward pass per token), Source timed in the same job; [worst–best] over the repeats. bound: Source tokens ÷ "
-        "model tokens of that text, the speed-up a model with Source's cost per token would reach.",
+        "model tokens of that text, the speed-up of a model whose every step costs what Source's does.",
         *(
             [
                 "- llama.cpp: the same paired teacher-forced measurement with the cell's and Source's GGUF in llama.cpp"
@@ -163,7 +177,7 @@ def markdown(rows: list[dict], figure: str | None) -> list[str]:
             if served
             else []
         ),
-        "- bits / character: held-out negative log-likelihood per character, comparable across vocabularies (token "
+        "- bits per character: held-out negative log-likelihood per character, comparable across vocabularies (token "
         "perplexity is not; it is listed apart below).",
         "- loss curves (figure): training loss per token of each model's own vocabulary; levels are not comparable "
         "across vocabularies.",
@@ -172,12 +186,63 @@ def markdown(rows: list[dict], figure: str | None) -> list[str]:
     return lines
 
 
+def quality_lines(rows: list[dict], steps: dict[tuple, int]) -> list[str]:
+    """Whether each adapted model holds Source's quality, in words, from the bits per character: above Source's is
+    not held."""
+    lines = []
+    for r in rows:
+        source, model = r["bpc"]
+        if source is None or model is None:
+            continue
+        diff = model - source
+        trained = steps.get((r["model"], r["language"], r["method"]))
+        after = f" after {trained} training steps" if trained else ""
+        verdict = "quality is not held" if diff > 0 else "quality is held"
+        lines.append(
+            f"- {r['name']} ends {abs(diff):.2f} bits per character {'above' if diff > 0 else 'below'} Source on "
+            f"{language_name(r['language'])} ({source:.3f} → {model:.3f}){after}: {verdict}."
+        )
+    return (
+        ["**Quality** (bits per character on the held-out sentences; lower is better):", "", *lines, ""]
+        if lines
+        else []
+    )
+
+
+def bound_lines(rows: list[dict]) -> list[str]:
+    """Where a paired speed-up exceeds its bound, by how much and whether the repeats' spread covers the bound, in
+    words, from the numbers."""
+    lines = []
+    for r in rows:
+        (value, low, _), bound = r["paired"], r["bound"]
+        if value is None or bound is None or value <= bound:
+            continue
+        step = (value / bound - 1) * 100
+        where = f"{r['name']} on {language_name(r['language'])}: {value:.2f}x against a bound of {bound:.2f}x"
+        if low is not None and low <= bound:
+            lines.append(f"- {where}; its worst repeat ({low:.2f}x) lies under the bound: within the repeats' noise.")
+        else:
+            lines.append(
+                f"- {where}: every repeat above it, so Source's steps took {step:.0f} % longer each than the model's "
+                f"in the same job. {BOUND_REASON}"
+            )
+    return ["**Above the bound**:", "", *lines, ""] if lines else []
+
+
+# Why a paired speed-up can pass its bound with every repeat (docs/speed.md, "The bound").
+BOUND_REASON = (
+    'The bound counts steps and assumes a step costs both models the same; docs/speed.md ("The bound") lists what '
+    "makes Source's steps dearer and what was measured."
+)
+
+
 def _categories(rows: list[dict]) -> list[tuple[str, str]]:
     return list(dict.fromkeys((r["model"], r["language"]) for r in rows))
 
 
-def _bars(ax, rows: list[dict], key: str, ylabel: str, colors: dict[str, str], source: bool = True) -> None:
-    """Grouped bars per model x language: Source's value (key[0]) first, then each adapted cell's (key[1])."""
+def _bars(ax, rows: list[dict], key: str, ylabel: str, colors: dict[str, str], fmt: str, source: bool = True) -> None:
+    """Grouped bars per model x language, each with its value (``fmt``, as the table prints it): Source's value
+    (key[0]) first, then each adapted cell's (key[1])."""
     cats = _categories(rows)
     names = list(dict.fromkeys(r["name"] for r in rows))
     series = (["Source"] if source else []) + names
@@ -190,8 +255,12 @@ def _bars(ax, rows: list[dict], key: str, ylabel: str, colors: dict[str, str], s
         for j, s in enumerate(series):
             v = values.get(s)
             if v is not None:
-                ax.bar(i + (j - (len(series) - 1) / 2) * width, v, width, color=colors[s], label=s if i == 0 else None)
-    ax.set_xticks(range(len(cats)), [f"{m} · {lg}" if multi else lg for m, lg in cats])
+                first = s not in ax.get_legend_handles_labels()[1]
+                bar = ax.bar(
+                    i + (j - (len(series) - 1) / 2) * width, v, width, color=colors[s], label=s if first else None
+                )
+                ax.bar_label(bar, fmt=fmt, fontsize=7)
+    ax.set_xticks(range(len(cats)), [panel_name(m, lg, multi) for m, lg in cats])
     ax.set_ylabel(ylabel)
 
 
@@ -207,11 +276,11 @@ def figure(rows: list[dict], losses: pd.DataFrame, names: dict[str, str], stem: 
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     colors = {"Source": "#888888", **{n: palette[i % len(palette)] for i, n in enumerate(names_all)}}
     if rows:
-        _bars(axes[0], rows, "tokens", "tokens per held-out sentence", colors)
-        axes[0].set_title("Tokens per held-out sentence", fontsize=10)
+        _bars(axes[0], rows, "tokens", "tokens per sentence", colors, "%.1f")
+        axes[0].set_title(f"Tokens per sentence ({sentences_text(rows)})", fontsize=9)
         axes[0].legend(fontsize=7)
         _speedups(axes[1], rows, colors)
-        _bars(axes[2], rows, "bpc", "bits per character (lower is better)", colors)
+        _bars(axes[2], rows, "bpc", "bits per character (lower is better)", colors, "%.2f")
         axes[2].set_title("Bits per character (held-out)", fontsize=10)
     for ax in axes[:3] if not rows else ():
         _empty(ax, "no adapted model's results yet")
@@ -235,12 +304,13 @@ def _speedups(ax, rows: list[dict], colors: dict[str, str]) -> None:
             x = i + (j - (len(names) - 1) / 2) * width
             value, low, high = r["paired"]
             err = [[value - low], [high - value]] if low is not None and high is not None else None
-            ax.bar(x, value, width, color=colors[n], yerr=err, capsize=3)
+            bar = ax.bar(x, value, width, color=colors[n], yerr=err, capsize=3)
+            ax.bar_label(bar, fmt="%.2fx", fontsize=7, label_type="center")
             if r["bound"] is not None:
                 ax.plot([x - width / 2, x + width / 2], [r["bound"]] * 2, color="black", linewidth=2,
                         label="bound" if not ax.get_legend_handles_labels()[1] else None)  # fmt: skip
     ax.axhline(1.0, color="#888888", linestyle=":", label="Source (1x)")
-    ax.set_xticks(range(len(cats)), [f"{m} · {lg}" if multi else lg for m, lg in cats])
+    ax.set_xticks(range(len(cats)), [panel_name(m, lg, multi) for m, lg in cats])
     ax.set_ylim(bottom=0)
     ax.set_ylabel("speed-up over Source (x)")
     ax.set_title("Paired teacher-forced speed-up", fontsize=10)
@@ -253,17 +323,21 @@ def _empty(ax, text: str) -> None:
 
 
 def _loss_panel(ax, losses: pd.DataFrame, names: dict[str, str], colors: dict[str, str]) -> None:
+    from matplotlib.ticker import MaxNLocator
+
     if losses.empty:
-        _empty(ax, "no training runs (loss.tsv) yet")
+        _empty(ax, "no training runs")
         return
     panels = list(dict.fromkeys(zip(losses["model"], losses["language"], strict=True)))
     styles = ("-", "--", ":", "-.")  # the method is the colour, the model x language the line style
     for (model, lang, method), run in losses.groupby(["model", "language", "method"], sort=False):
         name = names.get(method, method)
-        label = f"{name} ({model} · {lang})" if len(panels) > 1 else name
+        label = f"{name} ({panel_name(model, lang)})" if len(panels) > 1 else name
         style = styles[panels.index((model, lang)) % len(styles)]
         ax.plot(run["step"], run["loss"], style, label=label, color=colors.get(name))
-    ax.set_xlabel("step")
+    ax.set_xlabel("training step")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(bottom=0)
     ax.set_ylabel("loss per own token (nats)")
     ax.set_title("Training loss: per token, not comparable\nacross vocabularies", fontsize=9)
     ax.legend(fontsize=7)

@@ -11,6 +11,7 @@ import html
 import io
 
 from workflow_scripts.paper.cells import MISSING, Cell, Filled
+from workflow_scripts.paper.names import model_name
 from workflow_scripts.paper.specs import LANGUAGE_NAMES, MODEL_NAMES
 
 BETTER = "↑"
@@ -20,8 +21,8 @@ def headers(filled: Filled) -> list[str]:
     """One header per value column: the language code alone when a table has one column per language."""
     spec = filled.spec
     if len(spec.columns) == 1:
-        return list(spec.languages)
-    return [f"{lang} {col.header}" for lang in spec.languages for col in spec.columns]
+        return [LANGUAGE_NAMES.get(lang, lang) for lang in spec.languages]
+    return [f"{LANGUAGE_NAMES.get(lang, lang)} {col.header}" for lang in spec.languages for col in spec.columns]
 
 
 def _has_groups(filled: Filled) -> bool:
@@ -29,16 +30,24 @@ def _has_groups(filled: Filled) -> bool:
 
 
 def _legend(filled: Filled) -> list[str]:
+    """What the marks mean, for the marks the table carries; where it could mark but nothing is marked, why."""
     spec, legend = filled.spec, []
-    if spec.best:
+    cells = [c for b in filled.blocks for _, row_cells in b.rows for c in row_cells]
+    ranked, better = any(c.rank for c in cells), any(c.better for c in cells)
+    if ranked:
         legend.append(f"Bold / underlined: best / second-best ({'lowest' if spec.best == 'min' else 'highest'}).")
-    compares = spec.mark_source and any(c.higher_is_better is not None for c in spec.columns)
-    if compares:
+    if better:
         legend.append(f"{BETTER} (green): better than Source on the same language and task.")
-    if spec.best or compares:
+    compares = spec.mark_source and any(c.higher_is_better is not None for c in spec.columns)
+    if ranked or better:
         legend.append(
             "Marked only where the difference lies outside the measured spread (mean ± sd over runs, or [worst–best] "
             "over a speed test's repeats, not overlapping); an entry from one run without a spread is never marked."
+        )
+    elif spec.best or compares:
+        legend.append(
+            "Nothing is marked: no difference lies outside the measured spread (mean ± sd over runs, or [worst–best] "
+            "over a speed test's repeats); an entry from one run without a spread is never marked."
         )
     if any(c.n > 1 for b in filled.blocks for _, cells in b.rows for c in cells):
         legend.append("mean ± sd over runs where several exist.")
@@ -62,7 +71,7 @@ def markdown(filled: Filled, data_labels: list[str] = ()) -> str:
     for block in filled.blocks:
         if len(filled.blocks) > 1 or block.results_model != block.model:
             name = MODEL_NAMES.get(block.model, block.model)
-            stand = f" (results of {block.results_model})" if block.results_model != block.model else ""
+            stand = f" (results of {model_name(block.results_model)})" if block.results_model != block.model else ""
             lines += [f"**{name}**{stand}", ""]
         head = ["", "Model"] if groups else ["Model"]
         head += headers(filled)
@@ -72,9 +81,9 @@ def markdown(filled: Filled, data_labels: list[str] = ()) -> str:
             first = [row.group, label] if groups else [label]
             lines.append("| " + " | ".join([*first, *(_md_cell(c) for c in cells)]) + " |")
         lines.append("")
-    lines += _legend(filled)
+    lines += [*_legend(filled), ""]
     lines += [f"- {n.strip()}" if not n.startswith("  ") else f"  - {n.strip()}" for n in filled.notes]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n"
 
 
 def plain_rows(filled: Filled) -> list[list[str]]:
@@ -82,7 +91,8 @@ def plain_rows(filled: Filled) -> list[list[str]]:
     out = [["model", "results_model", "group", "row", *headers(filled)]]
     for block in filled.blocks:
         for row, cells in block.rows:
-            out.append([block.model, block.results_model, row.group, row.label, *(c.text for c in cells)])
+            names = [MODEL_NAMES.get(block.model, block.model), model_name(block.results_model)]
+            out.append([*names, row.group, row.label, *(c.text for c in cells)])
     return out
 
 
@@ -131,7 +141,7 @@ def latex(filled: Filled) -> str:
         lines += [" & ".join(top) + r" \\", " ".join(rules)]
         sub = [""] * (lead - 1) + ["Model"] + [tex_escape(c.header) for _ in spec.languages for c in spec.columns]
     else:
-        sub = [""] * (lead - 1) + ["Model"] + list(spec.languages)
+        sub = [""] * (lead - 1) + ["Model"] + [LANGUAGE_NAMES.get(g, g) for g in spec.languages]
     lines += [" & ".join(sub) + r" \\", r"\midrule"]
     for i, block in enumerate(filled.blocks):
         if len(filled.blocks) > 1 or block.results_model != block.model:
@@ -139,7 +149,7 @@ def latex(filled: Filled) -> str:
                 lines.append(r"\midrule")
             name = tex_escape(MODEL_NAMES.get(block.model, block.model))
             if block.results_model != block.model:
-                name += tex_escape(f" (results of {block.results_model})")
+                name += tex_escape(f" (results of {model_name(block.results_model)})")
             lines.append(rf"\multicolumn{{{lead + ncols * len(spec.languages)}}}{{l}}{{\textit{{{name}}}}} \\")
         for row, cells in block.rows:
             label = tex_escape(row.label)
@@ -182,7 +192,7 @@ def to_html(filled: Filled, data_labels: list[str] = ()) -> str:
     for block in filled.blocks:
         name = MODEL_NAMES.get(block.model, block.model)
         if block.results_model != block.model:
-            name += f" (results of {block.results_model})"
+            name += f" (results of {model_name(block.results_model)})"
         parts.append(f"<p><b>{html.escape(name)}</b></p><table><tr><th class='label'></th><th class='label'>Model</th>")
         parts += [f"<th>{html.escape(h)}</th>" for h in headers(filled)]
         parts.append("</tr>")
