@@ -52,8 +52,14 @@ def make_run(root: Path) -> Path:
                 "platform": "Linux-test", "dtype": "float32"}  # fmt: skip
     speed = root / "smollm2" / "si" / mean / "eval" / "speed.json"
     speed.parent.mkdir(parents=True)
-    speed.write_text(json.dumps({"records": [], "details": {"hardware": hardware}}), encoding="utf-8")
-    stats = {"device": "cpu", "threads": 2, "precision": "bf16 autocast, bf16 frozen weights"}
+    details = {"n_used": 2, "repeats": 3, "warmup": 1, "reference_chars": 8, "hardware": hardware}
+    speed.write_text(json.dumps({"records": [], "details": details}), encoding="utf-8")
+    ppl = {"n_used": 50, "data_label": "stand-in data"}
+    (speed.parent / "ppl.json").write_text(json.dumps({"records": [], "details": ppl}), encoding="utf-8")
+    mt = {"n_used": 16, "decoding": "greedy", "runs": 1}
+    (speed.parent / "mt.json").write_text(json.dumps({"records": [], "details": mt}), encoding="utf-8")
+    stats = {"device": "cpu", "threads": 2, "precision": "bf16 autocast, bf16 frozen weights", "steps": 16,
+             "tokens_per_second": 431.2}  # fmt: skip
     (root / "smollm2" / "si" / mean / "train_stats.json").write_text(json.dumps(stats), encoding="utf-8")
     return root
 
@@ -111,6 +117,11 @@ def test_the_section_is_replaced_and_the_rest_of_the_page_kept(tmp_path, run):
     assert "Test CPU; 2 CPUs; device cpu; torch 2.13.0" in prose
     assert "evaluation and speed in float32 on 1 torch thread(s)" in prose
     assert "training in bf16 autocast, bf16 frozen weights on 2 torch thread(s); loaded machine" in prose
+    assert (
+        "bits per character and tokens per sentence on 50 held-out sentences; mt on 16 sentences (greedy decoding, 1 "
+        "run(s)); speed on 2 references, 3 repeats after 1 warm-up, teacher forcing on their first 8 characters; "
+        "training 16 steps at 431 tokens/s. Data: stand-in data." in prose
+    )
     # a second run gives the same page
     assert _main(tmp_path, doc, "--wall-time", "492.345", "--note", "loaded machine", "--date", "2026-12-03") == text
 
@@ -133,6 +144,16 @@ def test_an_unpaired_marker_is_refused(tmp_path, run):
     with pytest.raises(ValueError, match="without"):
         _main(tmp_path, doc)
     assert doc.read_text(encoding="utf-8") == "<!-- snapshot: default -->\nno end\n"
+
+
+def test_an_unfinished_run_is_refused_and_the_page_left_alone(tmp_path, run, capsys):
+    (run / "tables" / "results.csv").unlink()
+    doc = tmp_path / "measurements.md"
+    doc.write_text(PAGE, encoding="utf-8")
+    with pytest.raises(SystemExit):
+        _main(tmp_path, doc)
+    assert "results.csv does not exist" in capsys.readouterr().err
+    assert doc.read_text(encoding="utf-8") == PAGE
 
 
 @pytest.mark.parametrize(

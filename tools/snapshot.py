@@ -145,6 +145,50 @@ def machine(root: Path, cpu_model: str | None) -> dict:
     }
 
 
+def _first_details(root: Path, name: str) -> dict:
+    """The ``details`` of the first ``<model>/<lang>/<method>/eval/<name>`` of the run, or {}."""
+    for path in sorted(root.glob(f"*/*/*/eval/{name}")):
+        details = _json(path).get("details") or {}
+        if details:
+            return details
+    return {}
+
+
+def settings(root: Path) -> dict:
+    """The item counts and training length the run's files record (what ran, whatever the config says today)."""
+    stats = [_json(p) for p in sorted(root.glob("*/*/*/train_stats.json"))]
+    ppl, mt, speed = (_first_details(root, f"{task}.json") for task in ("ppl", "mt", "speed"))
+    return {
+        "ppl": ppl.get("n_used"),
+        "mt": (mt.get("n_used", mt.get("n_items")), mt.get("decoding"), mt.get("runs")),
+        "speed": tuple(speed.get(k) for k in ("n_used", "repeats", "warmup", "reference_chars")),
+        "steps": sorted({int(s["steps"]) for s in stats if s.get("steps") is not None}),
+        "tokens_per_second": [float(s["tokens_per_second"]) for s in stats if s.get("tokens_per_second")],
+        "data": next((d["data_label"] for d in (ppl, mt, speed) if d.get("data_label")), None),
+    }
+
+
+def settings_text(s: dict) -> str:
+    """One sentence: what each step measured on, as the result files record it."""
+    parts = []
+    if s["ppl"]:
+        parts.append(f"bits per character and tokens per sentence on {s['ppl']} held-out sentences")
+    n, decoding, runs = s["mt"]
+    if n:
+        parts.append(f"mt on {n} sentences ({decoding or MISSING} decoding, {runs or 1} run(s))")
+    n, repeats, warmup, chars = s["speed"]
+    if n:
+        text = f"speed on {n} references, {repeats} repeats after {warmup} warm-up"
+        parts.append(text + (f", teacher forcing on their first {chars} characters" if chars else ""))
+    if s["steps"]:
+        rates = s["tokens_per_second"]
+        span = f"{min(rates):.0f}-{max(rates):.0f}" if rates and round(min(rates)) != round(max(rates)) else None
+        rate = f" at {span or f'{rates[0]:.0f}'} tokens/s" if rates else ""
+        parts.append(f"training {'/'.join(map(str, s['steps']))} steps{rate}")
+    text = "; ".join(parts) or "no result files"
+    return text + (f". Data: {s['data']}" if s["data"] else "")
+
+
 def _cpuinfo_model() -> str | None:
     try:
         text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
@@ -233,7 +277,8 @@ def render(run: str, root: Path, snap: dict) -> str:
     total = f"The whole run took **{duration(wall)}** of wall time. " if wall is not None else ""
     head = (
         f"Written by `python -m tools.snapshot --run {run}` from the run folder `{root.as_posix()}/` (configuration "
-        f"{configs}), which finished on {snap['date']} (UTC). Machine: {machine_text(snap['machine'], snap['note'])}."
+        f"{configs}), which finished on {snap['date']} (UTC). Machine: {machine_text(snap['machine'], snap['note'])}. "
+        f"Settings, as the result files record them: {settings_text(snap['settings'])}."
     )
     lines = [
         begin_marker(run),
@@ -243,7 +288,7 @@ def render(run: str, root: Path, snap: dict) -> str:
         "",
         "### Results",
         "",
-        *(results_table(snap["rows"]) if snap["rows"] else ["No results table (tables/results.csv) with a headline."]),
+        *(results_table(snap["rows"]) if snap["rows"] else ["results.csv holds no adapted cell with a headline."]),
         "",
         *_wrap(
             "tokens / held-out sentence: the perplexity step's held-out sentences under each model's tokenizer. "
@@ -283,14 +328,14 @@ def replace_section(text: str, run: str, section: str) -> str:
 def snapshot(root: Path, *, wall_time: float | None, note: str | None, cpu_model: str | None,
              date: str | None) -> dict:  # fmt: skip
     """Everything the section shows, read from the run folder ``root``."""
-    csv = root / "tables" / "results.csv"
-    frame = pd.read_csv(csv) if csv.is_file() else pd.DataFrame()
+    frame = pd.read_csv(root / "tables" / "results.csv")
     marker = root / MARKER
     return {
         "configfiles": _json(marker).get("configfiles", []) if marker.is_file() else [],
         "rows": result_rows(frame) if not frame.empty else [],
         "costs": cost_rows(read_benchmarks(root)),
         "machine": machine(root, cpu_model),
+        "settings": settings(root),
         "date": date or run_date(root),
         "wall_time": wall_time,
         "note": note,
@@ -315,8 +360,9 @@ def main(argv: list[str] | None = None) -> int:
             config.update(yaml.safe_load(Path(f).read_text(encoding="utf-8")) or {})
     run = a.run or run_name(config, a.configfile)
     root = a.results / run
-    if not root.is_dir():
-        p.error(f"{root}/ does not exist: run the configuration first (snakemake --configfile ...), or pass --run")
+    if not (root / "tables" / "results.csv").is_file():
+        p.error(f"{root}/tables/results.csv does not exist: finish the run first (snakemake --configfile ...), "
+                "or name another run (--run)")  # fmt: skip
     wall = parse_wall_time(a.wall_time) if a.wall_time else None
     snap = snapshot(root, wall_time=wall, note=a.note, cpu_model=a.cpu_model, date=a.date)
     text = a.doc.read_text(encoding="utf-8") if a.doc.is_file() else ""
