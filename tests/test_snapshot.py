@@ -115,11 +115,12 @@ def test_the_section_is_replaced_and_the_rest_of_the_page_kept(tmp_path, run):
     prose = " ".join(section.split())  # the paragraphs are wrapped at 120 columns
     assert "**8 min 12 s** of wall time" in prose
     assert "Test CPU; 2 CPUs; device cpu; torch 2.13.0" in prose
-    assert "evaluation and speed in float32 on 1 torch thread(s)" in prose
-    assert "training in bf16 autocast, bf16 frozen weights on 2 torch thread(s); loaded machine" in prose
+    assert "evaluation and speed in float32 on 1 torch thread;" in prose
+    assert "Model: `smollm2`. Machine: Test CPU" in prose
+    assert "training in bf16 autocast, bf16 frozen weights on 2 torch threads; loaded machine" in prose
     assert (
         "bits per character and tokens per sentence on 50 held-out sentences; mt on 16 sentences (greedy decoding, 1 "
-        "run(s)); speed on 2 references, 3 repeats after 1 warm-up, teacher forcing on their first 8 characters; "
+        "run); speed on 2 references, 3 repeats after 1 warm-up, teacher forcing on their first 8 characters; "
         "training 16 steps at 431 tokens/s. Data: stand-in data." in prose
     )
     # a second run gives the same page

@@ -175,7 +175,7 @@ def settings_text(s: dict) -> str:
         parts.append(f"bits per character and tokens per sentence on {s['ppl']} held-out sentences")
     n, decoding, runs = s["mt"]
     if n:
-        parts.append(f"mt on {n} sentences ({decoding or MISSING} decoding, {runs or 1} run(s))")
+        parts.append(f"mt on {n} sentences ({decoding or MISSING} decoding, {_count(runs or 1, 'run')})")
     n, repeats, warmup, chars = s["speed"]
     if n:
         text = f"speed on {n} references, {repeats} repeats after {warmup} warm-up"
@@ -205,6 +205,11 @@ def run_date(root: Path) -> str:
     if not times:
         raise FileNotFoundError(f"{root}: no tables/results.csv and no benchmarks/*/*.tsv: has the run finished?")
     return dt.datetime.fromtimestamp(max(times), dt.UTC).date().isoformat()
+
+
+def _count(n: object, noun: str) -> str:
+    """``1 run``, ``3 runs``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _num(value: float | None, fmt: str) -> str:
@@ -258,10 +263,13 @@ def machine_text(m: dict, note: str | None) -> str:
     if hw.get("torch"):
         parts.append(f"torch {hw['torch']}, transformers {hw.get('transformers', MISSING)}")
     if hw.get("dtype"):
-        parts.append(f"evaluation and speed in {hw['dtype']} on {hw.get('torch_threads', MISSING)} torch thread(s)")
+        parts.append(
+            f"evaluation and speed in {hw['dtype']} on {_count(hw.get('torch_threads', MISSING), 'torch thread')}"
+        )
     if m["training"]:
         threads = "/".join(str(t) for t in m["training_threads"]) or MISSING
-        parts.append(f"training in {'; '.join(m['training'])} on {threads} torch thread(s)")
+        noun = "torch thread" if m["training_threads"] == [1] else "torch threads"
+        parts.append(f"training in {'; '.join(m['training'])} on {threads} {noun}")
     return "; ".join(parts) + (f"; {note}" if note else "")
 
 
@@ -273,11 +281,14 @@ def _wrap(text: str) -> list[str]:
 def render(run: str, root: Path, snap: dict) -> str:
     """The run's section, markers included."""
     configs = ", ".join(f"`{c}`" for c in snap["configfiles"]) or MISSING
+    models = list(dict.fromkeys(str(r["model"]) for r in snap["rows"]))
+    model = ("Models: " if len(models) > 1 else "Model: ") + (", ".join(f"`{m}`" for m in models) or MISSING)
     wall = snap["wall_time"]
     total = f"The whole run took **{duration(wall)}** of wall time. " if wall is not None else ""
     head = (
         f"Written by `python -m tools.snapshot --run {run}` from the run folder `{root.as_posix()}/` (configuration "
-        f"{configs}), which finished on {snap['date']} (UTC). Machine: {machine_text(snap['machine'], snap['note'])}. "
+        f"{configs}), which finished on {snap['date']} (UTC). {model}. "
+        f"Machine: {machine_text(snap['machine'], snap['note'])}. "
         f"Settings, as the result files record them: {settings_text(snap['settings'])}."
     )
     lines = [
