@@ -126,7 +126,8 @@ def _json(path: Path) -> dict:
 def machine(root: Path, cpu_model: str | None) -> dict:
     """Where the run ran: the speed step's ``details.hardware`` (device, CPUs, torch threads, evaluation dtype,
     versions) and the training runs' precision and threads. The CPU model is ``cpu_model``; "auto" reads
-    /proc/cpuinfo when this machine is the one the speed step recorded (same platform string and CPU count)."""
+    /proc/cpuinfo when the machine running the command is the one the speed step recorded (same platform string and
+    CPU count)."""
     hardware: dict = {}
     for path in sorted(root.glob("*/*/*/eval/speed.json")):
         hardware = (_json(path).get("details") or {}).get("hardware") or {}
