@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo demo-full test lint clean-results llama-cpp
+.PHONY: setup demo demo-full test lint clean-results llama-cpp snapshot
 
 setup: $(VENV)/.installed
 
@@ -26,6 +26,12 @@ demo: setup
 # The default with MuMo (with and without verification) and the mc proxy (configs/demo-full.yaml; its cost: docs/measurements.md).
 demo-full: setup
 	$(BIN)/snakemake --cores 2 --configfile configs/demo-full.yaml
+
+# A finished run's dated snapshot in docs/measurements.md (tools/snapshot.py), replacing that run's section only:
+#   make snapshot [RUN=default] [WALL="8m12s"] [NOTE="loaded machine: two other jobs running"]
+RUN ?= default
+snapshot: setup
+	$(BIN)/python -m tools.snapshot --run '$(RUN)' $(if $(WALL),--wall-time '$(WALL)') $(if $(NOTE),--note '$(NOTE)')
 
 lint: setup
 	$(BIN)/ruff check .

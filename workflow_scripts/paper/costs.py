@@ -38,7 +38,8 @@ def parse_benchmark_name(rule: str, stem: str) -> tuple[str, str, str]:
 
 
 def read_benchmarks(root: str | Path) -> pd.DataFrame:
-    """One row per benchmark file of the run folder ``root`` (paths.benchmark): rule, cell and seconds."""
+    """One row per benchmark file of the run folder ``root`` (paths.benchmark): rule, cell, wall and CPU seconds and
+    peak memory (MB)."""
     rows = []
     for path in paths.found(paths.benchmark("*", "*", paths.glob_root(root))):
         rule = path.parent.name
@@ -48,8 +49,10 @@ def read_benchmarks(root: str | Path) -> pd.DataFrame:
             continue
         seconds = float(bench["s"].iloc[-1])  # with repeats, the last run (the one whose outputs were kept)
         cpu = float(bench["cpu_time"].iloc[-1]) if "cpu_time" in bench else float("nan")
-        rows.append({"rule": rule, "model": model, "language": lang, "method": method, "s": seconds, "cpu_s": cpu})
-    return pd.DataFrame(rows, columns=["rule", "model", "language", "method", "s", "cpu_s"])
+        rss = float(bench["max_rss"].iloc[-1]) if "max_rss" in bench else float("nan")
+        rows.append({"rule": rule, "model": model, "language": lang, "method": method, "s": seconds, "cpu_s": cpu,
+                     "max_rss": rss})  # fmt: skip
+    return pd.DataFrame(rows, columns=["rule", "model", "language", "method", "s", "cpu_s", "max_rss"])
 
 
 def run_devices(root: str | Path) -> set[str]:

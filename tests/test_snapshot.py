@@ -1,0 +1,173 @@
+"""tools.snapshot: a configuration's dated section of docs/measurements.md, read from a finished run's folder and
+written between that run's markers, the rest of the page untouched."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tools import snapshot
+from workflow_scripts.tables import COLUMNS
+
+TF = "@teacher_forced.greedy.b1"
+MEAN = {"init": "Mean", "procedure": "2x2LS", "objective": "clm", "seq_len": 128, "k": 100, "aux_vocab_size": 1500}
+
+
+def _rec(method: str, label: str, task: str, metric: str, value: float, **extra) -> dict:
+    cell = MEAN if method != "Source" else {}
+    return {"model": "smollm2", "language": "si", "method": method, "label": label, **cell,
+            "task": task, "metric": metric, "value": value, **extra}  # fmt: skip
+
+
+def _bench(path: Path, seconds: float, cpu: float, rss: float) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    head = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+    path.write_text(f"{head}{seconds}\t0:00:00\t{rss}\t0\t0\t0\t0\t0\t50\t{cpu}\n", encoding="utf-8")
+
+
+def make_run(root: Path) -> Path:
+    """A finished run folder: its marker, results table, benchmark files, a speed record and a training record."""
+    mean = "Mean.k100.2x2LS.clm.L128"
+    (root / "tables").mkdir(parents=True)
+    (root / ".run.json").write_text(json.dumps({"configfiles": ["config.yaml"]}), encoding="utf-8")
+    rows = [
+        _rec("Source", "Source", "ppl", "tokens_per_sentence", 92.25),
+        _rec("Source", "Source", "ppl", "bits_per_char", 6.471),
+        _rec("Source", "Source", "mt", "chrF", 2.61),
+        _rec(mean, "Mean", "ppl", "tokens_per_sentence", 27.5),
+        _rec(mean, "Mean", "ppl", "bits_per_char", 6.594),
+        _rec(mean, "Mean", "mt", "chrF", 0.54),
+        _rec(mean, "Mean", "mt", f"paired_speedup{TF}", 3.74, min=3.2, max=3.81),
+        _rec(mean, "Mean", "mt", f"token_ratio_bound{TF}", 3.54),
+    ]
+    pd.DataFrame(rows, columns=COLUMNS).to_csv(root / "tables" / "results.csv", index=False)
+    _bench(root / "benchmarks" / "lapt" / f"smollm2.si.{mean}.tsv", 92.5, 180.0, 3300.0)
+    _bench(root / "benchmarks" / "evaluate_cell" / "smollm2.si.Source.tsv", 60.0, 50.0, 1400.0)
+    _bench(root / "benchmarks" / "evaluate_cell" / f"smollm2.si.{mean}.tsv", 40.0, 45.0, 1500.0)
+    hardware = {"device": "cpu", "torch_threads": 1, "cpu_count": 2, "torch": "2.13.0", "transformers": "4.57.1",
+                "platform": "Linux-test", "dtype": "float32"}  # fmt: skip
+    speed = root / "smollm2" / "si" / mean / "eval" / "speed.json"
+    speed.parent.mkdir(parents=True)
+    details = {"n_used": 2, "repeats": 3, "warmup": 1, "reference_chars": 8, "hardware": hardware}
+    speed.write_text(json.dumps({"records": [], "details": details}), encoding="utf-8")
+    ppl = {"n_used": 50, "data_label": "stand-in data"}
+    (speed.parent / "ppl.json").write_text(json.dumps({"records": [], "details": ppl}), encoding="utf-8")
+    mt = {"n_used": 16, "decoding": "greedy", "runs": 1}
+    (speed.parent / "mt.json").write_text(json.dumps({"records": [], "details": mt}), encoding="utf-8")
+    stats = {"device": "cpu", "threads": 2, "precision": "bf16 autocast, bf16 frozen weights", "steps": 16,
+             "tokens_per_second": 431.2}  # fmt: skip
+    (root / "smollm2" / "si" / mean / "train_stats.json").write_text(json.dumps(stats), encoding="utf-8")
+    return root
+
+
+PAGE = """# Measured numbers
+
+Hand-written head.
+
+<!-- snapshot: default -->
+## The `default` run, 1999-01-01
+
+si Mean 9.99x
+<!-- /snapshot: default -->
+
+## make demo-full, 2026-12-02
+
+Hand-written: 30 min 29 s.
+
+<!-- snapshot: other -->
+other run's text
+<!-- /snapshot: other -->
+"""
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    return make_run(tmp_path / "results" / "default")
+
+
+def _main(tmp_path: Path, doc: Path, *extra: str) -> str:
+    argv = ["--run", "default", "--results", str(tmp_path / "results"), "--doc", str(doc), "--cpu-model", "Test CPU"]
+    assert snapshot.main([*argv, *extra]) == 0
+    return doc.read_text(encoding="utf-8")
+
+
+def test_the_section_is_replaced_and_the_rest_of_the_page_kept(tmp_path, run):
+    doc = tmp_path / "measurements.md"
+    doc.write_text(PAGE, encoding="utf-8")
+    text = _main(tmp_path, doc, "--wall-time", "real\t8m12.345s", "--note", "loaded machine", "--date", "2026-12-03")
+    begin, end = text.index("<!-- snapshot: default -->"), text.index("<!-- /snapshot: default -->")
+    section = text[begin:end]
+    assert "9.99x" not in text and "1999-01-01" not in text
+    assert text[:begin] == PAGE[: PAGE.index("<!-- snapshot: default -->")]
+    rest = PAGE[PAGE.index("<!-- /snapshot: default -->") :]
+    assert text[end:] == rest
+    assert "## The `default` run (`config.yaml`), 2026-12-03" in section
+    # the numbers come from the files: results.csv, the benchmark files, the speed and training records
+    assert "| si | Source | 92.2 | – | – | – | 6.471 | 2.6 |" in section
+    assert "| si | Mean | 27.5 | 3.74x [3.20–3.81] | 3.54x | 1.06 | 6.594 | 0.5 |" in section
+    assert "| `evaluate_cell` | 2 | 100 s | 95 s | 1.5 GB |" in section
+    assert "| `lapt` | 1 | 92 s | 180 s | 3.2 GB |" in section
+    assert "| **total** | 3 | 192 s (3 min 12 s) | 275 s | |" in section
+    prose = " ".join(section.split())  # the paragraphs are wrapped at 120 columns
+    assert "**8 min 12 s** of wall time" in prose
+    assert "Test CPU; 2 CPUs; device cpu; torch 2.13.0" in prose
+    assert "evaluation and speed in float32 on 1 torch thread;" in prose
+    assert "Model: `smollm2`. Machine: Test CPU" in prose
+    assert "training in bf16 autocast, bf16 frozen weights on 2 torch threads; loaded machine" in prose
+    assert (
+        "bits per character and tokens per sentence on 50 held-out sentences; mt on 16 sentences (greedy decoding, 1 "
+        "run); speed on 2 references, 3 repeats after 1 warm-up, teacher forcing on their first 8 characters; "
+        "training 16 steps at 431 tokens/s. Data: stand-in data." in prose
+    )
+    # a second run gives the same page
+    assert _main(tmp_path, doc, "--wall-time", "492.345", "--note", "loaded machine", "--date", "2026-12-03") == text
+
+
+def test_a_page_without_the_section_gets_it_appended_and_the_date_is_the_runs(tmp_path, run):
+    doc = tmp_path / "measurements.md"
+    doc.write_text("# Measured numbers\n\nHead.\n", encoding="utf-8")
+    stamp = 1796256000  # 2026-12-03 00:00 UTC
+    for path in [run / "tables" / "results.csv", *(run / "benchmarks").glob("*/*.tsv")]:
+        os.utime(path, (stamp, stamp))
+    text = _main(tmp_path, doc)
+    assert text.startswith("# Measured numbers\n\nHead.\n\n<!-- snapshot: default -->\n## The `default` run")
+    assert "2026-12-03" in text and text.endswith("<!-- /snapshot: default -->\n")
+    assert "The whole run took" not in text  # no --wall-time: no total wall time claimed
+
+
+def test_an_unpaired_marker_is_refused(tmp_path, run):
+    doc = tmp_path / "measurements.md"
+    doc.write_text("<!-- snapshot: default -->\nno end\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="without"):
+        _main(tmp_path, doc)
+    assert doc.read_text(encoding="utf-8") == "<!-- snapshot: default -->\nno end\n"
+
+
+def test_an_unfinished_run_is_refused_and_the_page_left_alone(tmp_path, run, capsys):
+    (run / "tables" / "results.csv").unlink()
+    doc = tmp_path / "measurements.md"
+    doc.write_text(PAGE, encoding="utf-8")
+    with pytest.raises(SystemExit):
+        _main(tmp_path, doc)
+    assert "results.csv does not exist" in capsys.readouterr().err
+    assert doc.read_text(encoding="utf-8") == PAGE
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("real\t7m19.456s", 439.456), ("1h2m3s", 3723), ("45", 45.0), ("12m", 720)]
+)
+def test_wall_time_as_time_prints_it(text, seconds):
+    assert snapshot.parse_wall_time(text) == pytest.approx(seconds)
+
+
+def test_a_wall_time_that_is_no_duration_is_refused():
+    with pytest.raises(ValueError, match="--wall-time"):
+        snapshot.parse_wall_time("soon")
+
+
+def test_the_cpu_model_is_only_read_here_when_the_run_ran_here(run):
+    assert snapshot.machine(run, "auto")["cpu_model"] is None  # the record's platform is not this machine's

@@ -1,0 +1,377 @@
+"""Write one configuration's dated snapshot into docs/measurements.md, from the files of its finished run.
+
+    python -m tools.snapshot                                   # results/default/ (config.yaml's run)
+    python -m tools.snapshot --configfile configs/demo-full.yaml --wall-time "30m29s" --note "loaded machine"
+    make snapshot RUN=default WALL="8m12s" NOTE="loaded machine: three other jobs running"
+
+Everything in the section is read from ``results/<run>/``: the headline per language and method from
+``tables/results.csv`` (tokens per held-out sentence, the paired teacher-forced speed-up with its bound, bits per
+character, as results.md's lead computes them; mt chrF), the cost per rule from the Snakemake ``benchmark:`` files
+(job wall and CPU seconds, peak memory), the date from the newest of those files, the machine from the speed step's
+``details.hardware`` and the training runs' ``train_stats.json``, the config files from the run's ``.run.json``.
+What the files do not hold is passed on the command line: the whole run's wall time (``--wall-time``, as ``time``
+prints it) and the machine's load (``--note``).
+
+The section lies between ``<!-- snapshot: RUN -->`` and ``<!-- /snapshot: RUN -->``; only that run's section is
+replaced (appended at the end when the page has none yet), and the page is written atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import re
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from workflow_scripts import paths
+from workflow_scripts.io import write_text
+from workflow_scripts.paper import headline
+from workflow_scripts.paper.costs import read_benchmarks
+from workflow_scripts.runs import MARKER, RESULTS, run_name
+from workflow_scripts.tables import is_source
+
+DOC = Path("docs/measurements.md")
+MISSING = "–"
+WIDTH = 120
+CHRF = ("mt", "chrF")
+
+
+def begin_marker(run: str) -> str:
+    return f"<!-- snapshot: {run} -->"
+
+
+def end_marker(run: str) -> str:
+    return f"<!-- /snapshot: {run} -->"
+
+
+def parse_wall_time(text: str) -> float:
+    """Seconds from ``time``'s ``real 8m12.345s``, ``1h2m3s``, ``8m12s`` or plain seconds."""
+    value = text.strip().removeprefix("real").strip()
+    if re.fullmatch(r"\d+(\.\d+)?", value):
+        return float(value)
+    match = re.fullmatch(r"(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+(?:\.\d+)?)s)?", value)
+    if not value or not match:
+        raise ValueError(f"--wall-time {text!r}: give seconds or the form `time` prints, e.g. 8m12.3s")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def duration(seconds: float) -> str:
+    """``7 min 19 s``, ``1 h 2 min 3 s`` or ``42 s``."""
+    total = round(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{hours} h"] * bool(hours) + [f"{minutes} min"] * bool(hours or minutes) + [f"{secs} s"]
+    return " ".join(parts)
+
+
+def cost_rows(bench: pd.DataFrame) -> list[dict]:
+    """Per rule, largest summed wall time first: jobs, summed wall and CPU seconds, the largest peak memory."""
+    if bench.empty:
+        return []
+    grouped = bench.groupby("rule").agg(
+        jobs=("s", "size"), s=("s", "sum"), cpu_s=("cpu_s", "sum"), max_rss=("max_rss", "max")
+    )
+    return grouped.reset_index().sort_values(["s", "rule"], ascending=[False, True]).to_dict("records")
+
+
+def _value(frame: pd.DataFrame, method: str, task: str, metric: str) -> float | None:
+    part = frame[(frame["method"] == method) & (frame["task"] == task) & (frame["metric"] == metric)]
+    values = pd.to_numeric(part["value"], errors="coerce").dropna()
+    return float(values.mean()) if len(values) else None
+
+
+def result_rows(frame: pd.DataFrame) -> list[dict]:
+    """Per model and language, Source first, then each adapted cell of results.md's lead (headline.lead_rows): tokens
+    per held-out sentence, paired speed-up (mean, worst, best), its bound, bits per character, mt chrF."""
+    rows = []
+    for lead in headline.lead_rows(frame, is_source, headline.row_name):
+        part = frame[(frame["model"] == lead["model"]) & (frame["language"] == lead["language"])]
+        if not rows or (rows[-1]["model"], rows[-1]["language"]) != (lead["model"], lead["language"]):
+            sources = [m for m, lb in zip(part["method"], part["label"], strict=True) if is_source(m, lb)]
+            chrf = _value(part, sources[0], *CHRF) if sources else None
+            rows.append({"model": lead["model"], "language": lead["language"], "name": "Source",
+                         "tokens": lead["tokens"][0], "paired": (None, None, None), "bound": None,
+                         "bpc": lead["bpc"][0], "chrf": chrf})  # fmt: skip
+        rows.append({"model": lead["model"], "language": lead["language"], "name": lead["name"],
+                     "tokens": lead["tokens"][1], "paired": lead["paired"], "bound": lead["bound"],
+                     "bpc": lead["bpc"][1], "chrf": _value(part, lead["method"], *CHRF)})  # fmt: skip
+    return rows
+
+
+def _json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def machine(root: Path, cpu_model: str | None) -> dict:
+    """Where the run ran: the speed step's ``details.hardware`` (device, CPUs, torch threads, evaluation dtype,
+    versions) and the training runs' precision and threads. The CPU model is ``cpu_model``; "auto" reads
+    /proc/cpuinfo when the machine running the command is the one the speed step recorded (same platform string and
+    CPU count)."""
+    hardware: dict = {}
+    for path in paths.found(paths.eval_file("*", "*", "*", "speed.json", paths.glob_root(root))):
+        hardware = (_json(path).get("details") or {}).get("hardware") or {}
+        if hardware:
+            break
+    stats = [_json(p) for p in paths.found(paths.train_stats("*", "*", "*", paths.glob_root(root)))]
+    if cpu_model == "auto":
+        same = hardware.get("platform") == platform.platform() and hardware.get("cpu_count") == os.cpu_count()
+        cpu_model = _cpuinfo_model() if same else None
+    return {
+        "cpu_model": cpu_model,
+        "hardware": hardware,
+        "training": sorted({str(s["precision"]) for s in stats if s.get("precision")}),
+        "training_threads": sorted({int(s["threads"]) for s in stats if s.get("threads")}),
+        "training_devices": sorted({str(s["device"]) for s in stats if s.get("device")}),
+    }
+
+
+def _first_details(root: Path, name: str) -> dict:
+    """The ``details`` of the first ``<model>/<lang>/<method>/eval/<name>`` of the run, or {}."""
+    for path in paths.found(paths.eval_file("*", "*", "*", name, paths.glob_root(root))):
+        details = _json(path).get("details") or {}
+        if details:
+            return details
+    return {}
+
+
+def settings(root: Path) -> dict:
+    """The item counts and training length the run's files record (what ran, whatever the config says today)."""
+    stats = [_json(p) for p in paths.found(paths.train_stats("*", "*", "*", paths.glob_root(root)))]
+    ppl, mt, speed = (_first_details(root, f"{task}.json") for task in ("ppl", "mt", "speed"))
+    return {
+        "ppl": ppl.get("n_used"),
+        "mt": (mt.get("n_used", mt.get("n_items")), mt.get("decoding"), mt.get("runs")),
+        "speed": tuple(speed.get(k) for k in ("n_used", "repeats", "warmup", "reference_chars")),
+        "steps": sorted({int(s["steps"]) for s in stats if s.get("steps") is not None}),
+        "tokens_per_second": [float(s["tokens_per_second"]) for s in stats if s.get("tokens_per_second")],
+        "data": next((d["data_label"] for d in (ppl, mt, speed) if d.get("data_label")), None),
+    }
+
+
+def settings_text(s: dict) -> str:
+    """One sentence: what each step measured on, as the result files record it."""
+    parts = []
+    if s["ppl"]:
+        parts.append(f"bits per character and tokens per sentence on {s['ppl']} held-out sentences")
+    n, decoding, runs = s["mt"]
+    if n:
+        parts.append(f"mt on {n} sentences ({decoding or MISSING} decoding, {_count(runs or 1, 'run')})")
+    n, repeats, warmup, chars = s["speed"]
+    if n:
+        text = f"speed on {n} references, {repeats} repeats after {warmup} warm-up"
+        parts.append(text + (f", teacher forcing on their first {chars} characters" if chars else ""))
+    if s["steps"]:
+        rates = s["tokens_per_second"]
+        span = f"{min(rates):.0f}-{max(rates):.0f}" if rates and round(min(rates)) != round(max(rates)) else None
+        rate = f" at {span or f'{rates[0]:.0f}'} tokens/s" if rates else ""
+        parts.append(f"training {'/'.join(map(str, s['steps']))} steps{rate}")
+    text = "; ".join(parts) or "no result files"
+    return text + (f". Data: {s['data']}" if s["data"] else "")
+
+
+def _cpuinfo_model() -> str | None:
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    match = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
+    return match.group(1).strip() if match else None
+
+
+def run_date(root: Path) -> str:
+    """The UTC date of the newest results table or benchmark file: the day the run finished."""
+    files = [
+        Path(paths.table("results.csv", str(root))),
+        *paths.found(paths.benchmark("*", "*", paths.glob_root(root))),
+    ]
+    times = [f.stat().st_mtime for f in files if f.is_file()]
+    if not times:
+        raise FileNotFoundError(f"{root}: no tables/results.csv and no benchmarks/*/*.tsv: has the run finished?")
+    return dt.datetime.fromtimestamp(max(times), dt.UTC).date().isoformat()
+
+
+def _count(n: object, noun: str) -> str:
+    """``1 run``, ``3 runs``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return MISSING if value is None or pd.isna(value) else fmt.format(value)
+
+
+def _paired(paired: tuple) -> str:
+    value, low, high = paired
+    if value is None:
+        return MISSING
+    return f"{value:.2f}x" + (f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else "")
+
+
+def results_table(rows: list[dict]) -> list[str]:
+    """The headline per language and method as Markdown (a Model column only when the run has several models)."""
+    several = len({r["model"] for r in rows}) > 1
+    head = ["Language", "Method", "tokens / held-out sentence", "paired teacher-forced speed-up [worst–best]",
+            "bound", "paired ÷ bound", "bits / character", "mt chrF"]  # fmt: skip
+    head = ["Model", *head] if several else head
+    lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---|" * several + "---:|" * (len(head) - 2 - several)]
+    for r in rows:
+        ratio = r["paired"][0] / r["bound"] if r["paired"][0] is not None and r["bound"] else None
+        cells = [r["language"], r["name"], _num(r["tokens"], "{:.1f}"), _paired(r["paired"]),
+                 _num(r["bound"], "{:.2f}x"), _num(ratio, "{:.2f}"), _num(r["bpc"], "{:.3f}"),
+                 _num(r["chrf"], "{:.1f}")]  # fmt: skip
+        lines.append("| " + " | ".join([str(r["model"])] * several + cells) + " |")
+    return lines
+
+
+def cost_table(costs: list[dict]) -> list[str]:
+    """Job time per rule from the benchmark files, with the total."""
+    if not costs:
+        return ["No benchmark files under benchmarks/."]
+    lines = ["| rule | jobs | job wall time, summed | job CPU time, summed | largest peak memory |",
+             "|---|---:|---:|---:|---:|"]  # fmt: skip
+    for c in costs:
+        memory = _num(c["max_rss"] / 1024 if pd.notna(c["max_rss"]) else None, "{:.1f} GB")
+        lines.append(f"| `{c['rule']}` | {c['jobs']} | {c['s']:.0f} s | {_num(c['cpu_s'], '{:.0f} s')} | {memory} |")
+    jobs, wall, cpu = (sum(c[k] for c in costs) for k in ("jobs", "s", "cpu_s"))
+    lines.append(f"| **total** | {jobs} | {wall:.0f} s ({duration(wall)}) | {_num(cpu, '{:.0f} s')} | |")
+    return lines
+
+
+def machine_text(m: dict, note: str | None) -> str:
+    """One sentence: CPU model, CPUs, device, torch and its threads, evaluation dtype, training precision, load."""
+    hw = m["hardware"]
+    parts = [m["cpu_model"] or "CPU model not recorded"]
+    if hw.get("cpu_count"):
+        parts.append(f"{hw['cpu_count']} CPUs")
+    parts.append(f"device {hw.get('device', MISSING)}" + (f" ({hw['gpu']})" if hw.get("gpu") else ""))
+    if hw.get("torch"):
+        parts.append(f"torch {hw['torch']}, transformers {hw.get('transformers', MISSING)}")
+    if hw.get("dtype"):
+        parts.append(
+            f"evaluation and speed in {hw['dtype']} on {_count(hw.get('torch_threads', MISSING), 'torch thread')}"
+        )
+    if m["training"]:
+        threads = "/".join(str(t) for t in m["training_threads"]) or MISSING
+        noun = "torch thread" if m["training_threads"] == [1] else "torch threads"
+        parts.append(f"training in {'; '.join(m['training'])} on {threads} {noun}")
+    return "; ".join(parts) + (f"; {note}" if note else "")
+
+
+def _wrap(text: str) -> list[str]:
+    """A paragraph wrapped at the page's 120 columns (Markdown joins the lines again)."""
+    return textwrap.wrap(text, WIDTH, break_long_words=False, break_on_hyphens=False)
+
+
+def render(run: str, root: Path, snap: dict) -> str:
+    """The run's section, markers included."""
+    configs = ", ".join(f"`{c}`" for c in snap["configfiles"]) or MISSING
+    models = list(dict.fromkeys(str(r["model"]) for r in snap["rows"]))
+    model = ("Models: " if len(models) > 1 else "Model: ") + (", ".join(f"`{m}`" for m in models) or MISSING)
+    wall = snap["wall_time"]
+    total = f"The whole run took **{duration(wall)}** of wall time. " if wall is not None else ""
+    head = (
+        f"Written by `python -m tools.snapshot --run {run}` from the run folder `{root.as_posix()}/` (configuration "
+        f"{configs}), which finished on {snap['date']} (UTC). {model}. "
+        f"Machine: {machine_text(snap['machine'], snap['note'])}. "
+        f"Settings, as the result files record them: {settings_text(snap['settings'])}."
+    )
+    lines = [
+        begin_marker(run),
+        f"## The `{run}` run ({configs}), {snap['date']}",
+        "",
+        *_wrap(head),
+        "",
+        "### Results",
+        "",
+        *(results_table(snap["rows"]) if snap["rows"] else ["results.csv holds no adapted cell with a headline."]),
+        "",
+        *_wrap(
+            "tokens / held-out sentence: the perplexity step's held-out sentences under each model's tokenizer. "
+            "Paired speed-up: teacher-forced decoding of the same reference text, Source timed in the same job, "
+            "[worst–best] over the repeats; bound: Source tokens ÷ the model's tokens of that text. bits / character: "
+            "held-out negative log-likelihood per character, comparable across vocabularies."
+        ),
+        "",
+        "### Cost",
+        "",
+        *cost_table(snap["costs"]),
+        "",
+        *_wrap(
+            f"{total}Job times are summed over jobs (`benchmarks/<rule>/*.tsv`); jobs that ran side by side overlap, "
+            "so the sum exceeds the run's wall time."
+        ),
+        end_marker(run),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def replace_section(text: str, run: str, section: str) -> str:
+    """``text`` with ``run``'s marked section replaced by ``section`` (appended when absent); nothing else moves."""
+    begin, end = begin_marker(run), end_marker(run)
+    start = text.find(begin)
+    if start < 0:
+        if end in text:
+            raise ValueError(f"{end} without {begin}: restore the pair of markers, or remove both")
+        return text.rstrip("\n") + "\n\n" + section
+    stop = text.find(end, start)
+    if stop < 0:
+        raise ValueError(f"{begin} without {end}: restore the pair of markers, or remove both")
+    after = text[stop + len(end) :]
+    return text[:start] + section + after.removeprefix("\n")
+
+
+def snapshot(root: Path, *, wall_time: float | None, note: str | None, cpu_model: str | None,
+             date: str | None) -> dict:  # fmt: skip
+    """Everything the section shows, read from the run folder ``root``."""
+    frame = pd.read_csv(paths.table("results.csv", str(root)))
+    marker = root / MARKER
+    return {
+        "configfiles": _json(marker).get("configfiles", []) if marker.is_file() else [],
+        "rows": result_rows(frame) if not frame.empty else [],
+        "costs": cost_rows(read_benchmarks(root)),
+        "machine": machine(root, cpu_model),
+        "settings": settings(root),
+        "date": date or run_date(root),
+        "wall_time": wall_time,
+        "note": note,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tools.snapshot", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("--configfile", nargs="+", default=["config.yaml"], help="the config file(s) of the run")
+    p.add_argument("--run", help="the run folder's name (default: the run of --configfile)")
+    p.add_argument("--results", type=Path, default=RESULTS, help="the results folder (default: results)")
+    p.add_argument("--doc", type=Path, default=DOC, help=f"the page to write into (default: {DOC})")
+    p.add_argument("--wall-time", help="the whole run's wall time: seconds, or as `time` prints it (8m12.3s)")
+    p.add_argument("--note", help='the machine\'s load while it ran, e.g. "loaded machine: 3 other jobs"')
+    p.add_argument("--cpu-model", default="auto", help="the CPU model (default: /proc/cpuinfo, if the run ran here)")
+    p.add_argument("--date", help="the run's date, YYYY-MM-DD (default: the newest results or benchmark file's)")
+    a = p.parse_args(argv)
+    config: dict = {}
+    for f in a.configfile:
+        if Path(f).is_file():
+            config.update(yaml.safe_load(Path(f).read_text(encoding="utf-8")) or {})
+    run = a.run or run_name(config, a.configfile)
+    root = a.results / run
+    if not Path(paths.table("results.csv", str(root))).is_file():
+        p.error(f"{root}/tables/results.csv does not exist: finish the run first (snakemake --configfile ...), "
+                "or name another run (--run)")  # fmt: skip
+    wall = parse_wall_time(a.wall_time) if a.wall_time else None
+    snap = snapshot(root, wall_time=wall, note=a.note, cpu_model=a.cpu_model, date=a.date)
+    text = a.doc.read_text(encoding="utf-8") if a.doc.is_file() else ""
+    write_text(a.doc, replace_section(text, run, render(run, root, snap)))
+    print(f"{a.doc}: section {run!r} written from {root}/ ({len(snap['rows'])} rows, {len(snap['costs'])} rules)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
