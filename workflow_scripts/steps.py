@@ -192,19 +192,18 @@ class Steps:
         source = self.layout.source_model(wc.model)
         choices, sum_data = self.choice_data(wc), self.sum_data(wc)
         options = (
-            cli(model=self.model(wc), source_tokenizer=source, pairs=pairs, lang=wc.lang, n=s["n"],
-                max_new_tokens=s["max_new_tokens"], repeats=s["repeats"], warmup=s["warmup"],
-                batch_size=s["batch_size"])
+            cli(model=self.model(wc), cell=self.cell(wc), source_tokenizer=source, pairs=pairs, lang=wc.lang,
+                n=s["n"], max_new_tokens=s["max_new_tokens"], repeats=s["repeats"], warmup=s["warmup"],
+                batch_size=s["batch_size"], reference_chars=s["reference_chars"] or 0, seed=self.config["seed"],
+                data_label=data_label(self.layout, wc.lang), out=self.out(wc, "speed.json"))
             + [["--decodings", *s["decodings"]]]
             + ([] if s["teacher_forced"] else [["--no-teacher-forced"]])
             + ([["--paired"]] if s["paired"] else [])
-            + cli(reference_chars=s["reference_chars"] or 0, seed=self.config["seed"])
             + self.mumo(wc)
             + (cli(sum_data=sum_data) if sum_data else [])
             + [x for t, folder in choices.items()
                for x in cli(choice_data=f"{t}={folder}", choice_fewshot=f"{t}={self.evaluation[t]['fewshot']}")]
             + ([["--large-batch-decodings", *s["large_batch_decodings"]]] if s["large_batch_decodings"] else [])
-            + cli(cell=self.cell(wc), data_label=data_label(self.layout, wc.lang), out=self.out(wc, "speed.json"))
         )  # fmt: skip
         inputs = {"model": self.model(wc), "source": source, "pairs": pairs, "sum_data": sum_data,
                   "choice_data": list(choices.values())}  # fmt: skip
