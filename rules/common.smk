@@ -30,6 +30,7 @@ shell.prefix(
 from workflow_scripts import paths  # noqa: E402
 from workflow_scripts.grid import (
     cell_hparams,
+    curve_points,
     first_entries,
     slug_regex,
     tasks_of,

@@ -5,7 +5,9 @@ rule lapt:
         model=lapt_input_model,
         corpus=corpus_train_file,
         init_report=lapt_init_report,
+        curve_text=lapt_curve_text,
     output:
+        **({"curve": paths.curve()} if CURVE_POINTS else {}),  # measured when training.curve_points > 0
         model=directory(paths.trained_model()),
         stats=paths.train_stats(),
         loss=paths.loss_curve(),
@@ -33,9 +35,10 @@ rule lapt:
         seq_len=method_attr("seq_len"),
         hparams=hparams_json,
         checkpoints=lapt_checkpoints,
-        rows=lapt_rows_arg,
+        rows=lapt_options,
         launch=lapt_launch,
-    # unquoted: params.launch, params.rows (lapt_launch: python or a fixed torchrun command and a number; lapt_rows_arg: a flag and its shlex-quoted report path)
+    # unquoted: params.launch, params.rows (lapt_launch: python or a fixed torchrun command and a number; lapt_options: flags and shlex-quoted values).
+    # params.rows carries every optional flag (EEVE's init report, the curve's): Snakemake reruns a job whose shell text changes.
     shell:
         "{params.launch} -m workflow_scripts.lapt --model {input.model:q} --train {input.corpus:q} --procedure {params.procedure:q}"
         " --objective {params.objective:q} --seq-len {params.seq_len:q} --hparams {params.hparams:q}"

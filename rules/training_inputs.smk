@@ -61,6 +61,28 @@ def lapt_rows_arg(wc):
     return f"--init-report {shlex.quote(init_report)}" if init_report else ""
 
 
+# Points of the held-out curve each LAPT job measures (training.curve_points). At 0 the lapt rule's inputs, outputs,
+# params and command are exactly those of a config without the key: no existing LAPT job is rerun.
+CURVE_POINTS = curve_points(config)
+
+
+def lapt_curve(wc):
+    """The cell's curve options: the ppl step's text, n and batch size (STEPS: rules/evaluate_inputs.smk)."""
+    out = paths.curve(wc.model, wc.lang, wc.method, RESULTS)
+    return STEPS.curve(wc, CURVE_POINTS, out)
+
+
+def lapt_curve_text(wc):
+    """The held-out text of the cell's curve; none when training.curve_points is 0."""
+    return lapt_curve(wc).inputs["text"] if CURVE_POINTS else []
+
+
+def lapt_options(wc):
+    """The lapt job's optional flags: EEVE's init report (lapt_rows_arg), and the curve's when it is on."""
+    curve = lapt_curve(wc).command() if CURVE_POINTS else ""
+    return " ".join(x for x in (lapt_rows_arg(wc), curve) if x)
+
+
 def hparams_json(wc):
     """The LAPT job's hparams (grid.cell_hparams, the precedence the planning checks read too) and the seed."""
     m = METHOD_BY_SLUG[wc.method]

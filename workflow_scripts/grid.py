@@ -190,15 +190,26 @@ def first_entries(config: dict) -> dict[str, int]:
     return first
 
 
+# Keys of `training` that are no LAPT hparam: they change no trained weight, so they stay out of the cell's hparams
+# (its training job's arguments and checkpoint fingerprint).
+TRAINING_NOT_HPARAMS = ("curve_points",)
+
+
 def hparam_layers(config: dict, model: str, i: int) -> list[tuple[str, dict]]:
     """Where a training cell (model, methods[i]) takes its LAPT hparams from, highest precedence first, each with its
     config key: the methods entry, method_defaults, the model, ``training``; lapt's defaults fill the rest."""
+    training = {k: v for k, v in config.get("training", {}).items() if k not in TRAINING_NOT_HPARAMS}
     return [
         (f"methods[{i}].hparams", config["methods"][i].get("hparams", {})),
         ("method_defaults.hparams", (config.get("method_defaults") or {}).get("hparams", {})),
         (f"models.{model}.hparams", config["models"][model].get("hparams", {})),
-        ("training", config.get("training", {})),
+        ("training", training),
     ]
+
+
+def curve_points(config: dict) -> int:
+    """Points of the held-out curve each LAPT job measures (``training.curve_points``; 0: none)."""
+    return int(config.get("training", {}).get("curve_points", 0))
 
 
 def cell_hparams(config: dict, model: str, m: Method, i: int) -> dict[str, Any]:

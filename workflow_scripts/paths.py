@@ -97,6 +97,11 @@ def loss_curve(model: str = MODEL, lang: str = LANG, method: str = METHOD, root:
     return f"{cell_dir(model, lang, method, root)}/loss.tsv"
 
 
+def curve(model: str = MODEL, lang: str = LANG, method: str = METHOD, root: str = RESULTS) -> str:
+    """The held-out bits-per-character curve of a LAPT run (training.curve_points > 0)."""
+    return f"{cell_dir(model, lang, method, root)}/curve.tsv"
+
+
 def train_stats(model: str = MODEL, lang: str = LANG, method: str = METHOD, root: str = RESULTS) -> str:
     return f"{cell_dir(model, lang, method, root)}/train_stats.json"
 

@@ -55,7 +55,9 @@ def sentence_nll(model, token_ids: list[list[int]], batch_size: int = 8) -> list
             ids[row, : len(token_ids[i])] = torch.tensor(token_ids[i])
             attn[row, : len(token_ids[i])] = 1
         ids, attn = ids.to(model.device), attn.to(model.device)
-        with torch.inference_mode():
+        # no_grad, not inference_mode: an FSDP-sharded model (a LAPT job's curve, lapt/curve.py) keeps buffers made
+        # in its forward for its training steps, and inference tensors cannot be written outside inference mode.
+        with torch.no_grad():
             logits = model(input_ids=ids, attention_mask=attn).logits.float()
         labels = ids[:, 1:].masked_fill(attn[:, 1:] == 0, -100)
         token_nll = torch.nn.functional.cross_entropy(

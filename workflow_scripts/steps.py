@@ -108,12 +108,26 @@ class Steps:
     def out(self, wc, name: str) -> str:
         return self.layout.eval_file(wc.model, wc.lang, wc.method, name)
 
+    def heldout(self, wc) -> str:
+        """The held-out text of a cell's ppl step and of its LAPT job's curve."""
+        return self.layout.data_file(wc.lang, "heldout.txt")
+
     def ppl(self, wc) -> Step:
-        settings, text = self.evaluation["ppl"], self.layout.data_file(wc.lang, "heldout.txt")
+        settings, text = self.evaluation["ppl"], self.heldout(wc)
         return Step(
             {"model": self.model(wc), "text": text},
             cli(model=self.model(wc), text=text, n=settings["n"], batch_size=settings["batch_size"], cell=self.cell(wc),
                 data_label=data_label(self.layout, wc.lang), out=self.out(wc, "ppl.json")),
+        )  # fmt: skip
+
+    def curve(self, wc, points: int, out: str) -> Step:
+        """The held-out curve options of a cell's LAPT job (training.curve_points; workflow_scripts/lapt/curve.py):
+        the ppl step's text, n and batch size, so that its last point is the ppl step's bits per character."""
+        settings, text = self.evaluation["ppl"], self.heldout(wc)
+        return Step(
+            {"text": text},
+            cli(curve_points=points, curve_text=text, curve_n=settings["n"], curve_batch_size=settings["batch_size"],
+                curve=out),
         )  # fmt: skip
 
     def generation(self, task: str, wc) -> list[list[str]]:

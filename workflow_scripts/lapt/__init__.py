@@ -36,18 +36,19 @@ A plain PyTorch loop (no HF Trainer) so that the trained parameter set and resum
   last one (default 30), on SIGTERM or SIGUSR1 (Slurm sends USR1 ten minutes before the time limit: rules/lapt.smk),
   at the end of every stage and at the end,
   ``<checkpoint-dir>/checkpoint.safetensors`` is replaced atomically with the parameters trained in any stage so far,
-  the stage's optimizer and scheduler, step, RNG states and loss history (tensors in safetensors, the rest as JSON:
-  nothing is unpickled on load). A rerun with the same arguments rebuilds the stage it was written in (LoRA wrapping
-  included), continues from it and reaches the same result as an uninterrupted run. The checkpoint is deleted only
-  after the model, loss curve and stats are all written (a crash in between resumes at the final step and just
-  rewrites the outputs).
+  the stage's optimizer and scheduler, step, RNG states, loss history and held-out curve rows (tensors in
+  safetensors, the rest as JSON: nothing is unpickled on load). A rerun with the same arguments rebuilds the stage it
+  was written in (LoRA wrapping included), continues from it and reaches the same result as an uninterrupted run. The
+  checkpoint is deleted only after the model, loss curve and stats are all written (a crash in between resumes at the
+  final step and just rewrites the outputs).
 
 The package, one module per part (torch is imported only inside functions, so reading the registries is cheap):
 ``hparams`` (defaults, step schedule, stage ends), ``data`` (packing blocks), ``micro`` (micro-batches),
 ``procedures`` (stages and the ``PROCEDURES`` registry), ``objective`` (clm, mtp), ``checkpoint`` (file format, RNG
-states), ``loop`` (``train``: a flat loop over enter stage, optimizer step, save/resume), ``outputs`` (the model
-folder, loss curve and stats), ``shard`` (one run over N GPUs of a node with FSDP, launched by torchrun; the identity
-for one process), ``testhooks`` (the tests' kill, hold and signal points), ``cli`` (the command line).
+states), ``curve`` (the held-out bits-per-character curve, training.curve_points), ``loop`` (``train``: a flat loop
+over enter stage, optimizer step, save/resume), ``outputs`` (the model folder, loss curve and stats), ``shard`` (one
+run over N GPUs of a node with FSDP, launched by torchrun; the identity for one process), ``testhooks`` (the tests'
+kill, hold and signal points), ``cli`` (the command line).
 """
 
 from workflow_scripts.lapt.checkpoint import CHECKPOINT_FILE, load_checkpoint, remove_checkpoint, save_checkpoint

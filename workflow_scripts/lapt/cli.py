@@ -13,6 +13,7 @@ from pathlib import Path
 from workflow_scripts.io import set_threads, setup_logging, write_json
 from workflow_scripts.lapt import shard
 from workflow_scripts.lapt.checkpoint import remove_checkpoint
+from workflow_scripts.lapt.curve import CurveSpec
 from workflow_scripts.lapt.hparams import DEFAULT_HPARAMS
 from workflow_scripts.lapt.loop import train
 from workflow_scripts.lapt.objective import OBJECTIVES
@@ -46,9 +47,22 @@ def main(argv: list[str] | None = None) -> None:
     rows = p.add_mutually_exclusive_group()
     rows.add_argument("--n-source-rows", type=int, help="EEVE: source vocabulary size (rows >= it are new tokens)")
     rows.add_argument("--init-report", help="EEVE: the initialize step's report JSON (its vocab.source_matrix_rows)")
+    curve = p.add_argument_group("held-out curve (training.curve_points; curve.py)")
+    curve.add_argument("--curve-points", type=int, default=0, help="points: step 0 and evenly spaced steps (0: none)")
+    curve.add_argument("--curve-text", help="held-out text, one sentence a line (the ppl step's)")
+    curve.add_argument("--curve-n", type=int, help="its first n sentences (the ppl step's n; default all)")
+    curve.add_argument("--curve-batch-size", type=int, default=8, help="sentences per forward (the ppl step's)")
+    curve.add_argument("--curve", help="output TSV: step, tokens, bits_per_char, n_sentences")
     p.add_argument("--threads", type=int)
     p.add_argument("--log")
     a = p.parse_args(argv)
+    if a.curve_points < 0:
+        p.error(f"--curve-points {a.curve_points}: give 0 (no curve) or more points")
+    if a.curve_points and not (a.curve_text and a.curve):
+        p.error("--curve-points > 0 needs --curve-text (the held-out text) and --curve (the output TSV)")
+    spec = None
+    if a.curve_points:
+        spec = CurveSpec(a.curve_points, Path(a.curve_text), a.curve_n, a.curve_batch_size, Path(a.curve))
     n_source_rows = a.n_source_rows
     if a.init_report:
         n_source_rows = int(json.loads(Path(a.init_report).read_text(encoding="utf-8"))["vocab"]["source_matrix_rows"])
@@ -73,6 +87,7 @@ def main(argv: list[str] | None = None) -> None:
             loss_curve=a.loss_curve,
             should_stop=lambda: bool(stop_requested),
             n_source_rows=n_source_rows,
+            curve=spec,
         )
     finally:
         for sig, handler in previous.items():

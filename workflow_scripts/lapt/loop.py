@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workflow_scripts.io import read_corpus, seed_everything
+from workflow_scripts.io import read_corpus, seed_everything, write_text
 from workflow_scripts.lapt import shard, testhooks
 from workflow_scripts.lapt.checkpoint import (
     CHECKPOINT_FILE,
@@ -26,6 +26,7 @@ from workflow_scripts.lapt.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
+from workflow_scripts.lapt.curve import CurvePlan, CurveSpec, bits_per_char, curve_row, curve_tsv, plan_curve, timed
 from workflow_scripts.lapt.data import build_blocks, epoch_order
 from workflow_scripts.lapt.hparams import (
     RESUME_NEUTRAL,
@@ -74,6 +75,7 @@ class Run:
     ckpt_path: Path
     fingerprint: dict[str, Any]  # what must match for a checkpoint to be resumed
     ranks: shard.Ranks = field(default_factory=shard.Ranks)  # one process, or one of a sharded run's (shard.py)
+    curve: CurvePlan | None = None  # the held-out curve (training.curve_points), or none
 
     @property
     def n_blocks(self) -> int:
@@ -109,6 +111,7 @@ class TrainState:
     stage_info: list[dict[str, Any]] = field(default_factory=list)
     last_save: float = field(default_factory=time.monotonic)  # when the checkpoint was last written (or the start)
     pending: list[tuple[dict[str, Any], Any]] = field(default_factory=list)  # history rows whose loss is on the device
+    curve: list[dict[str, Any]] = field(default_factory=list)  # the held-out curve's rows measured so far (curve.py)
 
 
 def prepare_run(
@@ -121,6 +124,7 @@ def prepare_run(
     hparams: dict[str, Any] | None,
     checkpoint_dir: str | Path,
     n_source_rows: int | None,
+    curve: CurveSpec | None = None,
 ) -> Run:
     """Check the arguments, tokenize and pack D, and lay out the run's steps and stages; nothing is trained yet."""
     from transformers import AutoTokenizer
@@ -179,6 +183,7 @@ def prepare_run(
         ckpt_path=Path(checkpoint_dir) / CHECKPOINT_FILE,
         fingerprint=fingerprint,
         ranks=ranks,
+        curve=plan_curve(curve, lengths["total_steps"]),
     )
 
 
@@ -371,6 +376,24 @@ def flush_losses(state: TrainState) -> None:
         state.pending = []
 
 
+def measure_curve(run: Run, state: TrainState) -> None:
+    """The held-out curve's point of the step just reached, when it is one of the curve's steps not yet measured.
+
+    Every process of a sharded run measures (each FSDP forward needs all of them) and keeps the same rows; rank 0
+    writes them. The mtp hook is off during the measurement, so that its forward passes leave no captured state.
+    """
+    plan = run.curve
+    if plan is None or state.step not in plan.steps or any(r["step"] == state.step for r in state.curve):
+        return
+    state.loss_fn.attach(None)
+    bpc, seconds = timed(bits_per_char, state.model, run.tokenizer, plan.sentences, batch_size=plan.spec.batch_size,
+                         device_type=run.device.type, bf16=run.use_bf16)  # fmt: skip
+    state.loss_fn.attach(state.model.get_output_embeddings())
+    state.curve.append(curve_row(state.step, state.tokens_seen, bpc, len(plan.sentences), seconds))
+    log.info("curve: step %d/%d held-out bits/char %.4f on %d sentences (%.1f s)", state.step, run.total_steps, bpc,
+             len(plan.sentences), seconds)  # fmt: skip
+
+
 def checkpoint_due(run: Run, state: TrainState) -> bool:
     """Whether the step just taken is checkpointed: every ``checkpoint_every`` steps (null: never by steps), once
     ``checkpoint_minutes`` of wall time have passed since the last checkpoint, and at the end of every stage."""
@@ -407,6 +430,7 @@ def save(run: Run, state: TrainState) -> None:
             "tokens_seen": state.tokens_seen,
             "resumed_from": state.resumed_from,
             "rng": rng_state(),
+            "curve": {"sha256": run.curve.sha256 if run.curve else None, "rows": state.curve},
         },
     )
     shard.barrier(run.ranks)  # no rank runs on (or is killed) before the checkpoint is on disk
@@ -439,9 +463,24 @@ def resume(run: Run, state: TrainState) -> None:
     state.train_seconds, state.tokens_seen = ckpt["train_seconds"], ckpt["tokens_seen"]
     state.resumed_from = [*ckpt["resumed_from"], state.step]
     set_rng_state(ckpt["rng"])
+    resume_curve(run, state, ckpt.get("curve") or {})
     log.info(
         "resuming from %s at step %d of %d (stage %d)", run.ckpt_path, state.step, run.total_steps, state.stage + 1
     )
+
+
+def resume_curve(run: Run, state: TrainState, saved: dict[str, Any]) -> None:
+    """Keep the checkpoint's curve rows measured on this run's held-out sentences at this run's curve steps; a step
+    before the resumed one that has no row cannot be measured again, and is reported."""
+    if run.curve is None:
+        return
+    if saved.get("sha256") == run.curve.sha256:
+        state.curve = [r for r in saved["rows"] if r["step"] in run.curve.steps]
+    have = {r["step"] for r in state.curve}
+    lost = [s for s in run.curve.steps if s < state.step and s not in have]
+    if lost:
+        log.warning("curve: the checkpoint holds no point of steps %s on this held-out text; the curve lacks them "
+                    "(delete %s to measure them all)", lost, run.ckpt_path.parent)  # fmt: skip
 
 
 def train(
@@ -457,16 +496,19 @@ def train(
     loss_curve: str | Path | None = None,
     should_stop: Callable[[], bool] | None = None,
     n_source_rows: int | None = None,
+    curve: CurveSpec | None = None,
 ) -> dict[str, Any]:
     """Run LAPT (paper 002 §5, §6.6) from ``model_dir`` on ``train_file``, resuming from ``checkpoint_dir`` if present.
 
-    Writes the trained HF model folder to ``out_dir`` (and the loss curve TSV); returns the stats dictionary.
+    Writes the trained HF model folder to ``out_dir`` (and the loss curve TSV, and with ``curve`` the held-out curve
+    TSV: curve.py); returns the stats dictionary.
     ``n_source_rows`` (EEVE only) is the source vocabulary size: rows at or above it are the new tokens'.
     Once ``should_stop()`` is true, the current step is finished and checkpointed and TrainingInterrupted is raised.
     """
     wall_start = time.time()
     run = prepare_run(model_dir, train_file, procedure=procedure, objective=objective, seq_len=seq_len,
-                      hparams=hparams, checkpoint_dir=checkpoint_dir, n_source_rows=n_source_rows)  # fmt: skip
+                      hparams=hparams, checkpoint_dir=checkpoint_dir, n_source_rows=n_source_rows,
+                      curve=curve)  # fmt: skip
     state = load_model(run)
     if run.ckpt_path.exists():
         resume(run, state)
@@ -479,7 +521,9 @@ def train(
         stage = stage_at(run.ends, state.step)
         if stage != state.stage:
             enter_stage(run, state, stage)
+        measure_curve(run, state)  # step 0: the initialized weights, set up as the first stage trains them
         optimizer_step(run, state)
+        measure_curve(run, state)
         with testhooks.step_end(state.step, run.ckpt_path.parent):
             asked = should_stop is not None and should_stop()
             stop, due = shard.any_rank([asked, checkpoint_due(run, state)], run.ranks)
@@ -493,5 +537,11 @@ def train(
     if not state.history:
         raise RuntimeError("no optimizer step was taken")  # total_steps >= 1 whenever there is a block
     write_outputs(run, state, out_dir, loss_curve)
+    if run.curve is not None and run.ranks.main:
+        write_text(run.curve.spec.out, curve_tsv(state.curve))
     shard.barrier(run.ranks)
-    return run_stats(run, state, wall_start)
+    stats = run_stats(run, state, wall_start)
+    if run.curve is not None:
+        stats["curve"] = {"steps": [r["step"] for r in state.curve], "n_sentences": len(run.curve.sentences),
+                          "seconds": round(sum(r["seconds"] for r in state.curve), 3)}  # fmt: skip
+    return stats
