@@ -108,6 +108,10 @@ BAD = [
     (lambda c: c["methods"].append({"init": "Mean", "k": 0}), "methods[3].k: 0 is less than the minimum of 1"),
     (lambda c: c["evaluation"].update(tasks=["mt", "bleu"]), "evaluation.tasks[1]: 'bleu' is not one of"),
     (lambda c: c["models"]["tiny"].update(layers=3), "models.tiny: Additional properties are not allowed ('layers'"),
+    (lambda c: c.setdefault("training", {}).update(lrr=1), "training: Unevaluated properties are not allowed ('lrr'"),
+    (lambda c: c.setdefault("training", {}).update(curve_points=-1), "training.curve_points: -1 is less than"),
+    # the curve is the training block's alone: no hparams layer of a cell takes it
+    (lambda c: c["methods"][1].update(hparams={"curve_points": 3}), "methods[1].hparams: Unevaluated properties"),
 ]
 
 
@@ -117,6 +121,21 @@ def test_schema_errors_name_the_key(mutate, message):
     mutate(config)
     errors = schema_errors(config, SCHEMA)
     assert len(errors) == 1 and errors[0].startswith(message), errors
+
+
+def test_curve_points_is_no_cell_hparam():
+    # A cell's hparams (its LAPT job's --hparams and checkpoint fingerprint) are the same with and without the curve.
+    from workflow_scripts.grid import cell_hparams, curve_points
+
+    config = copy.deepcopy(load("configs/test.yaml"))
+    assert not schema_errors(config, SCHEMA) and curve_points(config) == 0
+    methods = expand_methods(config["methods"], config.get("method_defaults", {}))
+    trained = methods[1]  # CPT-only: entry 1
+    assert trained.trains
+    before = cell_hparams(config, "tiny", trained, 1)
+    config.setdefault("training", {})["curve_points"] = 5
+    assert not schema_errors(config, SCHEMA) and curve_points(config) == 5
+    assert cell_hparams(config, "tiny", trained, 1) == before and "curve_points" not in before
 
 
 SEMANTIC = [

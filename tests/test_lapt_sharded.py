@@ -162,6 +162,24 @@ def test_one_process_checkpoint_resumes_on_two(tmp_path, tiny_llama_dir, thai_fi
     _assert_close_states(model_state(run / "out"), model_state(ref / "out"))
 
 
+@pytest.mark.slow  # a torchrun launch of two processes and a one-process run, each measuring three curve points
+def test_two_processes_measure_the_curve_of_one(tmp_path, tiny_llama_dir, thai_file, thai_lines):
+    # Every process takes part in each measurement (an FSDP forward gathers from all of them); rank 0 writes.
+    heldout = tmp_path / "heldout.txt"
+    heldout.write_text("\n".join(thai_lines[100:120]) + "\n", encoding="utf-8")
+    hp, curve = {**HP, "max_steps": 2}, ["--curve-points", "3", "--curve-text", str(heldout), "--curve-n", "10"]
+    one, two = tmp_path / "one", tmp_path / "two"
+    lapt.main([*_cli(tiny_llama_dir, thai_file, one, "2x2LS", "mtp", hp), *curve, "--curve", str(one / "c.tsv")])
+    done = _launch(
+        2, [*_cli(tiny_llama_dir, thai_file, two, "2x2LS", "mtp", hp), *curve, "--curve", str(two / "c.tsv")]
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    ref = [line.split("\t") for line in (one / "c.tsv").read_text().splitlines()[1:]]
+    got = [line.split("\t") for line in (two / "c.tsv").read_text().splitlines()[1:]]
+    assert [r[0] for r in got] == ["0", "1", "2"] and [r[:2] for r in got] == [r[:2] for r in ref]
+    assert [float(r[2]) for r in got] == pytest.approx([float(r[2]) for r in ref], abs=1e-5)  # summation order
+
+
 def test_lora_procedures_refuse_to_shard(tmp_path, tiny_llama_dir, thai_file, monkeypatch):
     monkeypatch.setattr(shard, "init_ranks", lambda: shard.Ranks(0, 2, sharded=True))
     with pytest.raises(ValueError, match="adds LoRA modules"):

@@ -90,3 +90,14 @@ def test_an_elchat_cell_is_evaluated_with_its_chat_template(tmp_path):
     assert "--chat-template" in s.step("mt", wildcards(ELCHAT)).cell_command()
     assert "--chat-template" not in s.step("mt", wildcards(SOURCE)).command()
     assert s.model(wildcards(ELCHAT)) == paths.trained_model("tiny", "th", ELCHAT.slug, "results/run")
+
+
+def test_the_lapt_curve_reads_the_ppl_steps_text_n_and_batch_size(tmp_path):
+    s, wc = steps(tmp_path), wildcards(ELCHAT)
+    ppl, curve = s.step("ppl", wc), s.curve(wc, 4, "out dir/curve.tsv")
+    assert curve.inputs == {"text": ppl.inputs["text"]}
+    args = shlex.split(curve.command())
+    ppl_args = shlex.split(ppl.command())
+    for flag in ("--text", "--n", "--batch-size"):
+        assert args[args.index(f"--curve-{flag[2:]}") + 1] == ppl_args[ppl_args.index(flag) + 1]
+    assert args[args.index("--curve-points") + 1] == "4" and args[-2:] == ["--curve", "out dir/curve.tsv"]
