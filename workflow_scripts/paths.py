@@ -97,6 +97,11 @@ def loss_curve(model: str = MODEL, lang: str = LANG, method: str = METHOD, root:
     return f"{cell_dir(model, lang, method, root)}/loss.tsv"
 
 
+def curve(model: str = MODEL, lang: str = LANG, method: str = METHOD, root: str = RESULTS) -> str:
+    """Held-out bits per character over training (step, tokens, bits_per_char, n_sentences; step 0: before it)."""
+    return f"{cell_dir(model, lang, method, root)}/curve.tsv"
+
+
 def train_stats(model: str = MODEL, lang: str = LANG, method: str = METHOD, root: str = RESULTS) -> str:
     return f"{cell_dir(model, lang, method, root)}/train_stats.json"
 
@@ -139,6 +144,12 @@ def table(name: str, root: str = RESULTS) -> str:
 def paper_dir(root: str = RESULTS) -> str:
     """The folder of the paper's tables, figures and cost table (rule paper_tables)."""
     return f"{root}/paper"
+
+
+def findings_dir(root: str = RESULTS) -> str:
+    """The findings page: quality against speed, learning curves, the k trade-off and their paragraph (rule
+    findings)."""
+    return f"{root}/findings"
 
 
 def paper_file(name: str, root: str = RESULTS) -> str:
