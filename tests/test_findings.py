@@ -252,3 +252,16 @@ def test_every_findings_file_has_a_report_caption_and_label():
     assert numbers_ == sorted(numbers_) and plots.report_labels(SimpleNamespace(name="k_tradeoff"))["what"] == (
         "The number of new tokens"
     )
+
+
+def test_captions_say_when_the_curves_read_other_sentences():
+    from workflow_scripts.findings.__main__ import curve_note
+
+    panels = list(_panels().values())
+    assert curve_note(panels) == ""  # 50 and 50: the same held-out sentences
+    for panel in panels:
+        for row in panel.curves():
+            row["curve"] = row["curve"].assign(n_sentences=40)
+    assert (
+        curve_note(panels) == " The curves are measured on 40 held-out sentences, the final values on 50: other text."
+    )
