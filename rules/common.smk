@@ -133,6 +133,7 @@ def all_targets():
         paths.table("results.md", RESULTS),
         paths.analysis_file("fragmentation.csv", RESULTS),
         paths.paper_dir(RESULTS),
+        paths.findings_dir(RESULTS),
     ]
 
 

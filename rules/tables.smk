@@ -1,10 +1,12 @@
 # One tidy long-format results table for the whole grid, and its Markdown rendering.
+from workflow_scripts.findings.plots import report_labels as findings_labels
 from workflow_scripts.paper.specs import report_category, report_labels, report_titles
 
 
 localrules:
     tables,
     paper_tables,
+    findings,
 
 
 rule tables:
@@ -57,4 +59,30 @@ rule paper_tables:
     # unquoted: params.sizes (paper_sizes: flags and shlex-quoted model=size values)
     shell:
         "python -m workflow_scripts.paper --results {input.results:q} --out {output.paper:q} {params.sizes}"
+        " 2>> {log:q}"
+
+
+rule findings:
+    """The findings page (docs/findings.md): quality against speed, learning curves, the number of new tokens, a table
+    per language and a paragraph generated from the numbers, from results.csv and the cells' curves."""
+    input:
+        results=paths.table("results.csv"),
+        markdown=paths.table("results.md"),
+    output:
+        findings=report(
+            directory(paths.findings_dir()),
+            patterns=["{name}.html", "{name}.png"],
+            caption="../report/findings.rst",
+            category="Findings",
+            labels=findings_labels,
+        ),
+    log:
+        "<results>/logs/findings/findings.log",
+    conda:
+        "../envs/workflow.yaml"
+    params:
+        data=fragmentation_label,
+    # the run folder (its cells' learning curves) is the one around results.csv: the command's default --root
+    shell:
+        "python -m workflow_scripts.findings --results {input.results:q} --out {output.findings:q}"
         " 2>> {log:q}"

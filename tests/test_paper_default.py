@@ -1,6 +1,7 @@
 """The pages of a default-style run (SmolLM2 on Thai and Sinhala; Source, CPT-only, Mean; mt, ppl, paired speed), built
-from hand-made result files by the rules' own commands: plain names only, no empty table or figure, one tokens per
-held-out sentence everywhere, and what the numbers say about quality and the bound written on the page."""
+from hand-made result files by the rules' own commands (tables, paper tables, findings): plain names only, no empty
+table or figure, one tokens per held-out sentence everywhere, and what the numbers say about quality and the bound
+written on the page."""
 
 from __future__ import annotations
 
@@ -99,6 +100,13 @@ def run(tmp_path, drawn):
     return root
 
 
+def _findings(root: Path) -> Path:
+    from workflow_scripts.findings.__main__ import main
+
+    main(["--results", str(root / "tables/results.csv"), "--out", str(root / "findings")])
+    return root / "findings"
+
+
 def _paper(root: Path) -> Path:
     from workflow_scripts.paper.__main__ import main
 
@@ -121,9 +129,11 @@ def _texts(fig) -> list[str]:
 
 
 def test_no_raw_name_and_no_empty_output(run, drawn):
-    paper = _paper(run)
-    pages = {p.name: p.read_text(encoding="utf-8") for p in [*paper.iterdir(), *(run / "tables").iterdir()]
+    paper, findings = _paper(run), _findings(run)
+    pages = {p.name: p.read_text(encoding="utf-8")
+             for p in [*paper.iterdir(), *(run / "tables").iterdir(), *findings.iterdir()]
              if p.suffix in (".md", ".html", ".tex", ".csv") and p.name != "results.csv"}  # fmt: skip
+    assert {"findings.md", "findings.html"} <= set(pages) and "Not in this run: learning curves" in pages["findings.md"]
     # the words a reader sees: HTML without its style, tags and embedded images
     pages = {name: re.sub(r"<style>.*?</style>|<[^>]+>", " ", text, flags=re.S) for name, text in pages.items()}
     texts = {f"figure {i}": "\n".join(_texts(fig)) for i, fig in enumerate(drawn)}

@@ -98,7 +98,8 @@ def loss_curve(model: str = MODEL, lang: str = LANG, method: str = METHOD, root:
 
 
 def curve(model: str = MODEL, lang: str = LANG, method: str = METHOD, root: str = RESULTS) -> str:
-    """The held-out bits-per-character curve of a LAPT run (training.curve_points > 0)."""
+    """Held-out bits per character over a LAPT run (step, tokens, bits_per_char, n_sentences; step 0: before it),
+    written when training.curve_points > 0."""
     return f"{cell_dir(model, lang, method, root)}/curve.tsv"
 
 
@@ -144,6 +145,12 @@ def table(name: str, root: str = RESULTS) -> str:
 def paper_dir(root: str = RESULTS) -> str:
     """The folder of the paper's tables, figures and cost table (rule paper_tables)."""
     return f"{root}/paper"
+
+
+def findings_dir(root: str = RESULTS) -> str:
+    """The findings page: quality against speed, learning curves, the k trade-off and their paragraph (rule
+    findings)."""
+    return f"{root}/findings"
 
 
 def paper_file(name: str, root: str = RESULTS) -> str:

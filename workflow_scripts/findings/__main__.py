@@ -1,0 +1,107 @@
+"""Command line: the findings page (findings.md, findings.html and its figures) from a run's results.csv and the
+learning curves in its folder (see the package docstring)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from workflow_scripts.findings import numbers, plots, text
+from workflow_scripts.findings.numbers import Panel
+from workflow_scripts.findings.paragraph import paragraph
+from workflow_scripts.io import setup_logging, write_text
+from workflow_scripts.paper.headline import labels_for, to_html
+from workflow_scripts.paper.names import panel_name
+
+log = logging.getLogger("vocabexp")
+DATA_PREFIX = "> Data: "
+DATA_SUFFIX = ". The embedded default's numbers are not comparable to the paper's."
+FIGURES = ("quality_speed", "learning_curves", "k_tradeoff")
+ABSENT = {
+    "quality_speed": "quality against speed (no adapted cell with both a paired speed-up and bits per character)",
+    "learning_curves": "learning curves (no cell recorded held-out bits per character during training)",
+    "k_tradeoff": "the number of new tokens (no initialization run with more than one)",
+}
+
+
+def data_labels(results_md: Path) -> list[str]:
+    """The data labels rule tables wrote into results.md ("> Data: ..." lines), if the file is there."""
+    if not results_md.is_file():
+        return []
+    lines = results_md.read_text(encoding="utf-8").splitlines()
+    return [ln[len(DATA_PREFIX) :].removesuffix(DATA_SUFFIX).rstrip(".") for ln in lines if ln.startswith(DATA_PREFIX)]
+
+
+def curve_note(panels: list[Panel]) -> str:
+    """Where the curves' held-out sentences are not the final evaluation's, say so (their levels then differ)."""
+    counts = {int(c["n_sentences"].iloc[0]) for p in panels for r in p.curves() if "n_sentences" in (c := r["curve"])}
+    final = {int(r["sentences"]) for p in panels for r in p.rows if r.get("sentences") is not None}
+    if not counts or counts == final:
+        return ""
+    curve_n = ", ".join(map(str, sorted(counts)))
+    final_n = ", ".join(map(str, sorted(final))) or "an unrecorded number"
+    return f" The curves are measured on {curve_n} held-out sentences, the final values on {final_n}: other text."
+
+
+def page(panels: list[Panel], drawn: dict[str, bool], labels: list[str], models: list[str], n_seeds: int) -> str:
+    """findings.md: the data line, the paragraph, each figure written with its caption, one table per panel, and
+    what the run has no data for."""
+    caveat = text.caveat(models, labels, n_seeds)
+    lines = ["# Findings", "", *(f"> Data: {label}." for label in labels), *([""] if labels else [])]
+    lines += ["## What the numbers say", "", paragraph(panels, text.scope(models, labels, n_seeds)), ""]
+    absent = [ABSENT[name] for name in FIGURES if not drawn.get(name)]
+    if absent:
+        lines += ["Not in this run: " + "; ".join(absent) + ".", ""]
+    note = curve_note(panels)
+    for name in FIGURES:
+        if drawn.get(name):
+            caption = text.CAPTIONS[name] + (note if name == "learning_curves" else "")
+            lines += [f"## {plots.TITLES[name].split(':')[0]}", "", f"![{plots.TITLES[name]}]({name}.png)", "",
+                      f"{caption} {caveat}", ""]  # fmt: skip
+    multi = len({p.model for p in panels}) > 1
+    for panel in panels:
+        several = len({r["k"] for r in panel.expanded()}) > 1
+        caption = (text.CAPTIONS["table_k"].format(k=panel.main_k()) if several else "") + text.CAPTIONS["table"]
+        caption += text.CAPTIONS["table_curves"] + note if panel.curves() else ""
+        lines += [f"## {panel_name(panel.model, panel.language, multi)}", "", *text.table(panel),
+                  f"{caption} {caveat}", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def build(frame: pd.DataFrame, root: Path, out: Path, labels: list[str]) -> str:
+    """Write the page's figures and findings.md / findings.html under ``out``; returns the Markdown."""
+    out.mkdir(parents=True, exist_ok=True)
+    panels = numbers.panels(frame, numbers.read_curves(root))
+    own = labels_for(labels, ["ppl", "mt"])
+    drawn = {name: bool(getattr(plots, name)(panels, out / name, own)) for name in FIGURES}
+    models = list(dict.fromkeys(str(m) for m in frame["model"])) if not frame.empty else []
+    md = page(panels, drawn, own, models, numbers.seeds(frame)) if panels else "# Findings\n\nNo adapted cell yet.\n"
+    write_text(out / "findings.md", md)
+    images = {f"{name}.png": out / f"{name}.png" for name, done in drawn.items() if done}
+    write_text(out / "findings.html", to_html(md, images))
+    log.info("findings: %d panels, figures %s -> %s", len(panels), [n for n, d in drawn.items() if d], out)
+    return md
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m workflow_scripts.findings", description=__doc__)
+    p.add_argument("--results", required=True, type=Path, help="results/<run>/tables/results.csv (rule tables)")
+    p.add_argument("--root", type=Path, help="the run folder holding <model>/<lang>/<method>/curve.tsv "
+                   "(default: two levels above --results)")  # fmt: skip
+    p.add_argument("--out", required=True, type=Path, help="output folder, e.g. results/<run>/findings")
+    p.add_argument("--data-label", action="append", help="data description (default: read from results.md)")
+    p.add_argument("--log")
+    a = p.parse_args(argv)
+    setup_logging(a.log)
+    if not a.results.is_file():
+        raise SystemExit(f"--results {a.results}: no such file (rule tables writes results/<run>/tables/results.csv)")
+    frame = pd.read_csv(a.results)
+    labels = a.data_label or data_labels(a.results.with_suffix(".md"))
+    build(frame, a.root or a.results.resolve().parent.parent, a.out, labels)
+
+
+if __name__ == "__main__":
+    main()

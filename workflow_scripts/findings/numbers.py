@@ -1,0 +1,224 @@
+"""The numbers of the findings page, per model and language: each cell's final bits per character (relative to Source
+and to CPT-only), paired speed-up and its bound, translation chrF, and, where the cell wrote its learning curve, its
+bits per character before training and the training tokens it took to reach Source's level; the power-law fit that
+extrapolates a curve.
+
+Every number comes from results.csv (the tables rule's long table) or from a cell's curve.tsv (held-out bits per
+character at evenly spaced training steps, step 0 being the initialized model); nothing is estimated except the one
+extrapolation, which the page labels as such.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from workflow_scripts import paths
+from workflow_scripts.paper import headline
+from workflow_scripts.paper.names import training_text
+from workflow_scripts.tables import is_source
+
+log = logging.getLogger("vocabexp")
+
+CHRF = ("mt", "chrF")
+WITHIN = 5.0  # "close to CPT-only": final bits per character at most this many percent above CPT-only's
+CURVE_COLUMNS = ("step", "tokens", "bits_per_char")
+MIN_FIT_POINTS = 4  # the power law has three parameters: fit it to at least one point more
+EXPONENTS = np.exp(np.linspace(math.log(0.01), math.log(5.0), 241))  # the grid the exponent c is first sought on
+
+
+@dataclass
+class Panel:
+    """One model x language: Source's numbers and one row per adapted cell (``rows``: dicts, see ``panels``)."""
+
+    model: str
+    language: str
+    source: dict
+    rows: list[dict] = field(default_factory=list)
+
+    def expanded(self, k: int | None = None) -> list[dict]:
+        """The cells with new tokens (every k, or only ``k``)."""
+        return [r for r in self.rows if r["kind"] == "expanded" and (k is None or r["k"] == k)]
+
+    def cpt(self) -> dict | None:
+        """CPT-only's row (training without new tokens), if the run has it."""
+        return next((r for r in self.rows if r["kind"] == "cpt"), None)
+
+    def main_k(self) -> int | None:
+        """The number of new tokens most initializations share (the one the methods are compared at)."""
+        counts = Counter(r["k"] for r in self.expanded())
+        return max(counts, key=lambda k: (counts[k], -k)) if counts else None
+
+    def curves(self) -> list[dict]:
+        return [r for r in self.rows if r["curve"] is not None]
+
+
+def _mean(part: pd.DataFrame, task: str, metric: str) -> float | None:
+    values = pd.to_numeric(part.loc[(part["task"] == task) & (part["metric"] == metric), "value"], errors="coerce")
+    values = values.dropna()
+    return float(values.mean()) if len(values) else None
+
+
+def _kind(cell: dict) -> str:
+    """source, cpt (trained without new tokens), expanded (new tokens, an initialization) or other (MuMo)."""
+    if is_source(cell["method"], cell["label"]):
+        return "source"
+    if str(cell.get("label")) == "CPT-only":
+        return "cpt"
+    if pd.notna(cell.get("k")) and str(cell.get("procedure")) != "MuMo":
+        return "expanded"
+    return "other"
+
+
+def _name_rows(rows: list[dict], main_k: int | None) -> None:
+    """Each row's plain name, unique in its panel: its row name; where that repeats, its number of new tokens (all
+    but the panel's main one), then its training."""
+    for extra in (lambda r: f"{r['k']} new tokens" if r["k"] not in (None, main_k) else "", lambda r: r["training"]):
+        counts = Counter(r["name"] for r in rows)
+        for r in rows:
+            if counts[r["name"]] > 1 and extra(r):
+                r["name"] = f"{r['name']}, {extra(r)}"
+
+
+def read_curves(root: str | Path) -> dict[tuple[str, str, str], pd.DataFrame]:
+    """Every curve.tsv under the run folder ``root``, by (model, language, method slug), sorted by step; a file
+    without the curve's columns is skipped with a warning."""
+    curves = {}
+    for path in paths.found(paths.curve("*", "*", "*", paths.glob_root(root))):
+        curve = pd.read_csv(path, sep="\t")
+        if not set(CURVE_COLUMNS) <= set(curve.columns) or curve.empty:
+            log.warning("skipping %s: no %s columns", path, ", ".join(CURVE_COLUMNS))
+            continue
+        curves[(path.parts[-4], path.parts[-3], path.parts[-2])] = curve.sort_values("step").reset_index(drop=True)
+    return curves
+
+
+def panels(frame: pd.DataFrame, curves: dict[tuple[str, str, str], pd.DataFrame] | None = None) -> list[Panel]:
+    """The run's model x language panels with every adapted cell's numbers (headline.lead_rows, and chrF, its kind,
+    its number of new tokens, its curve with the step-0 value and the crossing of Source's level)."""
+    curves = curves or {}
+    out = []
+    cells = frame.drop_duplicates(["model", "language", "method"]).set_index(["model", "language", "method"])
+    for (model, lang), part in frame.groupby(["model", "language"], sort=False):
+        source_part = part[[is_source(m, lb) for m, lb in zip(part["method"], part["label"], strict=True)]]
+        source = {"bpc": _mean(source_part, *headline.BPC), "tokens": _mean(source_part, *headline.TOKENS),
+                  "chrf": _mean(source_part, *CHRF)}  # fmt: skip
+        panel = Panel(str(model), str(lang), source)
+        for row in headline.lead_rows(part, is_source, headline.row_name):
+            cell = {"method": row["method"], **cells.loc[(model, lang, row["method"])].to_dict()}
+            k = cell.get("k")
+            curve = curves.get((str(model), str(lang), str(row["method"])))
+            row.update(kind=_kind(cell), label=str(cell.get("label")), k=None if pd.isna(k) else int(k),
+                       training=training_text(cell), chrf=_mean(part[part["method"] == row["method"]], *CHRF),
+                       curve=curve)  # fmt: skip
+            row["bpc0"] = float(curve["bits_per_char"].iloc[0]) if curve is not None else None
+            row["reach"] = _reach(curve, source["bpc"])
+            panel.rows.append(row)
+        _name_rows(panel.rows, panel.main_k())
+        if panel.rows:
+            out.append(panel)
+    return out
+
+
+def _reach(curve: pd.DataFrame | None, level: float | None) -> float | None:
+    if curve is None or level is None:
+        return None
+    return crossing(curve["tokens"].astype(float).tolist(), curve["bits_per_char"].astype(float).tolist(), level)
+
+
+def crossing(tokens: list[float], bpc: list[float], level: float) -> float | None:
+    """The training tokens at which a curve first comes down to ``level``, linearly interpolated between the last
+    point above it and the first at or below it; the first point's tokens where it starts there; None if never."""
+    for i, (t, b) in enumerate(zip(tokens, bpc, strict=True)):
+        if b <= level:
+            if i == 0:
+                return float(t)
+            t0, b0 = tokens[i - 1], bpc[i - 1]
+            return float(t0 + (b0 - level) / (b0 - b) * (t - t0))
+    return None
+
+
+def relative(value: float | None, base: float | None) -> float | None:
+    """``value`` relative to ``base`` in percent (value / base − 1); lower bits per character is better."""
+    if value is None or base is None or base == 0:
+        return None
+    return (value / base - 1) * 100
+
+
+@dataclass(frozen=True)
+class Fit:
+    """bits per character = a + b · tokens^(−c), least squares over a curve's points after step 0."""
+
+    a: float
+    b: float
+    c: float
+    points: int
+
+    def tokens_for(self, target: float) -> float | None:
+        """The tokens at which the fitted curve reaches ``target``; None where it does not decrease or levels off
+        above the target."""
+        if self.b <= 0 or target <= self.a:
+            return None
+        return float(((target - self.a) / self.b) ** (-1 / self.c))
+
+    def decreasing(self) -> bool:
+        return bool(self.b > 0)
+
+
+def _least_squares(x: np.ndarray, y: np.ndarray, c: float) -> tuple[float, float, float]:
+    """a, b and the squared error of y = a + b · x^(−c) for a fixed exponent c (a linear fit in x^(−c))."""
+    design = np.column_stack([np.ones_like(x), x ** (-c)])
+    (a, b), *_ = np.linalg.lstsq(design, y, rcond=None)
+    return float(a), float(b), float(np.sum((design @ np.array([a, b]) - y) ** 2))
+
+
+def fit_power_law(tokens: list[float], bpc: list[float]) -> Fit | None:
+    """The power law a + b · tokens^(−c) that fits a curve's points after step 0 best (least squares: for each
+    exponent c the best a and b are linear; c is found on a grid, then refined by golden-section search around the
+    grid's best); None with fewer than MIN_FIT_POINTS points."""
+    pts = [(float(t), float(b)) for t, b in zip(tokens, bpc, strict=True) if t > 0 and math.isfinite(b)]
+    if len(pts) < MIN_FIT_POINTS:
+        return None
+    x = np.array([t for t, _ in pts]) / pts[0][0]  # in units of the first point: no overflow for large counts
+    y = np.array([b for _, b in pts])
+    errors = [_least_squares(x, y, c)[2] for c in EXPONENTS]
+    best = int(np.argmin(errors))
+    low, high = EXPONENTS[max(best - 1, 0)], EXPONENTS[min(best + 1, len(EXPONENTS) - 1)]
+    ratio = (math.sqrt(5) - 1) / 2
+    for _ in range(100):
+        c1, c2 = high - ratio * (high - low), low + ratio * (high - low)
+        if _least_squares(x, y, c1)[2] < _least_squares(x, y, c2)[2]:
+            high = c2
+        else:
+            low = c1
+    c = (low + high) / 2
+    a, b, _ = _least_squares(x, y, c)
+    return Fit(a=float(a), b=float(b * pts[0][0] ** c), c=float(c), points=len(pts))
+
+
+def curve_fit(row: dict) -> Fit | None:
+    """The power law of a row's learning curve, if it has one with enough points."""
+    curve = row.get("curve")
+    if curve is None:
+        return None
+    return fit_power_law(curve["tokens"].astype(float).tolist(), curve["bits_per_char"].astype(float).tolist())
+
+
+def trained_tokens(row: dict) -> float | None:
+    """The training tokens of a row's curve at its last point."""
+    curve = row.get("curve")
+    return None if curve is None else float(curve["tokens"].iloc[-1])
+
+
+def seeds(frame: pd.DataFrame) -> int:
+    """The most training seeds any cell of the run has results for (1 where none is recorded)."""
+    if frame.empty or "seed" not in frame:
+        return 1
+    counts = frame.dropna(subset=["seed"]).groupby(["model", "language", "method"])["seed"].nunique()
+    return int(counts.max()) if len(counts) else 1

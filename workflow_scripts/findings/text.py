@@ -1,0 +1,126 @@
+"""The words of the findings page, generated from the numbers (numbers.py): the per-language tables, the findings
+paragraph and the caption saying what the run can and cannot say about the paper's models and data."""
+
+from __future__ import annotations
+
+from workflow_scripts.findings.numbers import Panel, relative
+from workflow_scripts.paper.names import MODEL_NAMES, model_name
+
+MISSING = "–"
+PAPER_MODELS = ("llama2", "llama3", "gemma2")  # the paper's 7–9B source models (config keys)
+FIT_WORDS = "a power law, bits per character = a + b · tokens^(−c), fitted by least squares to the curve after step 0"
+
+
+def tokens_text(value: float) -> str:
+    """A token count in words: 950, 16K, 2.3M, 1.2B."""
+    for size, unit in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if value >= size:
+            number = value / size
+            return f"{number:.0f}{unit}" if number >= 100 or number == round(number) else f"{number:.1f}{unit}"
+    return f"{value:.0f}"
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return MISSING if value is None else fmt.format(value)
+
+
+def _percent(value: float | None) -> str:
+    return MISSING if value is None else f"{value:+.1f}%"
+
+
+def _paired(row: dict) -> str:
+    value, low, high = row["paired"]
+    if value is None:
+        return MISSING
+    return f"{value:.2f}x" + (f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else "")
+
+
+def _reach(row: dict) -> str:
+    if row["curve"] is None:
+        return MISSING
+    return tokens_text(row["reach"]) if row["reach"] is not None else "not reached"
+
+
+def ordered(panel: Panel) -> list[dict]:
+    """The panel's rows in the page's order: CPT-only, the expanded cells at the main number of new tokens (in the
+    run's order), those at other numbers (by number), the others."""
+    rank, main = {"cpt": 0, "expanded": 1, "other": 3}, panel.main_k()
+    return sorted(panel.rows, key=lambda r: (rank[r["kind"]] + (r["k"] != main and r["kind"] == "expanded"),
+                                             r["k"] if r["k"] != main else 0))  # fmt: skip
+
+
+def table(panel: Panel) -> list[str]:
+    """The panel's Markdown table: Source, then each adapted cell; the curve columns only where a cell has a curve."""
+    curves = bool(panel.curves())
+    cpt = panel.cpt()
+    base = cpt["bpc"][1] if cpt else None
+    head = ["Method", "final bits per character", "vs CPT-only", "paired speed-up [worst–best]", "bound",
+            "speed-up ÷ bound", "translation chrF"]  # fmt: skip
+    if curves:
+        head[1:1] = ["bits per character at step 0"]
+        head[-1:-1] = ["training tokens to reach Source's bits per character"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    src = panel.source
+    rows = [["Source", _num(src["bpc"], "{:.3f}"), _percent(relative(src["bpc"], base)), MISSING, MISSING, MISSING,
+             _num(src["chrf"], "{:.1f}")]]  # fmt: skip
+    if curves:
+        rows[0][1:1], rows[0][-1:-1] = [MISSING], [MISSING]
+    for r in ordered(panel):
+        value, bound = r["paired"][0], r["bound"]
+        ratio = f"{value / bound:.2f}" if value is not None and bound else MISSING
+        cells = [r["name"], _num(r["bpc"][1], "{:.3f}"), _percent(relative(r["bpc"][1], base)) if r is not cpt
+                 else MISSING, _paired(r), _num(bound, "{:.2f}x"), ratio, _num(r["chrf"], "{:.1f}")]  # fmt: skip
+        if curves:
+            cells[1:1], cells[-1:-1] = [_num(r["bpc0"], "{:.3f}")], [_reach(r)]
+        rows.append(cells)
+    return [*lines, *("| " + " | ".join(c) + " |" for c in rows), ""]
+
+
+def scope(models: list[str], labels: list[str], n_seeds: int) -> str:
+    """What the run can and cannot say about the paper's models and data, from the models and data labels it has."""
+    small = [model_name(m) for m in models if m not in PAPER_MODELS]
+    paper = ", ".join(MODEL_NAMES[m] for m in PAPER_MODELS)
+    parts = []
+    if small:
+        parts.append(f"{' and '.join(small)} stand{'s' if len(small) == 1 else ''} in for the paper's 7–9B models "
+                     f"({paper}), whose numbers may differ in size and even in direction")  # fmt: skip
+    parts.append(f"data: {'; '.join(labels)}" if labels else "the results record no data label")
+    if n_seeds < 2:
+        parts.append("each cell is one training run (one seed), so no difference has a spread over seeds and none is "
+                     "marked as better")  # fmt: skip
+    return (
+        "What this run can say: how its methods compare with Source, with CPT-only and with each other on these data, "
+        "at this model size and training length. What it cannot: " + "; ".join(parts) + "."
+    )
+
+
+def caveat(models: list[str], labels: list[str], n_seeds: int) -> str:
+    """The short form of ``scope`` for a caption: the model size, the data, the seeds."""
+    small = [model_name(m) for m in models if m not in PAPER_MODELS]
+    parts = [f"{' and '.join(small)}, not the paper's 7–9B models"] if small else []
+    parts.append(f"data: {'; '.join(labels)}" if labels else "data: not recorded in the results")
+    if n_seeds < 2:
+        parts.append("one seed per cell, no spread over seeds")
+    return "What this can say is limited to this run: " + "; ".join(parts) + "."
+
+
+CAPTIONS = {
+    "quality_speed": "Each point is one cell: its paired teacher-forced speed-up over Source (the same reference "
+    "translations decoded by both models, Source timed in the same job; the bar spans the worst and best repeat) "
+    "against its final held-out bits per character relative to Source's (lower is better). The black tick at the "
+    "same height is the cell's bound: Source tokens ÷ the cell's tokens of that text, the speed-up of a model whose "
+    "every step costs what Source's does. Dotted: Source; dashed: CPT-only (training without new tokens).",
+    "learning_curves": "Held-out bits per character measured during training (step 0: the initialized model, before "
+    "any training) against the training tokens each model read, counted in its own tokens (an expanded model reads "
+    "more text per token). Dotted: Source's final bits per character; the tables give the interpolated tokens at "
+    "which each curve reaches it.",
+    "k_tradeoff": "For each initialization run with several numbers of new tokens: tokens per held-out sentence, the "
+    "paired speed-up over Source with its bound (black), and the final bits per character, at the numbers of new "
+    "tokens run (evenly spaced categories, not to scale). Dotted: Source; dashed: CPT-only.",
+    "table_k": "Methods at {k} new tokens unless their name gives another number. ",
+    "table": "Final bits per character and translation chrF: the evaluation of the finished model. vs CPT-only: "
+    "relative to CPT-only's final bits per character (lower is better). Paired speed-up, bound and their ratio as in "
+    "the first figure.",
+    "table_curves": " Step 0 and the tokens to reach Source's bits per character come from the learning curve, "
+    "linearly interpolated between the measured points around the crossing.",
+}
