@@ -68,6 +68,7 @@ rule findings:
     input:
         results=paths.table("results.csv"),
         markdown=paths.table("results.md"),
+        curves=curve_files(),
     output:
         findings=report(
             directory(paths.findings_dir()),

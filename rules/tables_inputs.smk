@@ -17,16 +17,31 @@ def eval_files():
     ]
 
 
+def lapt_cells():
+    """(model, language, slug) of every LAPT run of the grid (an ElChat cell's is its adapted cell's)."""
+    return sorted(
+        {
+            (model, lang, m.adapted.slug)
+            for model, lang, m in CELLS
+            if m.adapted.trains and not m.is_mumo
+        }
+    )
+
+
 def lead_loss_files():
-    """The loss curves of every trained cell (an ElChat cell's are its adapted cell's), for the results page's lead."""
-    slugs = {
-        (model, lang, m.adapted.slug)
-        for model, lang, m in CELLS
-        if m.adapted.trains and not m.is_mumo
-    }
+    """The loss curves of every trained cell, for the results page's lead."""
     return [
         paths.loss_curve(model, lang, slug, RESULTS)
-        for model, lang, slug in sorted(slugs)
+        for model, lang, slug in lapt_cells()
+    ]
+
+
+def curve_files():
+    """The held-out curves of every LAPT run when training.curve_points > 0 (rule findings)."""
+    return [
+        paths.curve(model, lang, slug, RESULTS)
+        for model, lang, slug in lapt_cells()
+        if CURVE_POINTS
     ]
 
 
