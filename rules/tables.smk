@@ -64,7 +64,8 @@ rule paper_tables:
 
 rule findings:
     """The findings page (docs/findings.md): quality against speed, learning curves, the number of new tokens, a table
-    per language and a paragraph generated from the numbers, from results.csv and the cells' curves."""
+    per language and a paragraph generated from the numbers, from results.csv and the cells' curves.
+    """
     input:
         results=paths.table("results.csv"),
         markdown=paths.table("results.md"),
