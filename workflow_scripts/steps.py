@@ -12,6 +12,7 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
+from workflow_scripts.orchid import LABEL as ORCHID_LABEL
 from workflow_scripts.paths import Layout
 
 # The evaluation tasks: one rule each in rules/evaluate.smk, writing
@@ -62,11 +63,23 @@ def cli(**options) -> list[list[str]]:
     return [[f"--{k.replace('_', '-')}", str(v)] for k, v in options.items()]
 
 
+# what each corpus kind's text is (the adaptation corpus D and the held-out set), and each MT kind's pairs
+CORPUS_LABELS = {"cc100": "CC-100", "orchid": ORCHID_LABEL}
+MT_LABELS = {
+    "flores": "FLORES-200",
+    "l10n": "stand-in for FLORES-200: LibreOffice UI translations (Debian libreoffice-l10n)",
+}
+
+
 def data_label(layout: Layout, lang: str) -> str:
-    """What a language's corpus and MT pairs are, copied into each record's details."""
-    if layout.corpus_kind(lang) == "l10n":
+    """What a language's corpus and MT pairs are, copied into each record's details (the "Data:" line of every
+    table and figure)."""
+    corpus, mt = layout.corpus_kind(lang), layout.mt_kind(lang)
+    if corpus == "l10n":
         return L10N_LABEL
-    return "CC-100" + (" / FLORES-200" if layout.mt_kind(lang) == "flores" else "")
+    if corpus == "cc100" and mt == "flores":
+        return "CC-100 / FLORES-200"
+    return f"{CORPUS_LABELS[corpus]} for adaptation and held-out text; MT: {MT_LABELS[mt]}"
 
 
 class Steps:

