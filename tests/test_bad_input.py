@@ -391,6 +391,7 @@ def test_snakemake_dry_run_reports_before_any_job(tmp_path, edit, expected):
     config = test_config()
     for section, values in edit.items():
         config[section].update(values)
+    config["run"] = "dry-run-check"  # its own run folder: a dry run claims none, and results/default may be taken
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     snakemake = Path(sys.executable).parent / "snakemake"
