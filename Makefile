@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo demo-full test lint clean-results llama-cpp snapshot
+.PHONY: setup demo demo-full pilot test lint clean-results llama-cpp snapshot
 
 setup: $(VENV)/.installed
 
@@ -26,6 +26,11 @@ demo: setup
 # The default with MuMo (with and without verification) and the mc proxy (configs/demo-full.yaml; its cost: docs/measurements.md).
 demo-full: setup
 	$(BIN)/snakemake --cores 2 --configfile configs/demo-full.yaml
+
+# The one-machine pilot (configs/pilot.yaml): every initialization with its learning curve, |V_new| 50/100/500, the
+# findings page results/pilot/findings/ (docs/findings.md); its wall time: docs/measurements.md.
+pilot: setup
+	$(BIN)/snakemake --cores 2 --configfile configs/pilot.yaml
 
 # A finished run's dated snapshot in docs/measurements.md (tools/snapshot.py), replacing that run's section only:
 #   make snapshot [RUN=default] [WALL="8m12s"] [NOTE="loaded machine: two other jobs running"]

@@ -1,0 +1,64 @@
+"""The pilot's grid (configs/pilot.yaml) end to end at the tiny model's size: every initialization with its held-out
+learning curve, the |V_new| series, and the findings page those fill."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.conftest import REPO, snakemake
+
+PILOT = yaml.safe_load((REPO / "configs/pilot.yaml").read_text(encoding="utf-8"))
+TEST = yaml.safe_load((REPO / "configs/test.yaml").read_text(encoding="utf-8"))
+
+
+def cut_down(tmp_path):
+    """configs/pilot.yaml with the test config's model, Thai l10n data (no download) and sizes: the pilot's methods,
+    curve and findings as they are."""
+    config = {**PILOT, "models": TEST["models"], "data": TEST["data"], "tokenizer": TEST["tokenizer"]}
+    deb = str(REPO / TEST["languages"]["th"]["corpus"]["deb"])
+    config["languages"] = {"th": {"corpus": {"kind": "l10n", "deb": deb}, "mt": {"kind": "l10n"}}}
+    config["method_defaults"] = {**PILOT["method_defaults"], "seq_len": 64}
+    config["methods"] = [{**m, "k": {50: 20, 100: 40, 500: 80}[m["k"]]} if "k" in m else m for m in PILOT["methods"]]
+    config["method_defaults"]["k"] = 40
+    config["training"] = {**PILOT["training"], "max_steps": 4, "batch_size": 4, "checkpoint_every": 2, "curve_points": 3}
+    evaluation = {**PILOT["evaluation"], "mt": TEST["evaluation"]["mt"], "ppl": {"n": 20, "batch_size": 8}}
+    config["evaluation"] = {**evaluation, "speed": {**TEST["evaluation"]["speed"], "decodings": ["greedy"]}}
+    path = tmp_path / "pilot.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path, config
+
+
+@pytest.mark.e2e
+def test_pilot_grid_runs_and_fills_the_findings_page(tmp_path):
+    path, config = cut_down(tmp_path)
+    run = snakemake(["--cores", "2", "--configfile", str(path)], tmp_path)
+    assert run.returncode == 0, run.stderr[-4000:]
+    root = tmp_path / "results" / "pilot"
+
+    # every trained cell measured its curve on the ppl step's sentences: step 0 (the initialized model) to the end
+    curves = sorted(root.glob("tiny/th/*/curve.tsv"))
+    trained = [m for m in config["methods"] if m.get("procedure") != "none"]
+    assert len(curves) == len(trained) == 8
+    for curve in curves:
+        rows = pd.read_csv(curve, sep="\t")
+        assert list(rows["step"]) == [0, 2, 4] and set(rows["n_sentences"]) == {20}, curve
+        assert rows["tokens"].iloc[0] == 0 and rows["tokens"].is_monotonic_increasing
+    table = pd.read_csv(root / "tables/results.csv")
+    bpc = table[(table.task == "ppl") & (table.metric == "bits_per_char")]
+    for curve in curves:  # the curve's last point is the ppl step's number on the saved model
+        last = pd.read_csv(curve, sep="\t")["bits_per_char"].iloc[-1]
+        cell = bpc[bpc["method"] == curve.parent.name]["value"]
+        assert len(cell) == 1 and abs(float(cell.iloc[0]) - last) < 0.05, (curve, last, cell)
+
+    # the page: quality against speed, the learning curves and the k series, with a paragraph from the numbers
+    findings = root / "findings"
+    for figure in ("quality_speed", "learning_curves", "k_tradeoff"):
+        assert (findings / f"{figure}.png").stat().st_size > 0, figure
+    page = (findings / "findings.md").read_text(encoding="utf-8")
+    for name in ("Random", "Mean", "Merge", "Align", "FOCUS", "CPT-only"):
+        assert name in page, name
+    assert "Not in this run" not in page
+    again = snakemake(["-n", "--configfile", str(path)], tmp_path)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
