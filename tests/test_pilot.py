@@ -22,7 +22,13 @@ def cut_down(tmp_path):
     config["method_defaults"] = {**PILOT["method_defaults"], "seq_len": 64}
     config["methods"] = [{**m, "k": {50: 20, 100: 40, 500: 80}[m["k"]]} if "k" in m else m for m in PILOT["methods"]]
     config["method_defaults"]["k"] = 40
-    config["training"] = {**PILOT["training"], "max_steps": 4, "batch_size": 4, "checkpoint_every": 2, "curve_points": 3}
+    config["training"] = {
+        **PILOT["training"],
+        "max_steps": 4,
+        "batch_size": 4,
+        "checkpoint_every": 2,
+        "curve_points": 3,
+    }
     evaluation = {**PILOT["evaluation"], "mt": TEST["evaluation"]["mt"], "ppl": {"n": 20, "batch_size": 8}}
     config["evaluation"] = {**evaluation, "speed": {**TEST["evaluation"]["speed"], "decodings": ["greedy"]}}
     path = tmp_path / "pilot.yaml"

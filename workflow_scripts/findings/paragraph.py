@@ -72,12 +72,18 @@ def reach_sentence(panel: Panel, multi: bool) -> str:
         most = max(trained_tokens(r) for r in rows)
         return (f"On {where}, no expanded method reaches Source's bits per character within the tokens trained (up "
                 f"to {tokens_text(most)}).")  # fmt: skip
-    first = reached[0]
-    parts = [f"{first['name']} reaches Source's bits per character after {tokens_text(first['reach'])} training tokens"]
-    for r in reached[1:]:
-        times = f"{r['reach'] / first['reach']:.1f}x {first['name']}'s" if first["reach"] > 0 else "more"
-        parts.append(f"{r['name']} after {tokens_text(r['reach'])} ({times})")
+    at_start = [r["name"] for r in reached if r["reach"] == 0]
+    later = [r for r in reached if r["reach"] > 0]
+    parts = (
+        [f"{', '.join(at_start)} {'is' if len(at_start) == 1 else 'are'} below it before training"] if at_start else []
+    )
+    if later:
+        first = later[0]
+        parts.append(f"{first['name']} reaches it after {tokens_text(first['reach'])} training tokens")
+        parts += [f"{r['name']} after {tokens_text(r['reach'])} ({r['reach'] / first['reach']:.1f}x {first['name']}'s)"
+                  for r in later[1:]]  # fmt: skip
     parts += [f"{r['name']} does not reach it within the {tokens_text(trained_tokens(r))} it trained" for r in missed]
+    parts[0] = parts[0].replace(" it ", " Source's bits per character ", 1)
     return f"On {where}, " + "; ".join(parts) + "."
 
 
