@@ -1,5 +1,5 @@
-"""mc and gmmlu through LightEval's own multilingual multiple-choice prompt function (paper 002 §6.4; PROMPTS.md
-"mc and gmmlu"): the prompts equal LightEval's, Global-MMLU runs by subject with LightEval's row filter and average,
+"""mc and gmmlu through LightEval's own multilingual multiple-choice prompt function (paper 002 §6.4; docs/evaluation.md
+"Multiple choice"): the prompts equal LightEval's, Global-MMLU runs by subject with LightEval's row filter and average,
 and English MMLU runs in the prompt of LightEval's leaderboard MMLU tasks. Importing LightEval takes about 15 s:
 every test here needs it."""
 

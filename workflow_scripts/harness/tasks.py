@@ -75,7 +75,7 @@ def sum_doc(line: dict, task_name: str, lang: str, tokenizer_dir: str | None = N
     )
 
 
-# The reference's formulation (PROMPTS.md "mc and gmmlu"): lettered options, the answer scored as the letter.
+# The reference's formulation (docs/evaluation.md "Multiple choice"): lettered options, the answer scored as the letter.
 MCF = MCFFormulation()
 # LightEval's own list of MMLU's 57 subjects (its bundled ``mmlu:{subject}`` tasks); Global-MMLU has the same ones.
 MMLU_SUBJECTS: tuple[str, ...] = tuple(c.hf_subset for c in lighteval_mmlu.TASKS_TABLE)

@@ -1,4 +1,5 @@
-"""Initialize the target model's new embedding and LM-head rows (paper 002 §4; METHODS.md "Initialization").
+"""Initialize the target model's new embedding and LM-head rows (paper 002 §4; docs/initialization.md,
+"Initialization").
 
 Input: a source model folder (HF, safetensors, its tokenizer inside) and an expanded target tokenizer folder: a real BPE
 over V_s ∪ V_new whose new ids follow the source ids contiguously. Output: the target model folder, with embeddings and

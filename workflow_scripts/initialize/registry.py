@@ -1,4 +1,5 @@
-"""The registry of initialization methods and the row arithmetic they share (paper 002 §4; METHODS.md).
+"""The registry of initialization methods and the row arithmetic they share (paper 002 §4; docs/initialization.md,
+"Initialization").
 
 A method maps (source matrix, context, role) to an ``InitResult``: the new rows and one record per new token. Random
 draws; every other method is a weighted sum of source rows, a ``Plan`` (source id -> weight) computed once per run,

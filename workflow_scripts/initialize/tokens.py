@@ -1,4 +1,5 @@
-"""Which ids of T_t are new, what their BPE-model strings are, and how they map onto the source BPE (METHODS.md).
+"""Which ids of T_t are new, what their BPE-model strings are, and how they map onto the source BPE
+(docs/initialization.md, "A new token's source subwords").
 
 The right mapping (``source_subwords``) applies the SOURCE BPE model to the new token's own BPE string. The two wrong
 mappings (``map_full_tokenizer_on_piece``, ``map_decode_encode``) are kept only so that the report can count how often
@@ -46,7 +47,8 @@ def _check_expansion(source_tokenizer: Any, target_tokenizer: Any) -> list[int]:
     model = target_tokenizer.backend_tokenizer.model
     added = [i for i in new_ids if model.id_to_token(i) is None]
     if added:
-        # Added tokens are matched before BPE and are reachable by no merge (METHODS.md "Tokenizers"): not a real BPE.
+        # Added tokens are matched before BPE and are reachable by no merge (docs/initialization.md "Tokenizers"): not a
+        # real BPE.
         raise ValueError(
             f"{len(added)} new target ids are added tokens, not BPE vocabulary entries (e.g. {added[:5]}); the target "
             "tokenizer must extend the BPE model itself (vocab + merges)"
@@ -82,7 +84,8 @@ def clean_bpe_model(tokenizer: Any) -> Any:
 
 
 def source_subwords(source_bpe: Any, piece: str) -> tuple[list[int], str | None]:
-    """Source ids spelling ``piece``: the SOURCE BPE model applied to the new token's own BPE string (METHODS.md).
+    """Source ids spelling ``piece``: the SOURCE BPE model applied to the new token's own BPE string
+    (docs/initialization.md, "A new token's source subwords").
 
     For byte-level BPE the string is already in byte-to-unicode form, so this is exactly its bytes; for SentencePiece
     BPE it is its "▁"-marked characters (byte fallback covers characters V_s lacks). Returns (ids, fallback): fallback

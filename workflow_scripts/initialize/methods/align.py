@@ -1,4 +1,5 @@
-"""Align (paper 002 §4.3; METHODS.md "Initialization"): the source tokens aligned with the new token's occurrences in D.
+"""Align (paper 002 §4.3; docs/initialization.md "Align"): the source tokens aligned with the new token's occurrences
+in D.
 
 Over the adaptation corpus D (``--corpus``), the source tokens inside each occurrence's span (byte spans, special tokens
 excluded, every occurrence counted), weighted by tuple frequency; a token unseen in D falls back to Merge. See

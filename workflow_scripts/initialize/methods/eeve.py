@@ -1,4 +1,5 @@
-"""EEVE (Kim et al. 2024, §2.2; METHODS.md "Initialization"): input rows as Mean, output rows the first subword's row.
+"""EEVE (Kim et al. 2024, §2.2; docs/initialization.md "EEVE's initialization"): input rows as Mean, output rows the
+first subword's row.
 
 A tied model has one matrix and gets the input rule only.
 """

@@ -1,4 +1,4 @@
-"""FOCUS (Dobler & de Melo 2023; paper 002 §4.2; METHODS.md "Initialization"): fastText similarity to shared tokens.
+"""FOCUS (Dobler & de Melo 2023; paper 002 §4.2; docs/initialization.md "FOCUS"): fastText similarity to shared tokens.
 
 fastText CBOW on D tokenized with T_t (PyPI fasttext-wheel), sparsemax over cosine similarities to the overlapping
 tokens' vectors, the weights applied to their source rows; a token without a fastText vector is drawn as Random, as

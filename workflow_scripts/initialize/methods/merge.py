@@ -1,4 +1,4 @@
-"""Merge (paper 002 §4.3; METHODS.md "Initialization"): hierarchical mean down T_t's merge tree.
+"""Merge (paper 002 §4.3; docs/initialization.md "Merge"): hierarchical mean down T_t's merge tree.
 
 BPE is replayed on the new token's piece with T_t's merge rules; a node in V_s contributes its source row, any other
 node the mean of its two children. A token that no merge rule produces falls back to Mean.

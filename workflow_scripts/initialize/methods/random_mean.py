@@ -1,4 +1,5 @@
-"""Random and Mean (paper 002 §4; METHODS.md "Initialization"): the two baselines every other method is compared with.
+"""Random and Mean (paper 002 §4; docs/initialization.md "Initialization"): the two baselines every other method is
+compared with.
 
 - Random: each dimension ~ N(mean, std) of that dimension over the source rows, seeded.
 - Mean: equal weights over the source BPE model's spelling of the new token's own piece (``source_subwords``).
@@ -57,7 +58,8 @@ def init_mean(source: Any, ctx: InitContext, role: str) -> InitResult:
 
 @register_method("Mean-ref", order=25)
 def init_mean_ref(source: Any, ctx: InitContext, role: str) -> InitResult:
-    """The paper's Mean as its reference code computes it, an ABLATION (never a default; METHODS.md, mapping (1)):
+    """The paper's Mean as its reference code computes it, an ABLATION (never a default; docs/initialization.md
+    "The reference code's mapping", (1)):
     the mean of the source rows of the FULL source tokenizer run on the printed piece string.
 
     For byte-level BPE (Llama-3, GPT-2, SmolLM2) the piece is byte-to-unicode text, so its characters are UTF-8
