@@ -25,6 +25,7 @@ import os
 import platform
 import re
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -38,6 +39,7 @@ from workflow_scripts.runs import MARKER, RESULTS, run_name
 from workflow_scripts.tables import is_source
 
 DOC = Path("docs/measurements.md")
+FINDINGS_HEADING = "## What the numbers say"
 MISSING = "–"
 WIDTH = 120
 CHRF = ("mt", "chrF")
@@ -102,7 +104,23 @@ def result_rows(frame: pd.DataFrame) -> list[dict]:
                          "bpc": lead["bpc"][0], "chrf": chrf})  # fmt: skip
         rows.append({"model": lead["model"], "language": lead["language"], "name": lead["name"],
                      "tokens": lead["tokens"][1], "paired": lead["paired"], "bound": lead["bound"],
-                     "bpc": lead["bpc"][1], "chrf": _value(part, lead["method"], *CHRF)})  # fmt: skip
+                     "bpc": lead["bpc"][1], "chrf": _value(part, lead["method"], *CHRF),
+                     "k": _k(part, lead["method"])})  # fmt: skip
+    return _named_apart(rows)
+
+
+def _k(part: pd.DataFrame, method: str) -> int | None:
+    """The number of new tokens of a cell (None without expansion)."""
+    values = pd.to_numeric(part[part["method"] == method]["k"], errors="coerce").dropna() if "k" in part else []
+    return int(values.iloc[0]) if len(values) else None
+
+
+def _named_apart(rows: list[dict]) -> list[dict]:
+    """Rows whose name repeats within a model and language get their number of new tokens: "Mean, 50 new tokens"."""
+    seen = Counter((r["model"], r["language"], r["name"]) for r in rows)
+    for r in rows:
+        if seen[(r["model"], r["language"], r["name"])] > 1 and r.get("k") is not None:
+            r["name"] = f"{r['name']}, {r['k']} new tokens"
     return rows
 
 
@@ -152,8 +170,18 @@ def settings(root: Path) -> dict:
         "speed": tuple(speed.get(k) for k in ("n_used", "repeats", "warmup", "reference_chars")),
         "steps": sorted({int(s["steps"]) for s in stats if s.get("steps") is not None}),
         "tokens_per_second": [float(s["tokens_per_second"]) for s in stats if s.get("tokens_per_second")],
-        "data": next((d["data_label"] for d in (ppl, mt, speed) if d.get("data_label")), None),
+        "data": "; ".join(data_labels(root)) or None,
     }
+
+
+def data_labels(root: Path) -> list[str]:
+    """The distinct data labels of the run's held-out evaluations, in file order (one per corpus kind)."""
+    labels = []
+    for path in paths.found(paths.eval_file("*", "*", "*", "ppl.json", paths.glob_root(root))):
+        label = (_json(path).get("details") or {}).get("data_label")
+        if label and label not in labels:
+            labels.append(label)
+    return labels
 
 
 def settings_text(s: dict) -> str:
@@ -299,6 +327,7 @@ def render(run: str, root: Path, snap: dict) -> str:
             "held-out negative log-likelihood per character, comparable across vocabularies."
         ),
         "",
+        *_findings_lines(run, snap.get("findings")),
         "### Cost",
         "",
         *cost_table(snap["costs"]),
@@ -310,6 +339,23 @@ def render(run: str, root: Path, snap: dict) -> str:
         end_marker(run),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _findings_lines(run: str, paragraph: str | None) -> list[str]:
+    """The findings page's generated paragraph, quoted under a heading of its own (nothing without the page)."""
+    if not paragraph:
+        return []
+    page = paths.findings_dir(f"results/{run}")
+    return ["### Findings", "", *_wrap(f"As `{page}/findings.md` generates it from these results: {paragraph}"), ""]
+
+
+def findings_paragraph(root: Path) -> str | None:
+    """The paragraph under "What the numbers say" of the run's findings page, or None without the page."""
+    page = Path(paths.findings_dir(str(root))) / "findings.md"
+    if not page.is_file():
+        return None
+    text = page.read_text(encoding="utf-8").split(FINDINGS_HEADING, 1)
+    return " ".join(text[1].split("\n## ", 1)[0].split()) if len(text) == 2 else None
 
 
 def replace_section(text: str, run: str, section: str) -> str:
@@ -341,6 +387,7 @@ def snapshot(root: Path, *, wall_time: float | None, note: str | None, cpu_model
         "date": date or run_date(root),
         "wall_time": wall_time,
         "note": note,
+        "findings": findings_paragraph(root),
     }
 
 
