@@ -25,7 +25,7 @@ from workflow_scripts.config_checks.gpu_fit import gpu_fit_problems
 from workflow_scripts.gpu import estimate as ge
 from workflow_scripts.gpu.fit import planned
 from workflow_scripts.gpu.shape import GIB, SIZE_SHAPES
-from workflow_scripts.grid import expand_grid
+from workflow_scripts.grid import TRAINING_NOT_HPARAMS, expand_grid
 from workflow_scripts.lapt import loop, resolve_hparams
 from workflow_scripts.lapt.objective import LossComputer
 from workflow_scripts.resources import GPU_CLASSES, gpu_class
@@ -85,7 +85,8 @@ def test_every_paper_lapt_job_fits_its_gpu_class(gpu_class):
     jobs = {(model, m.slug, m.procedure, m.objective, m.seq_len) for model, _, m in expand_grid(config)
             if m.trains and m.procedure in ge.STAGES and config["models"][model]["size"] in SIZE_SHAPES}  # fmt: skip
     assert {p for *_, p, _, _ in jobs} >= {"LoRA", "2-stage", "2x2LS", "EEVE"}
-    hp = resolve_hparams({**config["training"], "eeve_layers": "LoRA"})
+    training = {k: v for k, v in config["training"].items() if k not in TRAINING_NOT_HPARAMS}
+    hp = resolve_hparams({**training, "eeve_layers": "LoRA"})
     for model, _, procedure, objective, seq_len in jobs:
         shape = SIZE_SHAPES[config["models"][model]["size"]]
         est = planned(shape, procedure, objective, seq_len, hp, gpu)

@@ -24,7 +24,7 @@ DOWNLOADS_ROOT = RESULTS / DOWNLOADS
 MARKER = ".run.json"
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 # The top-level folders a run writes (its tables, data, models, logs...), besides one folder per model key.
-RUN_FOLDERS = ("tables", "paper", "analysis", "data", "models", "logs", "benchmarks")
+RUN_FOLDERS = ("tables", "paper", "findings", "analysis", "data", "models", "logs", "benchmarks")
 
 
 def run_name(config: dict, configfiles: Sequence[str | Path]) -> str:
