@@ -22,6 +22,7 @@ import pandas as pd
 
 from workflow_scripts.io import atomic_path, read_json, setup_logging, write_text
 from workflow_scripts.paper import headline, names
+from workflow_scripts.paper.headline import DATA_PREFIX, DATA_SUFFIX, markdown_data_labels
 from workflow_scripts.paths import eval_file
 from workflow_scripts.speed import table as speed_table
 
@@ -211,7 +212,7 @@ def markdown(
     tasks = set(frame["task"]) if not frame.empty else set()
     labels = [label for label in data_labels or [] if not label.startswith("note: ")]
     for label in headline.labels_for(labels, tasks):
-        lines += [f"> Data: {label}. The embedded default's numbers are not comparable to the paper's.", ""]
+        lines += [f"{DATA_PREFIX}{label}{DATA_SUFFIX}", ""]
     if frame.empty:
         return "\n".join([*lines, "No results.", ""])
     lines += headline.markdown(headline.lead_rows(frame, is_source, headline.row_name), figure, steps)
@@ -287,8 +288,7 @@ def write_figure(frame: pd.DataFrame, losses: list[Path], path: Path, md: str) -
     cells = frame.drop_duplicates("method")[CELL_COLUMNS].to_dict("records") if not frame.empty else []
     names = {str(c["method"]): headline.row_name(c) for c in cells}
     rows = headline.lead_rows(frame, is_source, headline.row_name)
-    prefix, suffix = "> Data: ", ". The embedded default's numbers are not comparable to the paper's."
-    labels = [line[len(prefix) :].removesuffix(suffix) for line in md.splitlines() if line.startswith(prefix)]
+    labels = markdown_data_labels(md)
     headline.figure(rows, read_losses(losses), names, path.with_suffix(""), headline.labels_for(labels, ["ppl"]))
 
 

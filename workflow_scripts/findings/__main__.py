@@ -13,26 +13,16 @@ from workflow_scripts.findings import numbers, plots, text
 from workflow_scripts.findings.numbers import Panel
 from workflow_scripts.findings.paragraph import paragraph
 from workflow_scripts.io import setup_logging, write_text
-from workflow_scripts.paper.headline import labels_for, to_html
+from workflow_scripts.paper.headline import data_labels, labels_for, read_results, to_html
 from workflow_scripts.paper.names import panel_name
 
 log = logging.getLogger("vocabexp")
-DATA_PREFIX = "> Data: "
-DATA_SUFFIX = ". The embedded default's numbers are not comparable to the paper's."
 FIGURES = ("quality_speed", "learning_curves", "k_tradeoff")
 ABSENT = {
     "quality_speed": "quality against speed (no adapted cell with both a paired speed-up and bits per character)",
     "learning_curves": "learning curves (no cell recorded held-out bits per character during training)",
     "k_tradeoff": "the number of new tokens (no initialization run with more than one)",
 }
-
-
-def data_labels(results_md: Path) -> list[str]:
-    """The data labels rule tables wrote into results.md ("> Data: ..." lines), if the file is there."""
-    if not results_md.is_file():
-        return []
-    lines = results_md.read_text(encoding="utf-8").splitlines()
-    return [ln[len(DATA_PREFIX) :].removesuffix(DATA_SUFFIX).rstrip(".") for ln in lines if ln.startswith(DATA_PREFIX)]
 
 
 def curve_note(panels: list[Panel]) -> str:
@@ -96,9 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--log")
     a = p.parse_args(argv)
     setup_logging(a.log)
-    if not a.results.is_file():
-        raise SystemExit(f"--results {a.results}: no such file (rule tables writes results/<run>/tables/results.csv)")
-    frame = pd.read_csv(a.results)
+    frame = read_results(a.results)
     labels = a.data_label or data_labels(a.results.with_suffix(".md"))
     build(frame, a.root or a.results.resolve().parent.parent, a.out, labels)
 

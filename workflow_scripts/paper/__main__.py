@@ -13,22 +13,10 @@ from workflow_scripts import paths
 from workflow_scripts.io import setup_logging, write_text
 from workflow_scripts.paper import costs, figures, render
 from workflow_scripts.paper.cells import fill, rouge_metric, stand_ins, trim
-from workflow_scripts.paper.headline import labels_for, row_name
+from workflow_scripts.paper.headline import data_labels, labels_for, read_results, row_name
 from workflow_scripts.paper.specs import FIGURE_TITLES, FIGURES, TABLES, report_title
 
 log = logging.getLogger("vocabexp")
-DATA_PREFIX = "> Data: "
-DATA_SUFFIX = ". The embedded default's numbers are not comparable to the paper's."
-
-
-def data_labels_from_markdown(path: Path) -> list[str]:
-    """The data labels rule `tables` wrote into results.md ("> Data: ..." lines), if the file is there."""
-    if not path.is_file():
-        return []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [
-        line[len(DATA_PREFIX) :].removesuffix(DATA_SUFFIX).rstrip(".") for line in lines if line.startswith(DATA_PREFIX)
-    ]
 
 
 def _read_optional_csv(path: Path) -> pd.DataFrame | None:
@@ -110,11 +98,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--log")
     a = p.parse_args(argv)
     setup_logging(a.log)
-    if not a.results.is_file():
-        raise SystemExit(f"--results {a.results}: no such file (rule tables writes results/<run>/tables/results.csv)")
-    frame = pd.read_csv(a.results)
+    frame = read_results(a.results)
     root = a.results_root or a.results.resolve().parent.parent
-    labels = a.data_label or data_labels_from_markdown(a.results.with_suffix(".md"))
+    labels = a.data_label or data_labels(a.results.with_suffix(".md"))
     requested = None
     if a.stand_in:
         requested = dict(s.split("=", 1) for s in a.stand_in if s != "none")

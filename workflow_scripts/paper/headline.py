@@ -364,3 +364,25 @@ def to_html(markdown_text: str, images: dict[str, Path]) -> str:
         "margin-top:1em} .vx-results blockquote{color:#555} .vx-results ul{list-style:disc;margin-left:1.5em}</style>"
     )
     return f'{style}<div class="vx-results">{body}</div>\n'
+
+
+# The data line of results.md, which the paper tables and the findings page read back.
+DATA_PREFIX, DATA_SUFFIX = "> Data: ", ". The embedded default's numbers are not comparable to the paper's."
+
+
+def markdown_data_labels(md: str) -> list[str]:
+    """The data labels of results.md's text ("> Data: ..." lines)."""
+    lines = md.splitlines()
+    return [ln[len(DATA_PREFIX) :].removesuffix(DATA_SUFFIX).rstrip(".") for ln in lines if ln.startswith(DATA_PREFIX)]
+
+
+def data_labels(results_md: Path) -> list[str]:
+    """The data labels rule tables wrote into results.md, if the file is there."""
+    return markdown_data_labels(results_md.read_text(encoding="utf-8")) if results_md.is_file() else []
+
+
+def read_results(path: Path) -> pd.DataFrame:
+    """results.csv (rule tables), or a stop naming the file."""
+    if not path.is_file():
+        raise SystemExit(f"--results {path}: no such file (rule tables writes results/<run>/tables/results.csv)")
+    return pd.read_csv(path)
