@@ -362,9 +362,9 @@ def stable(obj):
 
 def compared_files(results: Path) -> list[Path]:
     """Every output under the run folder, less logs, benchmarks (timings), checkpoints and hidden marker files, and the
-    paper's tables and figures: views of results.csv (compared below without its timing rows) that show timings
-    (Table 4, costs) and carry creation dates (PDF)."""
-    skip = {"logs", "benchmarks", "checkpoints", "paper"}
+    paper's tables and figures and the findings page: views of results.csv (compared below without its timing rows)
+    that show timings (Table 4, costs, the paired speed-ups) and carry creation dates (PDF)."""
+    skip = {"logs", "benchmarks", "checkpoints", "paper", "findings"}
     return sorted(
         p.relative_to(results)
         for p in results.rglob("*")
