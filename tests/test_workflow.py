@@ -93,7 +93,6 @@ def _wait_for_file(proc: subprocess.Popen, path: Path, timeout: float) -> bool:
 HOLD_STEP = 2  # configs/test.yaml: 6 steps, a checkpoint every 2
 
 
-@pytest.mark.e2e
 def assert_runs_kept_apart(workdir: Path, config: Path) -> None:
     """Beside this finished run, the paper grid plans every job, with Snakemake's records and without; moved outside
     any run folder and back (tools.migrate_results), the run is still up to date."""
@@ -122,6 +121,7 @@ def assert_runs_kept_apart(workdir: Path, config: Path) -> None:
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
 
+@pytest.mark.e2e
 def test_end_to_end_killed_and_resumed(tmp_path):
     """Run the tiny grid, Ctrl-C Snakemake and its jobs mid-training, run again: it finishes without redoing work.
 
