@@ -14,9 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import yaml
-
-from workflow_scripts.runs import RESULTS, migrate, outside_runs, run_name
+from workflow_scripts.runs import RESULTS, migrate, outside_runs, run_of_configfiles
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,11 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", type=Path, default=RESULTS, help="the results folder (default: results)")
     p.add_argument("-n", "--dry-run", action="store_true", help="list the moves, move nothing")
     a = p.parse_args(argv)
-    config = {}
-    for f in a.configfile:
-        if Path(f).is_file():
-            config.update(yaml.safe_load(Path(f).read_text(encoding="utf-8")) or {})
-    run = a.run or run_name(config, a.configfile)
+    run = run_of_configfiles(a.configfile, a.run)
     if not outside_runs(a.results):
         print(f"nothing to move: {a.results}/ holds no outputs outside a run folder")
         return 0

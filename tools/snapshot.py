@@ -29,13 +29,12 @@ from collections import Counter
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from workflow_scripts import paths
 from workflow_scripts.io import write_text
 from workflow_scripts.paper import headline
 from workflow_scripts.paper.costs import read_benchmarks
-from workflow_scripts.runs import MARKER, RESULTS, run_name
+from workflow_scripts.runs import MARKER, RESULTS, run_of_configfiles
 from workflow_scripts.tables import is_source
 
 DOC = Path("docs/measurements.md")
@@ -403,11 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cpu-model", default="auto", help="the CPU model (default: /proc/cpuinfo, if the run ran here)")
     p.add_argument("--date", help="the run's date, YYYY-MM-DD (default: the newest results or benchmark file's)")
     a = p.parse_args(argv)
-    config: dict = {}
-    for f in a.configfile:
-        if Path(f).is_file():
-            config.update(yaml.safe_load(Path(f).read_text(encoding="utf-8")) or {})
-    run = a.run or run_name(config, a.configfile)
+    run = run_of_configfiles(a.configfile, a.run)
     root = a.results / run
     if not Path(paths.table("results.csv", str(root))).is_file():
         p.error(f"{root}/tables/results.csv does not exist: finish the run first (snakemake --configfile ...), "

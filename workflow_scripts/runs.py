@@ -16,6 +16,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import yaml
+
 from workflow_scripts.io import write_json
 
 RESULTS = Path("results")
@@ -34,6 +36,17 @@ def run_name(config: dict, configfiles: Sequence[str | Path]) -> str:
         return str(config["run"])
     stems = ["default" if Path(f).stem == "config" else Path(f).stem for f in configfiles]
     return "+".join(stems) or "default"
+
+
+def run_of_configfiles(configfiles: Sequence[str | Path], run: str | None = None) -> str:
+    """The run that config files write (``run`` when given): their merged ``run`` key, else their names."""
+    if run:
+        return run
+    config: dict = {}
+    for f in configfiles:
+        if Path(f).is_file():
+            config.update(yaml.safe_load(Path(f).read_text(encoding="utf-8")) or {})
+    return run_name(config, configfiles)
 
 
 def run_name_problem(name: str) -> str | None:
