@@ -84,9 +84,7 @@ def cost_rows(bench: pd.DataFrame) -> list[dict]:
 
 
 def _value(frame: pd.DataFrame, method: str, task: str, metric: str) -> float | None:
-    part = frame[(frame["method"] == method) & (frame["task"] == task) & (frame["metric"] == metric)]
-    values = pd.to_numeric(part["value"], errors="coerce").dropna()
-    return float(values.mean()) if len(values) else None
+    return headline.metric_mean(frame[frame["method"] == method], task, metric)
 
 
 def result_rows(frame: pd.DataFrame) -> list[dict]:

@@ -21,6 +21,7 @@ import pandas as pd
 
 from workflow_scripts import paths
 from workflow_scripts.paper import headline
+from workflow_scripts.paper.headline import metric_mean as mean_of
 from workflow_scripts.paper.names import training_text
 from workflow_scripts.tables import is_source
 
@@ -57,12 +58,6 @@ class Panel:
 
     def curves(self) -> list[dict]:
         return [r for r in self.rows if r["curve"] is not None]
-
-
-def _mean(part: pd.DataFrame, task: str, metric: str) -> float | None:
-    values = pd.to_numeric(part.loc[(part["task"] == task) & (part["metric"] == metric), "value"], errors="coerce")
-    values = values.dropna()
-    return float(values.mean()) if len(values) else None
 
 
 def _kind(cell: dict) -> str:
@@ -107,15 +102,15 @@ def panels(frame: pd.DataFrame, curves: dict[tuple[str, str, str], pd.DataFrame]
     cells = frame.drop_duplicates(["model", "language", "method"]).set_index(["model", "language", "method"])
     for (model, lang), part in frame.groupby(["model", "language"], sort=False):
         source_part = part[[is_source(m, lb) for m, lb in zip(part["method"], part["label"], strict=True)]]
-        source = {"bpc": _mean(source_part, *headline.BPC), "tokens": _mean(source_part, *headline.TOKENS),
-                  "chrf": _mean(source_part, *CHRF)}  # fmt: skip
+        source = {"bpc": mean_of(source_part, *headline.BPC), "tokens": mean_of(source_part, *headline.TOKENS),
+                  "chrf": mean_of(source_part, *CHRF)}  # fmt: skip
         panel = Panel(str(model), str(lang), source)
         for row in headline.lead_rows(part, is_source, headline.row_name):
             cell = {"method": row["method"], **cells.loc[(model, lang, row["method"])].to_dict()}
             k = cell.get("k")
             curve = curves.get((str(model), str(lang), str(row["method"])))
             row.update(kind=_kind(cell), label=str(cell.get("label")), k=None if pd.isna(k) else int(k),
-                       training=training_text(cell), chrf=_mean(part[part["method"] == row["method"]], *CHRF),
+                       training=training_text(cell), chrf=mean_of(part[part["method"] == row["method"]], *CHRF),
                        curve=curve)  # fmt: skip
             row["bpc0"] = float(curve["bits_per_char"].iloc[0]) if curve is not None else None
             row["reach"] = _reach(curve, source["bpc"])

@@ -67,6 +67,11 @@ def _metric(part: pd.DataFrame, task: str, metric: str) -> pd.DataFrame:
     return part[(part["task"] == task) & (part["metric"] == metric)]
 
 
+def metric_mean(part: pd.DataFrame, task: str, metric: str) -> float | None:
+    """The mean value of ``task``'s ``metric`` in rows of results.csv (over runs and seeds), None without one."""
+    return _mean(_metric(part, task, metric))
+
+
 def _teacher_forced(part: pd.DataFrame, base: str) -> pd.DataFrame:
     """The mt rows of ``base`` in the first teacher-forced variant the cell has (greedy at batch size 1 by default)."""
     names = sorted(m for m in set(part["metric"].astype(str)) if m.startswith(f"{base}@{TEACHER_FORCED}."))
