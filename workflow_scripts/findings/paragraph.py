@@ -72,18 +72,19 @@ def reach_sentence(panel: Panel, multi: bool) -> str:
         most = max(trained_tokens(r) for r in rows)
         return (f"On {where}, no expanded method reaches Source's bits per character within the tokens trained (up "
                 f"to {tokens_text(most)}).")  # fmt: skip
+    level = "Source's bits per character"  # named in the first clause, "it" after (reached is not empty)
     at_start = [r["name"] for r in reached if r["reach"] == 0]
     later = [r for r in reached if r["reach"] > 0]
-    parts = (
-        [f"{', '.join(at_start)} {'is' if len(at_start) == 1 else 'are'} below it before training"] if at_start else []
+    parts = [f"{', '.join(at_start)} {'is' if len(at_start) == 1 else 'are'} below {level} before training"] * bool(
+        at_start
     )
     if later:
         first = later[0]
-        parts.append(f"{first['name']} reaches it after {tokens_text(first['reach'])} training tokens")
+        parts.append(f"{first['name']} reaches {'it' if at_start else level} after {tokens_text(first['reach'])} "
+                     "training tokens")  # fmt: skip
         parts += [f"{r['name']} after {tokens_text(r['reach'])} ({r['reach'] / first['reach']:.1f}x {first['name']}'s)"
                   for r in later[1:]]  # fmt: skip
     parts += [f"{r['name']} does not reach it within the {tokens_text(trained_tokens(r))} it trained" for r in missed]
-    parts[0] = parts[0].replace(" it ", " Source's bits per character ", 1)
     return f"On {where}, " + "; ".join(parts) + "."
 
 
