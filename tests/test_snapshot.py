@@ -196,3 +196,32 @@ def test_the_findings_paragraph_and_each_number_of_new_tokens_are_shown(tmp_path
     assert "these results: On Sinhala, Mean ends 2.0% above CPT-only. ### Cost" in prose
     assert "| si | Mean, 100 new tokens | 27.5 |" in prose and "| si | Mean, 500 new tokens | 27.5 |" in prose
     assert "Data: natural text; stand-in data." in prose or "Data: stand-in data; natural text." in prose
+
+
+def _finish_at(run: Path, stamp: int) -> None:
+    for path in [run / "tables" / "results.csv", *(run / "benchmarks").glob("*/*.tsv")]:
+        os.utime(path, (stamp, stamp))
+
+
+def test_timed_runs_of_a_configuration_stand_side_by_side(tmp_path, run):
+    """Each snapshot with a wall time adds its run's row; earlier rows stay, oldest first; the same run snapshotted
+    again replaces its own row; a snapshot without a wall time keeps the rows and adds none."""
+    doc = tmp_path / "measurements.md"
+    doc.write_text(PAGE, encoding="utf-8")
+    _finish_at(run, 1796259600)  # 2026-12-03 01:00 UTC
+    _main(tmp_path, doc, "--wall-time", "56m6s", "--note", "idle")
+    _finish_at(run, 1796266800)  # 2026-12-03 03:00 UTC: a second run of the configuration
+    _main(tmp_path, doc, "--wall-time", "58m0s", "--note", "idle | again")
+    text = _main(tmp_path, doc, "--wall-time", "57m0s", "--note", "idle, corrected")  # the second run, again
+    first = "| 2026-12-03 01:00 | 56 min 6 s | 3 | 192 s | `evaluate_cell` 100 s (2 jobs), `lapt` 92 s (1 job) | idle |"
+    second = "| 2026-12-03 03:00 | 57 min 0 s | 3 | 192 s | `evaluate_cell` 100 s (2 jobs), `lapt` 92 s (1 job) |"
+    assert first in text and second + " idle, corrected |" in text and "58 min" not in text
+    assert text.index(first) < text.index(second)
+    assert text.index("### Timed runs") < text.index("<!-- /snapshot: default -->")  # inside the run's section
+    assert "other run's text" in text  # other sections untouched
+    again = _main(tmp_path, doc)
+    assert first in again and second in again and again.count("| 2026-12-03 ") == 2
+
+
+def test_a_run_never_timed_has_no_timed_runs_table(tmp_path, run):
+    assert "### Timed runs" not in _main(tmp_path, tmp_path / "measurements.md")

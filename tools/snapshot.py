@@ -12,6 +12,10 @@ character, as results.md's lead computes them; mt chrF), the cost per rule from 
 What the files do not hold is passed on the command line: the whole run's wall time (``--wall-time``, as ``time``
 prints it) and the machine's load (``--note``).
 
+Each snapshot given a wall time adds a row to the section's "Timed runs" table (when the run finished, its wall time,
+its summed job time and heaviest rules, the note); the rows of earlier snapshots of the same configuration are kept,
+so repeated timings of a configuration stand side by side. A run snapshotted again replaces its own row.
+
 The section lies between ``<!-- snapshot: RUN -->`` and ``<!-- /snapshot: RUN -->``; only that run's section is
 replaced (appended at the end when the page has none yet), and the page is written atomically.
 """
@@ -39,6 +43,9 @@ from workflow_scripts.tables import is_source
 
 DOC = Path("docs/measurements.md")
 FINDINGS_HEADING = "## What the numbers say"
+TIMINGS_HEADING = "### Timed runs"
+TIMINGS_HEAD = ("| finished (UTC) | wall time | jobs | job wall time, summed | heaviest rules, summed | machine |",
+                "|---|---:|---:|---:|---|---|")  # fmt: skip
 MISSING = "–"
 WIDTH = 120
 CHRF = ("mt", "chrF")
@@ -211,8 +218,8 @@ def _cpuinfo_model() -> str | None:
     return match.group(1).strip() if match else None
 
 
-def run_date(root: Path) -> str:
-    """The UTC date of the newest results table or benchmark file: the day the run finished."""
+def run_finished(root: Path) -> dt.datetime:
+    """The UTC time of the newest results table or benchmark file: when the run finished."""
     files = [
         Path(paths.table("results.csv", str(root))),
         *paths.found(paths.benchmark("*", "*", paths.glob_root(root))),
@@ -220,7 +227,7 @@ def run_date(root: Path) -> str:
     times = [f.stat().st_mtime for f in files if f.is_file()]
     if not times:
         raise FileNotFoundError(f"{root}: no tables/results.csv and no benchmarks/*/*.tsv: has the run finished?")
-    return dt.datetime.fromtimestamp(max(times), dt.UTC).date().isoformat()
+    return dt.datetime.fromtimestamp(max(times), dt.UTC)
 
 
 def _count(n: object, noun: str) -> str:
@@ -333,6 +340,7 @@ def render(run: str, root: Path, snap: dict) -> str:
             f"{total}Job times are summed over jobs (`benchmarks/<rule>/*.tsv`); jobs that ran side by side overlap, "
             "so the sum exceeds the run's wall time."
         ),
+        *_timings_lines(snap.get("timings", [])),
         end_marker(run),
     ]
     return "\n".join(lines) + "\n"
@@ -344,6 +352,49 @@ def _findings_lines(run: str, paragraph: str | None) -> list[str]:
         return []
     page = paths.findings_dir(f"results/{run}")
     return ["### Findings", "", *_wrap(f"As `{page}/findings.md` generates it from these results: {paragraph}"), ""]
+
+
+def _timings_lines(rows: list[str]) -> list[str]:
+    """The table of every timed run of this configuration, oldest first (nothing when none was timed)."""
+    if not rows:
+        return []
+    note = ("Each row: one whole run from an empty run folder, timed by its caller (`--wall-time`); the job sums are "
+            "that run's benchmark files. The cost table above is the newest run's.")  # fmt: skip
+    return ["", TIMINGS_HEADING, "", *TIMINGS_HEAD, *rows, "", *_wrap(note)]
+
+
+def timing_row(snap: dict) -> str:
+    """This run's row of the "Timed runs" table (needs the run's wall time)."""
+    costs = snap["costs"]
+    jobs, summed = sum(c["jobs"] for c in costs), sum(c["s"] for c in costs)
+    heaviest = ", ".join(f"`{c['rule']}` {c['s']:.0f} s ({_count(c['jobs'], 'job')})" for c in costs[:2])
+    note = (snap["note"] or MISSING).replace("|", "/")
+    cells = [snap["finished"], duration(snap["wall_time"]), str(jobs), f"{summed:.0f} s", heaviest or MISSING, note]
+    return "| " + " | ".join(cells) + " |"
+
+
+def previous_timings(text: str, run: str) -> list[str]:
+    """The "Timed runs" rows of ``run``'s section in ``text`` as written before (none without the section)."""
+    start, stop = text.find(begin_marker(run)), text.find(end_marker(run))
+    if start < 0 or stop < start:
+        return []
+    section = text[start:stop].split(TIMINGS_HEADING, 1)
+    if len(section) < 2:
+        return []
+    rows = [line for line in section[1].splitlines() if line.startswith("| ")]
+    return [r for r in rows if r not in TIMINGS_HEAD]
+
+
+def merge_timings(rows: list[str], new: str | None) -> list[str]:
+    """``rows`` with ``new`` added (replacing a row of the same finishing time), ordered by finishing time."""
+    by_finish = {_finish_cell(r): r for r in rows}
+    if new is not None:
+        by_finish[_finish_cell(new)] = new
+    return [by_finish[k] for k in sorted(by_finish)]
+
+
+def _finish_cell(row: str) -> str:
+    return row.split("|")[1].strip()
 
 
 def findings_paragraph(root: Path) -> str | None:
@@ -375,13 +426,15 @@ def snapshot(root: Path, *, wall_time: float | None, note: str | None, cpu_model
     """Everything the section shows, read from the run folder ``root``."""
     frame = pd.read_csv(paths.table("results.csv", str(root)))
     marker = root / MARKER
+    finished = run_finished(root)
     return {
         "configfiles": _json(marker).get("configfiles", []) if marker.is_file() else [],
         "rows": result_rows(frame) if not frame.empty else [],
         "costs": cost_rows(read_benchmarks(root)),
         "machine": machine(root, cpu_model),
         "settings": settings(root),
-        "date": date or run_date(root),
+        "date": date or finished.date().isoformat(),
+        "finished": finished.strftime("%Y-%m-%d %H:%M"),
         "wall_time": wall_time,
         "note": note,
         "findings": findings_paragraph(root),
@@ -408,6 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     wall = parse_wall_time(a.wall_time) if a.wall_time else None
     snap = snapshot(root, wall_time=wall, note=a.note, cpu_model=a.cpu_model, date=a.date)
     text = a.doc.read_text(encoding="utf-8") if a.doc.is_file() else ""
+    snap["timings"] = merge_timings(previous_timings(text, run), timing_row(snap) if wall is not None else None)
     write_text(a.doc, replace_section(text, run, render(run, root, snap)))
     print(f"{a.doc}: section {run!r} written from {root}/ ({len(snap['rows'])} rows, {len(snap['costs'])} rules)")
     return 0
