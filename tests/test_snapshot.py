@@ -158,7 +158,15 @@ def test_an_unfinished_run_is_refused_and_the_page_left_alone(tmp_path, run, cap
 
 
 @pytest.mark.parametrize(
-    ("text", "seconds"), [("real\t7m19.456s", 439.456), ("1h2m3s", 3723), ("45", 45.0), ("12m", 720)]
+    ("text", "seconds"),
+    [
+        ("real\t7m19.456s", 439.456),
+        ("1h2m3s", 3723),
+        ("45", 45.0),
+        ("12m", 720),
+        ("1:02:04", 3724),
+        ("56:06.26", 3366.26),
+    ],
 )
 def test_wall_time_as_time_prints_it(text, seconds):
     assert snapshot.parse_wall_time(text) == pytest.approx(seconds)

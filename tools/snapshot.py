@@ -60,10 +60,14 @@ def end_marker(run: str) -> str:
 
 
 def parse_wall_time(text: str) -> float:
-    """Seconds from ``time``'s ``real 8m12.345s``, ``1h2m3s``, ``8m12s`` or plain seconds."""
+    """Seconds from ``time``'s ``real 8m12.345s``, ``1h2m3s``, ``8m12s``, plain seconds, or GNU ``time -v``'s
+    ``1:02:04`` / ``56:06.26`` (h:mm:ss or m:ss)."""
     value = text.strip().removeprefix("real").strip()
     if re.fullmatch(r"\d+(\.\d+)?", value):
         return float(value)
+    if re.fullmatch(r"(\d+:)?\d+:\d+(\.\d+)?", value):
+        *rest, seconds = value.split(":")
+        return sum(int(n) * 60 ** (len(rest) - i) for i, n in enumerate(rest)) + float(seconds)
     match = re.fullmatch(r"(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+(?:\.\d+)?)s)?", value)
     if not value or not match:
         raise ValueError(f"--wall-time {text!r}: give seconds or the form `time` prints, e.g. 8m12.3s")
