@@ -219,7 +219,7 @@ def test_timed_runs_of_a_configuration_stand_side_by_side(tmp_path, run):
     _finish_at(run, 1796259600)  # 2026-12-03 01:00 UTC
     _main(tmp_path, doc, "--wall-time", "56m6s", "--note", "idle")
     _finish_at(run, 1796266800)  # 2026-12-03 03:00 UTC: a second run of the configuration
-    _main(tmp_path, doc, "--wall-time", "58m0s", "--note", "idle | again")
+    assert "| idle / again |" in _main(tmp_path, doc, "--wall-time", "58m0s", "--note", "idle | again")
     text = _main(tmp_path, doc, "--wall-time", "57m0s", "--note", "idle, corrected")  # the second run, again
     first = "| 2026-12-03 01:00 | 56 min 6 s | 3 | 192 s | `evaluate_cell` 100 s (2 jobs), `lapt` 92 s (1 job) | idle |"
     second = "| 2026-12-03 03:00 | 57 min 0 s | 3 | 192 s | `evaluate_cell` 100 s (2 jobs), `lapt` 92 s (1 job) |"

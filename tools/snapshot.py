@@ -379,10 +379,10 @@ def timing_row(snap: dict) -> str:
 
 def previous_timings(text: str, run: str) -> list[str]:
     """The "Timed runs" rows of ``run``'s section in ``text`` as written before (none without the section)."""
-    start, stop = text.find(begin_marker(run)), text.find(end_marker(run))
-    if start < 0 or stop < start:
+    span = section_span(text, run)
+    if span is None:
         return []
-    section = text[start:stop].split(TIMINGS_HEADING, 1)
+    section = text[span[0] : span[1]].split(TIMINGS_HEADING, 1)
     if len(section) < 2:
         return []
     rows = [line for line in section[1].splitlines() if line.startswith("| ")]
@@ -412,17 +412,25 @@ def findings_paragraph(root: Path) -> str | None:
 
 def replace_section(text: str, run: str, section: str) -> str:
     """``text`` with ``run``'s marked section replaced by ``section`` (appended when absent); nothing else moves."""
+    span = section_span(text, run)
+    if span is None:
+        return text.rstrip("\n") + "\n\n" + section
+    start, stop = span
+    return text[:start] + section + text[stop:].removeprefix("\n")
+
+
+def section_span(text: str, run: str) -> tuple[int, int] | None:
+    """Where ``run``'s section lies in ``text``, its markers included (None when absent); refuses an unpaired marker."""
     begin, end = begin_marker(run), end_marker(run)
     start = text.find(begin)
     if start < 0:
         if end in text:
             raise ValueError(f"{end} without {begin}: restore the pair of markers, or remove both")
-        return text.rstrip("\n") + "\n\n" + section
+        return None
     stop = text.find(end, start)
     if stop < 0:
         raise ValueError(f"{begin} without {end}: restore the pair of markers, or remove both")
-    after = text[stop + len(end) :]
-    return text[:start] + section + after.removeprefix("\n")
+    return start, stop + len(end)
 
 
 def snapshot(root: Path, *, wall_time: float | None, note: str | None, cpu_model: str | None,
