@@ -14,6 +14,7 @@ rule initialize:
         "<results>/logs/initialize/{model}.{lang}.{init}.aux{aux}.k{k}.log",
     benchmark:
         "<results>/benchmarks/initialize/{model}.{lang}.{init}.aux{aux}.k{k}.tsv"
+    priority: TRAINING_PRIORITY
     conda:
         "../envs/workflow.yaml"
     threads: 2
@@ -45,6 +46,7 @@ rule initialize_replace:
         "<results>/logs/initialize_replace/{model}.{lang}.{init}.replace{size}.log",
     benchmark:
         "<results>/benchmarks/initialize_replace/{model}.{lang}.{init}.replace{size}.tsv"
+    priority: TRAINING_PRIORITY
     conda:
         "../envs/workflow.yaml"
     threads: 2

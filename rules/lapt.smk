@@ -17,6 +17,7 @@ rule lapt:
         "<results>/benchmarks/lapt/{model}.{lang}.{method}.tsv"
     wildcard_constraints:
         method=posthoc_slugs("none"),  # a post-hoc method's model comes from its own rule (elchat)
+    priority: TRAINING_PRIORITY
     conda:
         "../envs/workflow.yaml"
     threads: 2

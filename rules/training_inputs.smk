@@ -61,6 +61,13 @@ def lapt_rows_arg(wc):
     return f"--init-report {shlex.quote(init_report)}" if init_report else ""
 
 
+# Training before evaluation (the priority of every step on the way to a trained model): with fewer cores than ready
+# jobs (2 cores, as make demo and make pilot run), a finished LAPT job makes its cell's one-thread evaluation ready
+# beside the next two-thread training job; left to tie, the scheduler may start two evaluations and leave a core idle
+# once the first ends. The evaluations then run in pairs after the training (docs/measurements.md).
+TRAINING_PRIORITY = 1
+
+
 # Points of the held-out curve each LAPT job measures (training.curve_points). At 0 the lapt rule's inputs, outputs,
 # params and command are exactly those of a config without the key: no existing LAPT job is rerun.
 CURVE_POINTS = curve_points(config)

@@ -12,6 +12,7 @@ rule train_aux_tokenizer:
         "<results>/logs/train_aux_tokenizer/{model}.{lang}.aux{aux}.log",
     benchmark:
         "<results>/benchmarks/train_aux_tokenizer/{model}.{lang}.aux{aux}.tsv"
+    priority: TRAINING_PRIORITY
     conda:
         "../envs/workflow.yaml"
     resources:
@@ -40,6 +41,7 @@ rule expand_tokenizer:
         "<results>/logs/expand_tokenizer/{model}.{lang}.aux{aux}.k{k}.log",
     benchmark:
         "<results>/benchmarks/expand_tokenizer/{model}.{lang}.aux{aux}.k{k}.tsv"
+    priority: TRAINING_PRIORITY
     conda:
         "../envs/workflow.yaml"
     resources:
