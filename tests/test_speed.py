@@ -192,6 +192,28 @@ def _speed_file(path, method: str, chars: list[float], tokens: list[float], boun
     return path
 
 
+def test_a_generation_without_text_has_no_ratio_to_its_bound(tmp_path):
+    """A model that ends its free generation at once decodes to no text: its bound (Source tokens ÷ its tokens) is 0,
+    and the table leaves that unit's ÷ bound out instead of dividing by it; the teacher-forced unit keeps its own."""
+    from workflow_scripts import tables
+
+    import json
+
+    focus = _speed_file(tmp_path / "focus.json", "FOCUS", [0.0, 0.0, 0.0], [4.0, 4.5, 5.0], 2.5)
+    data = json.loads(focus.read_text(encoding="utf-8"))
+    for r in data["records"]:
+        if r["metric"] == "token_ratio_bound" and r["mode"] == "generate":
+            r["value"] = 0.0
+    focus.write_text(json.dumps(data), encoding="utf-8")
+    source = _speed_file(tmp_path / "source.json", "Source", [10.0, 8.0, 12.0], [20.0, 16.0, 24.0], 1.0)
+    frame, _ = tables.build_tables([source, focus])
+    rows = frame[frame["method"] == "FOCUS"].set_index("metric")
+    assert rows.loc["token_ratio_bound@generate.greedy.b1", "value"] == 0.0
+    assert rows.loc["speedup_source_tokens@generate.greedy.b1", "value"] == 0.0
+    assert "speedup_over_bound@generate.greedy.b1" not in rows.index
+    assert rows.loc["paired_speedup_over_bound@teacher_forced.greedy.b1", "value"] == pytest.approx(2.25 / 2.5)
+
+
 def test_tables_speedups_with_spread_and_bound(tmp_path):
     from workflow_scripts import tables
 

@@ -125,7 +125,7 @@ def _arrow(pair: tuple[float | None, float | None], fmt: str) -> str:
 
 
 def _ratio(value: float | None, bound: float | None) -> str:
-    return MISSING if value is None or bound is None else f"{value / bound:.2f}"
+    return MISSING if value is None or not bound else f"{value / bound:.2f}"  # no ratio to a bound of 0 (no text)
 
 
 def _paired(paired: tuple[float | None, ...]) -> str:
@@ -220,7 +220,7 @@ def bound_lines(rows: list[dict]) -> list[str]:
     lines = []
     for r in rows:
         (value, low, _), bound = r["paired"], r["bound"]
-        if value is None or bound is None or value <= bound:
+        if value is None or not bound or value <= bound:
             continue
         step = (value / bound - 1) * 100
         where = f"{r['name']} on {language_name(r['language'])}: {value:.2f}x against a bound of {bound:.2f}x"

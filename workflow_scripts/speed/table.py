@@ -89,9 +89,10 @@ def derived_speedups(frame: pd.DataFrame, cell_key, is_source) -> list[dict]:
     }
     out = []
     for (key, task, variant), entry in groups.items():
-        if PAIRED in entry and BOUND in entry:  # needs no Source row: Source ran in the same job
-            p, b = (sum(r["value"] for r in entry[m]) / len(entry[m]) for m in (PAIRED, BOUND))
-            out.append({"key": key, "task": task, "metric": PAIRED_OVER_BOUND + variant, "value": p / b})
+        bound = _mean_bound(entry)
+        if PAIRED in entry and bound:  # needs no Source row: Source ran in the same job
+            p = sum(r["value"] for r in entry[PAIRED]) / len(entry[PAIRED])
+            out.append({"key": key, "task": task, "metric": PAIRED_OVER_BOUND + variant, "value": p / bound})
         base_entry = source.get((key[0], key[1], task, variant))
         if base_entry is None:
             continue
@@ -103,10 +104,18 @@ def derived_speedups(frame: pd.DataFrame, cell_key, is_source) -> list[dict]:
                 continue
             value, low, high = ratio_range(model, src)
             out.append({"key": key, "task": task, "metric": name + variant, "value": value, "min": low, "max": high})
-            if name == "speedup_source_tokens" and BOUND in entry:
-                b = sum(r["value"] for r in entry[BOUND]) / len(entry[BOUND])
-                out.append({"key": key, "task": task, "metric": OVER_BOUND + variant, "value": value / b})
+            if name == "speedup_source_tokens" and bound:
+                out.append({"key": key, "task": task, "metric": OVER_BOUND + variant, "value": value / bound})
     return out
+
+
+def _mean_bound(entry: dict[str, list]) -> float | None:
+    """The unit's bound (mean over seeds); None without one or at 0: a free generation that decoded to no text (a
+    model that ends its answer at once) has no Source tokens, and no speed-up can be set against it."""
+    if BOUND not in entry:
+        return None
+    bound = sum(r["value"] for r in entry[BOUND]) / len(entry[BOUND])
+    return bound if bound > 0 else None
 
 
 def _spread(rows: list) -> dict[str, float]:
