@@ -195,9 +195,9 @@ def _speed_file(path, method: str, chars: list[float], tokens: list[float], boun
 def test_a_generation_without_text_has_no_ratio_to_its_bound(tmp_path):
     """A model that ends its free generation at once decodes to no text: its bound (Source tokens ÷ its tokens) is 0,
     and the table leaves that unit's ÷ bound out instead of dividing by it; the teacher-forced unit keeps its own."""
-    from workflow_scripts import tables
-
     import json
+
+    from workflow_scripts import tables
 
     focus = _speed_file(tmp_path / "focus.json", "FOCUS", [0.0, 0.0, 0.0], [4.0, 4.5, 5.0], 2.5)
     data = json.loads(focus.read_text(encoding="utf-8"))
