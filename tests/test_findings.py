@@ -168,6 +168,11 @@ def test_paragraph_sentences_follow_the_numbers():
     assert reach == ("On Thai, Mean reaches Source's bits per character after 1.5K training tokens; Random after 3K "
                      "(2.0x Mean's); Align after 3.2K (2.1x Mean's).")  # fmt: skip
     assert "; Random does not reach it within the 8K it trained." in paragraph.reach_sentence(sinhala, False)
+    rose = _row(thai, "Random")
+    rose["bpc"] = (rose["bpc"][0], thai.source["bpc"] + 0.5)  # came down to Source's level, then rose above it
+    assert "; Random after 3K (2.0x Mean's) but ends above it (" in paragraph.reach_sentence(thai, False)
+    rose["bpc"] = (rose["bpc"][0], thai.source["bpc"])  # at the level itself: reached, not above
+    assert "; Random after 3K (2.0x Mean's);" in paragraph.reach_sentence(thai, False)
     _row(thai, "Mean")["reach"] = 0  # below Source's level already at step 0 (the initialized model)
     assert paragraph.reach_sentence(thai, False) == (
         "On Thai, Mean is below Source's bits per character before training; Random reaches it after 3K training "

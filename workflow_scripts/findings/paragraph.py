@@ -81,11 +81,17 @@ def reach_sentence(panel: Panel, multi: bool) -> str:
     if later:
         first = later[0]
         parts.append(f"{first['name']} reaches {'it' if at_start else level} after {tokens_text(first['reach'])} "
-                     "training tokens")  # fmt: skip
+                     f"training tokens{_ends_above(first, panel)}")  # fmt: skip
         parts += [f"{r['name']} after {tokens_text(r['reach'])} ({r['reach'] / first['reach']:.1f}x {first['name']}'s)"
-                  for r in later[1:]]  # fmt: skip
+                  f"{_ends_above(r, panel)}" for r in later[1:]]  # fmt: skip
     parts += [f"{r['name']} does not reach it within the {tokens_text(trained_tokens(r))} it trained" for r in missed]
     return f"On {where}, " + "; ".join(parts) + "."
+
+
+def _ends_above(row: dict, panel: Panel) -> str:
+    """ " but ends above it (7.674)" for a curve that came down to Source's level and rose above it again by the end."""
+    end, level = row["bpc"][1], panel.source["bpc"]
+    return f" but ends above it ({end:.3f})" if end is not None and level is not None and end > level else ""
 
 
 def extrapolation_sentence(panel: Panel, multi: bool) -> str:
