@@ -3,6 +3,8 @@ learning curve, the |V_new| series, and the findings page those fill."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 import yaml
@@ -36,6 +38,17 @@ def cut_down(tmp_path):
     return path, config
 
 
+def job_priorities(log: str) -> dict[str, set[int]]:
+    """The priorities Snakemake's log gives each rule's jobs ("priority: N" in a job's block; 0 where it names none)."""
+    out: dict[str, set[int]] = {}
+    for block in re.split(r"\n\s*\n", log):
+        rule = re.search(r"^(?:local)?rule (\w+):$", block, re.M)
+        if rule:
+            priority = re.search(r"^\s+priority: (\d+)$", block, re.M)
+            out.setdefault(rule.group(1), set()).add(int(priority.group(1)) if priority else 0)
+    return out
+
+
 @pytest.mark.e2e
 def test_pilot_grid_runs_and_fills_the_findings_page(tmp_path):
     path, config = cut_down(tmp_path)
@@ -66,5 +79,10 @@ def test_pilot_grid_runs_and_fills_the_findings_page(tmp_path):
     for name in ("Random", "Mean", "Merge", "Align", "FOCUS", "CPT-only"):
         assert name in page, name
     assert "Not in this run" not in page
+    # training before evaluation: every job on the way to a trained model ran at the training priority, no other
+    priorities = job_priorities(run.stdout + run.stderr)
+    training = {"train_aux_tokenizer", "expand_tokenizer", "initialize", "lapt"}
+    assert {rule: priorities[rule] for rule in training} == {rule: {1} for rule in training}
+    assert {p for rule, found in priorities.items() if rule not in training for p in found} == {0}
     again = snakemake(["-n", "--configfile", str(path)], tmp_path)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
