@@ -170,7 +170,8 @@ def test_cli_on_an_expanded_model(tmp_path, smollm2_tokenizer_dir):
     assert not any(k[3] == "paired_speedup" and k[0] == "generate" for k in by)
 
 
-def _speed_file(path, method: str, chars: list[float], tokens: list[float], bound: float):
+def _speed_file(path, method: str, chars: list[float], tokens: list[float], bound: float, generate_bound=None):
+    """A speed.json of one cell: both modes share ``bound`` unless ``generate_bound`` sets the free generation's."""
     import json
 
     cell = {"model": "m", "language": "th", "method": method, "label": method}
@@ -184,7 +185,8 @@ def _speed_file(path, method: str, chars: list[float], tokens: list[float], boun
         ):
             summary = units.summary(reps)
             records.append({"task": "mt", "metric": metric, **summary, "repeats": reps, **variant})
-        records.append({"task": "mt", "metric": "token_ratio_bound", "value": bound, **variant})
+        own = generate_bound if mode == "generate" and generate_bound is not None else bound
+        records.append({"task": "mt", "metric": "token_ratio_bound", "value": own, **variant})
         if mode == "teacher_forced" and method != "Source":
             records.append({"task": "mt", "metric": "paired_speedup", **units.summary([2.0, 2.25, 2.5]), **variant})
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -195,16 +197,9 @@ def _speed_file(path, method: str, chars: list[float], tokens: list[float], boun
 def test_a_generation_without_text_has_no_ratio_to_its_bound(tmp_path):
     """A model that ends its free generation at once decodes to no text: its bound (Source tokens ÷ its tokens) is 0,
     and the table leaves that unit's ÷ bound out instead of dividing by it; the teacher-forced unit keeps its own."""
-    import json
-
     from workflow_scripts import tables
 
-    focus = _speed_file(tmp_path / "focus.json", "FOCUS", [0.0, 0.0, 0.0], [4.0, 4.5, 5.0], 2.5)
-    data = json.loads(focus.read_text(encoding="utf-8"))
-    for r in data["records"]:
-        if r["metric"] == "token_ratio_bound" and r["mode"] == "generate":
-            r["value"] = 0.0
-    focus.write_text(json.dumps(data), encoding="utf-8")
+    focus = _speed_file(tmp_path / "focus.json", "FOCUS", [0.0, 0.0, 0.0], [4.0, 4.5, 5.0], 2.5, generate_bound=0.0)
     source = _speed_file(tmp_path / "source.json", "Source", [10.0, 8.0, 12.0], [20.0, 16.0, 24.0], 1.0)
     frame, _ = tables.build_tables([source, focus])
     rows = frame[frame["method"] == "FOCUS"].set_index("metric")
