@@ -231,5 +231,18 @@ def test_timed_runs_of_a_configuration_stand_side_by_side(tmp_path, run):
     assert first in again and second in again and again.count("| 2026-12-03 ") == 2
 
 
+def test_finished_given_replaces_the_newest_files_time(tmp_path, run, capsys):
+    """A run whose last jobs ran again later: its row and date are the time given, not its newest file's."""
+    doc = tmp_path / "measurements.md"
+    doc.write_text(PAGE, encoding="utf-8")
+    _finish_at(run, 1796266800)  # 2026-12-03 03:00 UTC: the jobs run again
+    text = _main(tmp_path, doc, "--wall-time", "54m15s", "--finished", "2026-12-02 23:46")
+    assert "| 2026-12-02 23:46 | 54 min 15 s |" in text and "2026-12-03" not in text
+    with pytest.raises(SystemExit):
+        _main(tmp_path, doc, "--wall-time", "50m", "--finished", "23:46")
+    assert "YYYY-MM-DD HH:MM" in capsys.readouterr().err
+    assert doc.read_text(encoding="utf-8") == text
+
+
 def test_a_run_never_timed_has_no_timed_runs_table(tmp_path, run):
     assert "### Timed runs" not in _main(tmp_path, tmp_path / "measurements.md")

@@ -10,7 +10,8 @@ character, as results.md's lead computes them; mt chrF), the cost per rule from 
 (job wall and CPU seconds, peak memory), the date from the newest of those files, the machine from the speed step's
 ``details.hardware`` and the training runs' ``train_stats.json``, the config files from the run's ``.run.json``.
 What the files do not hold is passed on the command line: the whole run's wall time (``--wall-time``, as ``time``
-prints it) and the machine's load (``--note``).
+prints it), the machine's load (``--note``), and when it finished if its last jobs were run again later
+(``--finished``).
 
 Each snapshot given a wall time adds a row to the section's "Timed runs" table (when the run finished, its wall time,
 its summed job time and heaviest rules, the note); the rows of earlier snapshots of the same configuration are kept,
@@ -433,12 +434,21 @@ def section_span(text: str, run: str) -> tuple[int, int] | None:
     return start, stop + len(end)
 
 
+def parse_finished(text: str) -> dt.datetime:
+    """``--finished``'s ``YYYY-MM-DD HH:MM`` (UTC)."""
+    try:
+        return dt.datetime.strptime(text.strip(), "%Y-%m-%d %H:%M").replace(tzinfo=dt.UTC)
+    except ValueError:
+        raise ValueError(f"--finished {text!r}: give the UTC time as YYYY-MM-DD HH:MM, e.g. 2026-12-04 15:34") from None
+
+
 def snapshot(root: Path, *, wall_time: float | None, note: str | None, cpu_model: str | None,
-             date: str | None) -> dict:  # fmt: skip
-    """Everything the section shows, read from the run folder ``root``."""
+             date: str | None, finished: dt.datetime | None = None) -> dict:  # fmt: skip
+    """Everything the section shows, read from the run folder ``root``; ``finished`` overrides the time of the run's
+    newest file."""
     frame = pd.read_csv(paths.table("results.csv", str(root)))
     marker = root / MARKER
-    finished = run_finished(root)
+    finished = finished or run_finished(root)
     return {
         "configfiles": _json(marker).get("configfiles", []) if marker.is_file() else [],
         "rows": result_rows(frame) if not frame.empty else [],
@@ -463,15 +473,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--wall-time", help="the whole run's wall time: seconds, or as `time` prints it (8m12.3s)")
     p.add_argument("--note", help='the machine\'s load while it ran, e.g. "loaded machine: 3 other jobs"')
     p.add_argument("--cpu-model", default="auto", help="the CPU model (default: /proc/cpuinfo, if the run ran here)")
-    p.add_argument("--date", help="the run's date, YYYY-MM-DD (default: the newest results or benchmark file's)")
+    p.add_argument("--date", help="the run's date, YYYY-MM-DD (default: the day it finished)")
+    p.add_argument("--finished", help="when the run finished, UTC, YYYY-MM-DD HH:MM (default: its newest results or "
+                   "benchmark file's time; give it when the run's last jobs were run again later)")  # fmt: skip
     a = p.parse_args(argv)
     run = run_of_configfiles(a.configfile, a.run)
     root = a.results / run
     if not Path(paths.table("results.csv", str(root))).is_file():
         p.error(f"{root}/tables/results.csv does not exist: finish the run first (snakemake --configfile ...), "
                 "or name another run (--run)")  # fmt: skip
-    wall = parse_wall_time(a.wall_time) if a.wall_time else None
-    snap = snapshot(root, wall_time=wall, note=a.note, cpu_model=a.cpu_model, date=a.date)
+    try:
+        wall = parse_wall_time(a.wall_time) if a.wall_time else None
+        finished = parse_finished(a.finished) if a.finished else None
+    except ValueError as e:
+        p.error(str(e))
+    snap = snapshot(root, wall_time=wall, note=a.note, cpu_model=a.cpu_model, date=a.date, finished=finished)
     text = a.doc.read_text(encoding="utf-8") if a.doc.is_file() else ""
     snap["timings"] = merge_timings(previous_timings(text, run), timing_row(snap) if wall is not None else None)
     write_text(a.doc, replace_section(text, run, render(run, root, snap)))
