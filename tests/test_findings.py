@@ -52,7 +52,7 @@ CURVES = {
     "th": {
         "CPT-only": [4.0, 3.6, 3.3, 3.1, 3.0, 3.0, 3.0, 3.0, 3.0],
         "Mean": [6.0, 4.5, 3.5, 3.2, 3.1, 3.1, 3.1, 3.1, 3.1],  # Source's 4.0 crossed at 1000 + 0.5 / 1.0 · 1000
-        "Random": [9.0, 7.0, 5.0, 4.0, 3.5, 3.4, 3.3, 3.3, 3.3],  # ... at 3000: 2.0x Mean's
+        "Random": [9.0, 7.0, 5.0, 4.0, 3.5, 3.4, 3.3, 3.3, 3.3],  # ... at 3000: 2.0x the tokens of Mean
         "Align": [5.5, 4.6, 4.2, 4.1, 3.5, 3.2, 3.1, 3.06, 3.06],
     },
     "si": {
@@ -166,17 +166,17 @@ def test_paragraph_sentences_follow_the_numbers():
     assert "a spread of 3.500; after training Align (3.060) <" in order and "training narrows the gap" in order
     reach = paragraph.reach_sentence(thai, False)
     assert reach == ("On Thai, Mean reaches Source's bits per character after 1.5K training tokens; Random after 3K "
-                     "(2.0x Mean's); Align after 3.2K (2.1x Mean's).")  # fmt: skip
+                     "(2.0x the tokens of Mean); Align after 3.2K (2.1x the tokens of Mean).")  # fmt: skip
     assert "; Random does not reach it within the 8K it trained." in paragraph.reach_sentence(sinhala, False)
     rose = _row(thai, "Random")
     rose["bpc"] = (rose["bpc"][0], thai.source["bpc"] + 0.5)  # came down to Source's level, then rose above it
-    assert "; Random after 3K (2.0x Mean's) but ends above it (" in paragraph.reach_sentence(thai, False)
+    assert "; Random after 3K (2.0x the tokens of Mean) but ends above it (" in paragraph.reach_sentence(thai, False)
     rose["bpc"] = (rose["bpc"][0], thai.source["bpc"])  # at the level itself: reached, not above
-    assert "; Random after 3K (2.0x Mean's);" in paragraph.reach_sentence(thai, False)
+    assert "; Random after 3K (2.0x the tokens of Mean);" in paragraph.reach_sentence(thai, False)
     _row(thai, "Mean")["reach"] = 0  # below Source's level already at step 0 (the initialized model)
     assert paragraph.reach_sentence(thai, False) == (
         "On Thai, Mean is below Source's bits per character before training; Random reaches it after 3K training "
-        "tokens; Align after 3.2K (1.1x Random's)."
+        "tokens; Align after 3.2K (1.1x the tokens of Random)."
     )
     extra = paragraph.extrapolation_sentence(sinhala, False)
     assert extra.startswith("Extrapolation, not a measurement (a power law")

@@ -82,8 +82,8 @@ def reach_sentence(panel: Panel, multi: bool) -> str:
         first = later[0]
         parts.append(f"{first['name']} reaches {'it' if at_start else level} after {tokens_text(first['reach'])} "
                      f"training tokens{_ends_above(first, panel)}")  # fmt: skip
-        parts += [f"{r['name']} after {tokens_text(r['reach'])} ({r['reach'] / first['reach']:.1f}x {first['name']}'s)"
-                  f"{_ends_above(r, panel)}" for r in later[1:]]  # fmt: skip
+        parts += [f"{r['name']} after {tokens_text(r['reach'])} ({r['reach'] / first['reach']:.1f}x the tokens of "
+                  f"{first['name']}){_ends_above(r, panel)}" for r in later[1:]]  # fmt: skip
     parts += [f"{r['name']} does not reach it within the {tokens_text(trained_tokens(r))} it trained" for r in missed]
     return f"On {where}, " + "; ".join(parts) + "."
 
