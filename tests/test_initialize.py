@@ -288,28 +288,41 @@ def smol_expansion(smollm2_tokenizer_dir, tmp_path_factory) -> Path:
     return expand_tokenizer(smollm2_tokenizer_dir, tmp_path_factory.mktemp("smol") / "tgt", SMOL_MERGES)
 
 
+@pytest.fixture(scope="module")
+def smol_tok(tiny_llama_dir):
+    """The tiny Llama's tokenizer, loaded once (the tests only read and save it)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_llama_dir)
+
+
+def smol_model(folder: Path):
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(folder)
+
+
 def check_mean_rows(new: torch.Tensor, source: torch.Tensor, vocab: dict[str, int]) -> None:
     for k, spelling in enumerate(SMOL_SPELLING):
         assert torch.allclose(new[49152 + k], mean(source, [vocab[p] for p in spelling]), atol=1e-6)
 
 
-def test_tied_model_stays_tied(tiny_llama_dir, smol_expansion, tmp_path):
-    src_model, src_tok = load(tiny_llama_dir)
-    src_emb = rows(src_model)[0].clone()
+def test_tied_model_stays_tied(tiny_llama_dir, smol_expansion, smol_tok, tmp_path):
+    src_emb = rows(smol_model(tiny_llama_dir))[0].clone()
     report = initialize(tiny_llama_dir, smol_expansion, tmp_path / "out", "Mean", seed=0)
     model, tok = load(tmp_path / "out")
     emb, head = rows(model)
     assert report["tied"] and model.config.tie_word_embeddings and emb.data_ptr() == head.data_ptr()
     assert len(tok) == model.config.vocab_size == 49156 and emb.shape == (49156, 64)
     assert torch.equal(emb[:49152], src_emb)
-    check_mean_rows(emb, src_emb, src_tok.get_vocab())
+    check_mean_rows(emb, src_emb, smol_tok.get_vocab())
     assert tok.encode(" กา", add_special_tokens=False) == [216, 49153]  # Ġ | à¸ģà¸²: ranks follow merge order
 
 
-def test_untied_model_initializes_both_matrices(tiny_llama_dir, smol_expansion, tmp_path):
+def test_untied_model_initializes_both_matrices(tiny_llama_dir, smol_expansion, smol_tok, tmp_path):
     from transformers import LlamaForCausalLM
 
-    tied, src_tok = load(tiny_llama_dir)
+    tied = smol_model(tiny_llama_dir)
     cfg = tied.config
     cfg.tie_word_embeddings = False
     untied = LlamaForCausalLM(cfg)
@@ -317,8 +330,8 @@ def test_untied_model_initializes_both_matrices(tiny_llama_dir, smol_expansion, 
     with torch.no_grad():
         untied.lm_head.weight.copy_(torch.randn(49152, 64, generator=torch.Generator().manual_seed(3)) * 0.5 + 1)
     untied.save_pretrained(tmp_path / "src")
-    src_tok.save_pretrained(tmp_path / "src")
-    src_emb, src_head = (m.clone() for m in rows(load(tmp_path / "src")[0]))
+    smol_tok.save_pretrained(tmp_path / "src")
+    src_emb, src_head = (m.clone() for m in rows(smol_model(tmp_path / "src")))
     assert not torch.equal(src_emb, src_head)
 
     report = initialize(tmp_path / "src", smol_expansion, tmp_path / "out", "Mean", seed=0)
@@ -326,7 +339,7 @@ def test_untied_model_initializes_both_matrices(tiny_llama_dir, smol_expansion, 
     emb, head = rows(model)
     assert not report["tied"] and emb.data_ptr() != head.data_ptr()
     assert torch.equal(emb[:49152], src_emb) and torch.equal(head[:49152], src_head)
-    vocab = src_tok.get_vocab()
+    vocab = smol_tok.get_vocab()
     check_mean_rows(emb, src_emb, vocab)
     check_mean_rows(head, src_head, vocab)
     stats = report["stats"]
@@ -337,7 +350,7 @@ def test_untied_model_initializes_both_matrices(tiny_llama_dir, smol_expansion, 
 def test_padding_rows_are_source_mean_and_never_generated(tiny_llama_dir, smol_expansion, tmp_path):
     from transformers import GenerationConfig
 
-    src_emb = rows(load(tiny_llama_dir)[0])[0].clone()
+    src_emb = rows(smol_model(tiny_llama_dir))[0].clone()
     report = initialize(tiny_llama_dir, smol_expansion, tmp_path / "out", "Mean", seed=0, pad_to_multiple_of=256)
     model, tok = load(tmp_path / "out")
     padding = list(range(49156, 49408))  # 49156 target ids rounded up to 193 × 256

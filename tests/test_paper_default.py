@@ -56,19 +56,20 @@ def _speed(name: str, lang: str) -> list[dict]:
     return records
 
 
-@pytest.fixture
-def drawn(monkeypatch):
+@pytest.fixture(scope="module")
+def drawn():
     """Every figure drawn (kept open: the tests read their texts and bars), and still written."""
     kept, save = [], figures.save
-    monkeypatch.setattr(figures, "save", lambda fig, stem: kept.append(fig) or save(fig, stem))
-    return kept
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(figures, "save", lambda fig, stem: kept.append(fig) or save(fig, stem))
+        yield kept
 
 
-@pytest.fixture
-def run(tmp_path, drawn):
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, drawn):
     """results/default of a default-style run: result files, loss curves, fragmentation; then rule tables' and rule
-    paper_tables' commands."""
-    root = tmp_path / "results" / "default"
+    paper_tables' commands, and the findings command (built once: the tests only read the pages and figures)."""
+    root = tmp_path_factory.mktemp("paper_default") / "results" / "default"
     paths, losses = [], []
     for lang, cells in NUMBERS.items():
         for name, (tokens, bpc, chrf) in cells.items():
@@ -97,6 +98,8 @@ def run(tmp_path, drawn):
     tables.main(["--inputs", *map(str, paths), "--losses", *map(str, losses), "--csv", str(out / "results.csv"),
                  "--markdown", str(out / "results.md"), "--figure", str(out / "results.png"),
                  "--html", str(out / "results.html")])  # fmt: skip
+    _paper(root)
+    _findings(root)
     return root
 
 
@@ -129,7 +132,7 @@ def _texts(fig) -> list[str]:
 
 
 def test_no_raw_name_and_no_empty_output(run, drawn):
-    paper, findings = _paper(run), _findings(run)
+    paper, findings = run / "paper", run / "findings"
     pages = {p.name: p.read_text(encoding="utf-8")
              for p in [*paper.iterdir(), *(run / "tables").iterdir(), *findings.iterdir()]
              if p.suffix in (".md", ".html", ".tex", ".csv") and p.name != "results.csv"}  # fmt: skip
@@ -160,7 +163,6 @@ def test_no_raw_name_and_no_empty_output(run, drawn):
 def test_one_tokens_per_held_out_sentence_everywhere(run, drawn):
     md = (run / "tables/results.md").read_text(encoding="utf-8")
     assert "| SmolLM2-135M | Thai | Mean | 74.9 → 35.5 |" in md and "the first 50 held-out sentences" in md
-    _paper(run)
     lead, figure2 = drawn[0], next(f for f in drawn if "Figure 2" in f._suptitle.get_text())
     expected = {74.9, 35.5, 97.5, 29.7}  # CPT-only keeps Source's tokenizer: its bars repeat Source's
     assert {round(p.get_height(), 1) for p in lead.axes[0].patches} == expected
@@ -186,7 +188,6 @@ def test_the_page_says_whether_quality_is_held_and_why_a_speed_up_passes_its_bou
 
 
 def test_figures_fit_chrf_to_its_data_and_count_steps_in_whole_numbers(run, drawn):
-    _paper(run)
     fig3 = next(f for f in drawn if "Figure 3" in f._suptitle.get_text())
     chrf = next(ax for ax in fig3.axes if "chrF" in ax.get_ylabel())
     assert chrf.get_ylim()[1] < 10 and "fitted to the data" in chrf.get_ylabel()

@@ -113,8 +113,8 @@ def test_replace_on_a_small_corpus_names_replace_vocab_size(smollm2_tokenizer_di
 def _spelling_mean(src_bpe, src_emb: torch.Tensor, piece: str) -> torch.Tensor:
     """Mean of the source rows of the source BPE's spelling; for the byte symbols SmolLM2 lacks (bytes that never occur
     in UTF-8, e.g. 0xF9), which nothing spells, the mean of all source rows."""
-    ids = [t.id for t in src_bpe.tokenize(piece)] or list(range(src_emb.shape[0]))
-    return src_emb[ids].to(torch.float64).mean(0)
+    ids = [t.id for t in src_bpe.tokenize(piece)]
+    return (src_emb[ids] if ids else src_emb).to(torch.float64).mean(0)  # all rows without indexing each one
 
 
 @pytest.mark.parametrize("tied", [True, False])

@@ -4,6 +4,7 @@ the steps and the tools."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from tests.conftest import REPO
@@ -14,19 +15,25 @@ PACKAGE = REPO / "workflow_scripts"
 TOOLS = ("workflow_scripts", "tools")
 
 
-def modules(root: Path = REPO) -> dict[str, ast.Module]:
-    """The parsed modules of workflow_scripts/ and tools/ under ``root``, by path relative to it."""
-    paths = sorted(p for top in TOOLS for p in (root / top).rglob("*.py"))
-    return {str(p.relative_to(root)): ast.parse(p.read_text(encoding="utf-8")) for p in paths}
+def modules(root: Path = REPO, tops: tuple[str, ...] = TOOLS) -> dict[str, list[ast.AST]]:
+    """Every node of each module of workflow_scripts/ and tools/ (or ``tops``) under ``root``, by path relative to
+    it."""
+    paths = sorted(p for top in tops for p in (root / top).rglob("*.py"))
+    return {str(p.relative_to(root)): walked(p) for p in paths}
+
+
+@functools.cache  # each module parsed and walked once for the several checks of this file
+def walked(path: Path) -> list[ast.AST]:
+    return list(ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
 
 
 def test_modules_and_functions_stay_small():
     too_long = []
-    for name, tree in modules().items():
+    for name, tree_nodes in modules().items():
         lines = (REPO / name).read_text(encoding="utf-8").count("\n")
         if lines > MAX_MODULE_LINES:
             too_long.append(f"{name}: {lines} lines")
-        for node in ast.walk(tree):
+        for node in tree_nodes:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 length = node.end_lineno - node.lineno + 1
                 if length > MAX_FUNCTION_LINES:
@@ -50,11 +57,11 @@ def node_of(module: str, root: Path = REPO) -> str | None:
 def import_graph(root: Path = REPO) -> dict[str, set[str]]:
     """Node -> the other nodes it imports, counting imports inside functions too (they hide cycles)."""
     graph: dict[str, set[str]] = {}
-    for name, tree in modules(root).items():
+    for name, tree_nodes in modules(root).items():
         here = node_of(Path(name).with_suffix("").as_posix().replace("/", "."), root)
         if here is None:
             continue
-        for node in ast.walk(tree):
+        for node in tree_nodes:
             targets = []
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
@@ -112,8 +119,8 @@ def test_a_cycle_through_a_tool_fails_the_check(tmp_path):
 
 def test_byte_and_piece_helpers_are_defined_once():
     defined: dict[str, list[str]] = {}
-    for name, tree in modules().items():
-        for node in tree.body:
+    for name, tree_nodes in modules().items():
+        for node in tree_nodes[0].body:  # the walk starts at the module
             names = []
             if isinstance(node, ast.FunctionDef):
                 names = [node.name]
@@ -131,8 +138,8 @@ REMOVED_MT_PATH = {"MT_TEMPLATE", "mt_prompt", "evaluate_mt", "chrf_scores", "wr
 
 def test_no_module_imports_the_removed_mt_path():
     found, seen = [], set()
-    for path in sorted([*PACKAGE.rglob("*.py"), *(REPO / "tools").rglob("*.py"), *(REPO / "tests").rglob("*.py")]):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for path, tree_nodes in modules(REPO, (*TOOLS, "tests")).items():
+        for node in tree_nodes:
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 modules_named = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
                 names = [a.name for a in node.names] if node.module.startswith("workflow_scripts") else []
@@ -142,7 +149,7 @@ def test_no_module_imports_the_removed_mt_path():
                 continue
             seen.update(modules_named)
             if "workflow_scripts.evaluate" in modules_named or REMOVED_MT_PATH & set(names):
-                found.append(f"{path.relative_to(REPO)}:{node.lineno}")
+                found.append(f"{path}:{node.lineno}")
     assert "workflow_scripts.evaluation.load_model" in seen  # the walk sees real imports
     assert not (PACKAGE / "evaluate.py").exists()
     assert not found, found
