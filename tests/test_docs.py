@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 DOCS = REPO / "docs"
 
-# Development history has no place in a user's document (STYLE.md): session numbers, issue numbers, the machine the
+# Development history has no place in a user's document: session numbers, issue numbers, the machine the
 # text was written on.
 HISTORY = re.compile(r"\bstop \d+|\bissues? \d+|\bthis (?:machine|session)\b", re.IGNORECASE)
 

@@ -82,6 +82,7 @@ def test_step_time_from_flops_by_hand():
 # --------------------------------------------------------------------------- against a real run of lapt (CPU)
 
 
+@pytest.mark.slow  # a real training run per case, seven in all
 @pytest.mark.parametrize(
     ("procedure", "tied", "objective", "hp"),
     [

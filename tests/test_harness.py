@@ -4,6 +4,7 @@ embedded default's data, and (slow: LightEval imports in ~15 s) runs on a tiny m
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -232,6 +233,7 @@ def test_mt_score_is_recomputed_from_details_and_runs_are_seeded(tiny, tmp_path)
     assert texts("paper", 1)[1] == sampled[1]
 
 
+@pytest.mark.slow  # two LightEval runs
 def test_each_pairs_folder_is_read_afresh(tiny, tmp_path):
     """Two mt datasets in folders of the same name: the second is scored on its own rows, not on the rows ``datasets``
     cached for the first (its cache keys a local folder by name and subset: the default's Thai mt once scored 3 of its
@@ -324,14 +326,20 @@ def llama_1100(tiny_llama_dir, tmp_path_factory):
     return folder
 
 
-def test_harness_model_config_takes_the_model_maximum(llama_1100, tmp_path):
+def test_harness_model_config_takes_the_model_maximum(llama_1100, tmp_path, monkeypatch):
+    import torch
+
     from workflow_scripts.evaluation import load_model
     from workflow_scripts.harness.run import lighteval_model_config
 
+    # LightEval's backend turns gradients off for the whole process when it is imported: imported afresh here, and
+    # the caller's mode must survive it, or training later in the same process fails
+    monkeypatch.delitem(sys.modules, "lighteval.models.transformers.transformers_model", raising=False)
     model, _ = load_model(llama_1100, "float32", "cpu")
     common = {"batch_size": 1, "decoding": "greedy", "chat_template": False, "cache_dir": tmp_path}
     assert lighteval_model_config(model, str(llama_1100), max_length=None, **common).max_length == 1100
     assert lighteval_model_config(model, str(llama_1100), max_length=512, **common).max_length == 512  # --max-length
+    assert torch.is_grad_enabled()
 
 
 @pytest.mark.slow

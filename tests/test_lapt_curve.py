@@ -79,6 +79,7 @@ def test_curve_points_are_the_ppl_steps_numbers(tmp_path, tiny_llama_dir, thai_f
     assert float(rows[-1][2]) < float(rows[0][2])  # lr 1e-3 on Thai text: the held-out text gets likelier
 
 
+@pytest.mark.slow  # two training runs, compared bit for bit
 def test_curve_does_not_change_training(tmp_path, tiny_llama_dir, thai_file, thai_lines):
     # LoRA + mtp: LoRA dropout draws from torch's RNG every step, and the mtp head reads the LM head's hook; a
     # measurement that moved the RNG or left a captured hidden state behind would change the weights.

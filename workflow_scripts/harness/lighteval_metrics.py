@@ -1,5 +1,5 @@
-"""LightEval metrics of the paper's tasks, defined in an importable module so that they pickle (PITFALLS: a metric class
-in a custom-task file does not; LightEval's built-in chrF scores only the first sample, upstream issue 1112).
+"""LightEval metrics of the paper's tasks, defined in an importable module so that they pickle (a metric class in
+a custom-task file does not; LightEval's built-in chrF scores only the first sample, upstream issue 1112).
 
 Each metric wraps a plain function of ``metrics``. Importing this module imports LightEval (about 15 s, and it turns
 off torch gradients process-wide): only the evaluation jobs import it.

@@ -109,14 +109,20 @@ def run_task(
     ``max_length`` (prompt and continuation tokens) is the model's own maximum unless given
     (``workflow_scripts.evaluation.model_max_length``).
     """
+    with keeping_grad_mode():
+        return _run_pipeline(model, model_dir, config, n, decoding, seed, batch_size, max_length, chat_template)
+
+
+@contextlib.contextmanager
+def keeping_grad_mode() -> Iterator[None]:
+    """LightEval's transformers backend calls torch.set_grad_enabled(False) for the whole process, at its import and
+    when it wraps a model: the caller's mode is restored afterwards, so that code running later in the same process
+    (a test session, a notebook) still trains."""
     import torch
 
-    # LightEval's transformers backend calls torch.set_grad_enabled(False) for the whole process, at import and when
-    # it wraps a model (PITFALLS.md): restore the caller's mode afterwards, so that code running after an evaluation
-    # in the same process (a test session, a notebook) still trains.
     grad_enabled = torch.is_grad_enabled()
     try:
-        return _run_pipeline(model, model_dir, config, n, decoding, seed, batch_size, max_length, chat_template)
+        yield
     finally:
         torch.set_grad_enabled(grad_enabled)
 
@@ -149,7 +155,9 @@ def lighteval_model_config(
     model's own maximum (``workflow_scripts.evaluation.model_max_length``), which LightEval's backend would also read
     from the model's config, written out so that the result records it."""
     from lighteval.models.model_input import GenerationParameters
-    from lighteval.models.transformers.transformers_model import TransformersModelConfig
+
+    with keeping_grad_mode():  # the backend's first import turns gradients off
+        from lighteval.models.transformers.transformers_model import TransformersModelConfig
 
     from workflow_scripts.evaluation import model_max_length
 
