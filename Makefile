@@ -33,7 +33,8 @@ pilot: setup
 	$(BIN)/snakemake --cores 2 --configfile configs/pilot.yaml
 
 # A finished run's dated snapshot in docs/measurements.md (tools/snapshot.py), replacing that run's section only:
-#   make snapshot [RUN=default] [WALL="8m12s"] [NOTE="loaded machine: two other jobs running"] [FINISHED="2026-12-04 15:34"]
+#   make snapshot [RUN=default] [WALL="8m12s"] [NOTE="loaded machine: two other jobs running"]
+#                 [FINISHED="2026-12-04 15:34"]   (UTC; when the run's last jobs were run again later)
 RUN ?= default
 snapshot: setup
 	$(BIN)/python -m tools.snapshot --run '$(RUN)' $(if $(WALL),--wall-time '$(WALL)') $(if $(NOTE),--note '$(NOTE)') $(if $(FINISHED),--finished '$(FINISHED)')
