@@ -470,3 +470,22 @@ def test_command_line_sentencepiece_route(family_dirs, texts, tmp_path):
     assert len(rep["merges"]) == sum(len(e["piece"]) > 1 for e in rep["new_tokens"])
     assert rep["tokens_per_sentence_target"] < rep["tokens_per_sentence_source"]
     assert not (out / "tokenizer.model").exists()  # the source's SentencePiece model would be stale
+
+
+@pytest.mark.parametrize("name", [*FAMILY_PARAMS, "smollm2"])
+def test_components_read_alone_are_the_tokenizer_json_entries(name, family_dirs, smollm2_tokenizer_dir):
+    """``is_byte_level`` reads the normalizer and pre-tokenizer off their objects, and ``initialize`` the model type
+    off the model's class: each must be what the whole tokenizer.json says, from a backend and from a fast
+    transformers tokenizer."""
+    from transformers import AutoTokenizer
+
+    from workflow_scripts.pieces import component_json, is_byte_level, model_type
+
+    folder = smollm2_tokenizer_dir if name == "smollm2" else family_dirs[name]
+    backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    whole = json.loads(backend.to_str())
+    for tok in (backend, AutoTokenizer.from_pretrained(folder), whole, folder):
+        for part in ("normalizer", "pre_tokenizer"):
+            assert component_json(tok, part) == whole[part], (type(tok), part)
+        assert model_type(tok) == whole["model"]["type"] == "BPE"
+        assert is_byte_level(tok) == (name != "mistral")  # Llama-3 and SmolLM2: ByteLevel; Mistral: byte fallback

@@ -87,6 +87,34 @@ def tokenizer_json(tokenizer: Any) -> dict:
     return json.loads(backend.to_str())
 
 
+def _backend(tokenizer: Any) -> Any:
+    """The ``tokenizers.Tokenizer`` behind ``tokenizer`` (itself or a fast transformers tokenizer's); None for a dict,
+    a file or a folder."""
+    if isinstance(tokenizer, (dict, str, Path)):
+        return None
+    backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+    return backend if hasattr(backend, "to_str") else None
+
+
+def component_json(tokenizer: Any, name: str) -> Any:
+    """The ``normalizer`` or ``pre_tokenizer`` entry of a tokenizer's tokenizer.json. From a tokenizers backend it is
+    read off that component alone (its pickled state is its tokenizer.json entry): ``tokenizer_json`` would serialize
+    and parse the whole vocabulary and merges too, about 50 ms for SmolLM2's 49K tokens."""
+    backend = _backend(tokenizer)
+    if backend is None:
+        return tokenizer_json(tokenizer).get(name)
+    part = getattr(backend, name)
+    return None if part is None else json.loads(part.__getstate__())
+
+
+def model_type(tokenizer: Any) -> str | None:
+    """The tokenizer.json model's ``type`` ("BPE", "Unigram", ...), without serializing a backend's vocabulary."""
+    backend = _backend(tokenizer)
+    if backend is None:
+        return (tokenizer_json(tokenizer).get("model") or {}).get("type")
+    return type(backend.model).__name__
+
+
 def has_component(node: Any, kind: str) -> bool:
     """Whether a tokenizer.json component (possibly a Sequence, at any depth) contains one of type ``kind``."""
     if isinstance(node, dict):
@@ -101,8 +129,7 @@ def is_byte_level(tokenizer: Any) -> bool:
 
     The decoder is not asked: it only says how ids become text, not which alphabet the vocabulary is written in.
     """
-    spec = tokenizer_json(tokenizer)
-    return has_component(spec.get("pre_tokenizer"), "ByteLevel") or has_component(spec.get("normalizer"), "ByteLevel")
+    return any(has_component(component_json(tokenizer, name), "ByteLevel") for name in ("pre_tokenizer", "normalizer"))
 
 
 def detect_family(tokenizer: Any, where: str | Path = "<tokenizer>") -> str:

@@ -12,7 +12,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from workflow_scripts.pieces import SENTENCEPIECE_BPE, is_byte_level, is_partial_utf8, piece_text, tokenizer_json
+from workflow_scripts.pieces import (
+    SENTENCEPIECE_BPE,
+    is_byte_level,
+    is_partial_utf8,
+    model_type,
+    piece_text,
+    tokenizer_json,
+)
 
 
 @dataclass(frozen=True)
@@ -28,7 +35,7 @@ class NewToken:
 def _check_expansion(source_tokenizer: Any, target_tokenizer: Any) -> list[int]:
     """The new ids, after checking that T_t is a BPE that keeps every source token at its source id."""
     for name, tok in (("source", source_tokenizer), ("target", target_tokenizer)):
-        if (kind := tokenizer_json(tok)["model"].get("type")) != "BPE":
+        if (kind := model_type(tok)) != "BPE":
             raise ValueError(f"initialize needs BPE tokenizers; the {name} tokenizer's model is {kind!r}")
     src_vocab = source_tokenizer.get_vocab()
     tgt_vocab = target_tokenizer.get_vocab()
