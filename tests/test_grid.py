@@ -242,3 +242,19 @@ def test_conda_environment_pins_the_same_packages_as_requirements():
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     lines = (REPO / "requirements.txt").read_text().splitlines()
     assert pip == [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def test_the_schema_is_parsed_once_and_afresh_when_its_file_changes(tmp_path):
+    import os
+
+    from workflow_scripts.config_checks.schema import load_schema
+
+    path = tmp_path / "config.schema.yaml"
+    path.write_text(SCHEMA.read_text(encoding="utf-8"), encoding="utf-8")
+    first = load_schema(path)
+    assert load_schema(path) is first and load_schema(str(path)) is first
+    path.write_text(SCHEMA.read_text(encoding="utf-8") + "x-edited: true\n", encoding="utf-8")
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # a new version, whatever the clock's resolution
+    again = load_schema(path)
+    assert again is not first and again["x-edited"] is True and "x-edited" not in first

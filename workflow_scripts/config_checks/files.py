@@ -79,9 +79,9 @@ def duplicate_keys(path: str | Path) -> list[str]:
 def _defaults(schema_path: str | Path, block: str) -> str:
     """The schema's paper-scale sizes of ``block`` in words: 'n_train 30000, ...' (data), 'tasks [...]; mt.n 500,
     ...' (evaluation)."""
-    import yaml
+    from workflow_scripts.config_checks.schema import load_schema
 
-    spec = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))["properties"][block]["properties"]
+    spec = load_schema(schema_path)["properties"][block]["properties"]
     if block == "data":
         return ", ".join(f"{k} {v['default']}" for k, v in spec.items() if k.startswith("n_"))
     tasks = spec["tasks"]["default"]

@@ -8,6 +8,7 @@ module and its config line, and a misspelt name is refused with the list of regi
 from __future__ import annotations
 
 import copy
+import functools
 from pathlib import Path
 
 from workflow_scripts.grid import MUMO
@@ -107,11 +108,23 @@ def _strict_integers():
     return jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _is_integer))
 
 
-def schema_errors(config: dict, schema_path: str | Path) -> list[str]:
-    """Validate ``config`` against the YAML JSON-schema; one short line per problem, naming the key path."""
+def load_schema(schema_path: str | Path) -> dict:
+    """The YAML schema, parsed once per file version (PyYAML takes over 0.1 s for it): shared, so read it, never
+    change it (``with_registries`` copies it)."""
+    path = Path(schema_path).resolve()
+    return _parsed(str(path), path.stat().st_mtime_ns)
+
+
+@functools.cache
+def _parsed(path: str, mtime_ns: int) -> dict:
     import yaml
 
-    schema = with_registries(yaml.safe_load(Path(schema_path).read_text(encoding="utf-8")))
+    return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+
+
+def schema_errors(config: dict, schema_path: str | Path) -> list[str]:
+    """Validate ``config`` against the YAML JSON-schema; one short line per problem, naming the key path."""
+    schema = with_registries(load_schema(schema_path))
     validator = _strict_integers()(schema)
     lines = []
     for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
