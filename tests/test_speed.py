@@ -351,3 +351,6 @@ def test_newline_mask_marks_newline_tokens(tiny):
     hello = tok(" Hello", add_special_tokens=False).input_ids[0]
     assert mask[198] and mask[tok.convert_tokens_to_ids("ĊĊ")]  # SmolLM2's "\n" (id 198) and "\n\n"
     assert not mask[hello]
+    # the backend's decoding marks exactly the tokens transformers' own decoding does
+    texts = tok.batch_decode([[i] for i in range(len(tok))], skip_special_tokens=False)
+    assert mask[: len(tok)].tolist() == ["\n" in t for t in texts]
