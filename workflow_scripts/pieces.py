@@ -81,15 +81,15 @@ def tokenizer_json(tokenizer: Any) -> dict:
     if isinstance(tokenizer, (str, Path)):
         path = Path(tokenizer)
         return json.loads((path / "tokenizer.json" if path.is_dir() else path).read_text(encoding="utf-8"))
-    backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
-    if not hasattr(backend, "to_str"):
+    backend = backend_of(tokenizer)
+    if backend is None:
         raise TypeError(f"{type(tokenizer).__name__} has no tokenizer.json: a fast (tokenizers) BPE is needed")
     return json.loads(backend.to_str())
 
 
-def _backend(tokenizer: Any) -> Any:
+def backend_of(tokenizer: Any) -> Any:
     """The ``tokenizers.Tokenizer`` behind ``tokenizer`` (itself or a fast transformers tokenizer's); None for a dict,
-    a file or a folder."""
+    a file, a folder or a slow tokenizer."""
     if isinstance(tokenizer, (dict, str, Path)):
         return None
     backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
@@ -100,7 +100,7 @@ def component_json(tokenizer: Any, name: str) -> Any:
     """The ``normalizer`` or ``pre_tokenizer`` entry of a tokenizer's tokenizer.json. From a tokenizers backend it is
     read off that component alone (its pickled state is its tokenizer.json entry): ``tokenizer_json`` would serialize
     and parse the whole vocabulary and merges too, about 50 ms for SmolLM2's 49K tokens."""
-    backend = _backend(tokenizer)
+    backend = backend_of(tokenizer)
     if backend is None:
         return tokenizer_json(tokenizer).get(name)
     part = getattr(backend, name)
@@ -109,7 +109,7 @@ def component_json(tokenizer: Any, name: str) -> Any:
 
 def model_type(tokenizer: Any) -> str | None:
     """The tokenizer.json model's ``type`` ("BPE", "Unigram", ...), without serializing a backend's vocabulary."""
-    backend = _backend(tokenizer)
+    backend = backend_of(tokenizer)
     if backend is None:
         return (tokenizer_json(tokenizer).get("model") or {}).get("type")
     return type(backend.model).__name__
@@ -129,6 +129,8 @@ def is_byte_level(tokenizer: Any) -> bool:
 
     The decoder is not asked: it only says how ids become text, not which alphabet the vocabulary is written in.
     """
+    if backend_of(tokenizer) is None:
+        tokenizer = tokenizer_json(tokenizer)  # a file or folder read once for both components
     return any(has_component(component_json(tokenizer, name), "ByteLevel") for name in ("pre_tokenizer", "normalizer"))
 
 

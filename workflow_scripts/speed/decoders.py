@@ -61,8 +61,10 @@ def newline_token_mask(tokenizer, vocab_size: int):
     import torch
 
     n = min(len(tokenizer), vocab_size)
+    from workflow_scripts.pieces import backend_of
+
     ids = [[i] for i in range(n)]
-    backend = getattr(tokenizer, "backend_tokenizer", None)
+    backend = backend_of(tokenizer)
     if backend is not None:
         texts = backend.decode_batch(ids, skip_special_tokens=False)
     else:
