@@ -75,18 +75,24 @@ def test_fsdp_check_refuses_too_few_steps_before_building_anything(tmp_path):
     assert done.returncode == 2
     assert "--steps 4: every run needs at least 7 optimizer steps (EEVE has 7 stages" in done.stderr
     assert not (tmp_path / "o").exists()
+    fewer = [sys.executable, "-m", "tools.gpu_fsdp_check", "--steps", "4", "--procedures", "2x2LS", "full"]
+    done = subprocess.run([*fewer, "--out", str(tmp_path / "o")], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 2 and "at least 5 optimizer steps (2x2LS has 1 stage of" in done.stderr
 
 
-@pytest.mark.slow  # 12 LAPT runs of a tiny Llama (plain, torchrun with two gloo processes): about a minute
+@pytest.mark.slow  # 4 LAPT runs of a tiny Llama (plain, torchrun with two gloo processes): about 40 s
 def test_fsdp_check_documented_rehearsal_passes(tmp_path):
+    """The docstring's rehearsal for EEVE, the procedure of most stages and frozen rows: the check's plain, sharded,
+    killed and resumed runs and its comparisons. 2x2 LS + mtp and full are sharded the same way in
+    tests/test_lapt_sharded.py."""
     cmd = _rehearsal_command()
     assert cmd[:3] == ["python", "-m", "tools.gpu_fsdp_check"]
     out = cmd.index("--out") + 1
     cmd[out] = str(tmp_path / "fsdp")  # the docstring's /tmp/fsdp, kept apart per test
-    done = subprocess.run([sys.executable, *cmd[1:]], cwd=REPO, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, *cmd[1:], "--procedures", "EEVE"], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads((tmp_path / "fsdp" / "results.json").read_text())
-    assert [r["procedure"] for r in results["runs"]] == ["2x2LS", "full", "EEVE"]
+    assert [r["procedure"] for r in results["runs"]] == ["EEVE"]
     assert results["failures"] == [] and results["tolerance"] == 1e-4
     assert all(r["resumed"]["stats"]["resumed_from"] == [4] for r in results["runs"])
     assert "passed: every difference within 0.0001" in done.stdout

@@ -14,8 +14,8 @@ and Markdown::
 It exits 1 when any run fails, the killed run was not killed at step 4, the resumed run did not resume from step 4,
 or a sharded or resumed model differs from the plain one by more than ``--tolerance`` in any parameter (default: the
 learning rate, the most one Adam step moves an element); the failures are the last lines it prints. ``--steps`` must
-be at least EEVE's 7 stages (every stage takes a step) and above the kill step 4. On the CPU (no GPU: two gloo
-processes) this is a quick rehearsal of the same script::
+be at least EEVE's 7 stages (every stage takes a step) and above the kill step 4; ``--procedures`` runs some of the
+three. On the CPU (no GPU: two gloo processes) this is a quick rehearsal of the same script::
 
     python -m tools.gpu_fsdp_check --hidden 64 --layers 4 --steps 7 --vocab 2000 --out /tmp/fsdp
 """
@@ -140,16 +140,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--vocab", type=int, default=8000)
     p.add_argument("--steps", type=int, default=14, help="optimizer steps per run (at least 7: EEVE's stages)")
+    p.add_argument("--procedures", nargs="+", choices=[proc for proc, _ in RUNS], default=[proc for proc, _ in RUNS],
+                   help="the procedures to run (default: all three, each with its objective above)")  # fmt: skip
     p.add_argument("--tolerance", type=float, default=None,
                    help="largest parameter difference to the plain run that passes (default: the lr)")  # fmt: skip
     a = p.parse_args(argv)
     from workflow_scripts.lapt.procedures import PROCEDURES
 
-    n_stages = max(len(PROCEDURES[proc].stages) for proc, _ in RUNS)
+    runs = [(proc, objective) for proc, objective in RUNS if proc in a.procedures]
+    longest = max((proc for proc, _ in runs), key=lambda proc: len(PROCEDURES[proc].stages))
+    n_stages = len(PROCEDURES[longest].stages)
     least = max(n_stages, KILL_AT + 1)
     if a.steps < least:
-        p.error(f"--steps {a.steps}: every run needs at least {least} optimizer steps (EEVE has {n_stages} "
-                f"stages of at least one step each, and the kill is after step {KILL_AT})")  # fmt: skip
+        p.error(f"--steps {a.steps}: every run needs at least {least} optimizer steps ({longest} has {n_stages} "
+                f"stage{'s' * (n_stages > 1)} of at least one step each, and the kill is after step {KILL_AT})")  # fmt: skip
     import torch
 
     out = Path(a.out)
@@ -162,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     tolerance = hp["lr"] if a.tolerance is None else a.tolerance
     results = {"gpus": torch.cuda.device_count(), "processes": n_proc, "hparams": hp, "tolerance": tolerance,
                "runs": []}  # fmt: skip
-    for procedure, objective in RUNS:
+    for procedure, objective in runs:
         base = out / f"{procedure}.{objective}"
         row = {"procedure": procedure, "objective": objective}
         row["plain"] = lapt(base / "plain", model, corpus, procedure, objective, hp, 0, n_src)
