@@ -353,6 +353,15 @@ def snakemake(args: list[str], cwd: Path, env: dict[str, str] | None = None, **k
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, **kwargs)
 
 
+def assert_mc_speed_records(speed_json: Path, paired: bool) -> None:
+    """A cell's speed.json times mc (loglikelihood over the choices), paired with Source where ``paired`` (every
+    adapted cell; Source's own cell has nothing to pair with)."""
+    records = json.loads(speed_json.read_text(encoding="utf-8"))["records"]
+    mc = {r["metric"] for r in records if r["task"] == "mc" and r["mode"] == "loglikelihood"}
+    assert {"chars_per_second", "items_per_second", "token_ratio_bound"} <= mc, speed_json
+    assert ("paired_speedup" in mc) == paired, speed_json
+
+
 def tiny_config(tmp_path: Path, source: str = "configs/test.yaml", **changes) -> Path:
     """A shipped config with its package paths made absolute, written into a fresh working directory."""
     config = yaml.safe_load((REPO / source).read_text())

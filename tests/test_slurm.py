@@ -29,7 +29,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import REPO, tiny_config
+from tests.conftest import REPO, assert_mc_speed_records, tiny_config
 from workflow_scripts.resources import GPU_RULES, sized_resources
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slurm]
@@ -128,11 +128,14 @@ def install_site_profile(home: Path) -> Path:
     return path
 
 
-def scenario_config(workdir: Path) -> Path:
-    """The tiny config with METHODS and SPEED, written into ``workdir`` (the same for the local and the Slurm run)."""
+def scenario_config(workdir: Path, one_job_per_cell: bool = False) -> Path:
+    """The tiny config with METHODS and SPEED, written into ``workdir``. The Slurm runs evaluate each task in its own
+    rule (every rule through sbatch); the local reference run, one job per cell (fewer processes on the two CPUs
+    the runs share), which writes the same files."""
     path = tiny_config(workdir, methods=METHODS)
     config = yaml.safe_load(path.read_text())
     config["evaluation"]["speed"] |= SPEED
+    config["evaluation"]["one_job_per_cell"] = one_job_per_cell
     path.write_text(yaml.safe_dump(config))
     return path
 
@@ -213,7 +216,7 @@ def scenario(tmp_path_factory) -> Scenario:
     start = time.time()
     local_log = open(s.local / "run.log", "w")
     local = subprocess.Popen(
-        snakemake_cmd(s.local, scenario_config(s.local), "--cores", "2"),
+        snakemake_cmd(s.local, scenario_config(s.local, one_job_per_cell=True), "--cores", "2"),
         cwd=s.local,
         env=env(),
         stdout=local_log,
@@ -347,6 +350,8 @@ def test_sigint_cancels_running_jobs_and_the_next_run_completes(scenario):
     assert scenario.untouched and not redone, redone
     assert scenario.again.returncode == 0
     assert "Nothing to be done" in scenario.again.stdout + scenario.again.stderr
+    # measure_speed, a rule of its own here (the local e2e runs evaluate one job per cell): mc timed, paired with Source
+    assert_mc_speed_records(scenario.slurm / "results/default/tiny/th/Mean.k50.2x2LS.clm.L64/eval/speed.json", True)
 
 
 def stable(obj):

@@ -338,34 +338,6 @@ def test_planning_refuses_a_speed_setting_that_cannot_fit():
     assert [p.split("model ")[1].split(" ")[0] for p in plan.problems(every, "141GB")] == ["gemma2"]
 
 
-@pytest.mark.e2e
-@pytest.mark.slow
-def test_default_mc_cells_have_paired_speed_records(tmp_path):
-    """The tiny config through the Snakefile: every cell's speed.json times mc, paired with Source for the adapted
-    cells (Source's own cell has nothing to pair with)."""
-    from tests.conftest import snakemake, tiny_config
-    from workflow_scripts.grid import expand_grid, tasks_of
-
-    config = tiny_config(tmp_path)
-    cells = yaml.safe_load(config.read_text())
-    # mt's generation runs before mc in every speed job, and only mc is checked here: one greedy pass at batch 1, no
-    # teacher forcing (mc alone is paired with Source), not the tiny config's two decodings, two batch sizes, repeats.
-    cells["evaluation"]["speed"] |= {"decodings": ["greedy"], "batch_size": 1, "repeats": 1, "warmup": 0}
-    cells["evaluation"]["speed"] |= {"max_new_tokens": 2, "teacher_forced": False, "paired": True}
-    config.write_text(yaml.safe_dump(cells))
-
-    targets = {f"results/default/{model}/{lang}/{m.slug}/eval/speed.json": m for model, lang, m in expand_grid(cells)
-               if "mc" in tasks_of(m, cells["evaluation"]["tasks"])}  # fmt: skip
-    assert len(targets) == 3
-    result = snakemake([*targets, "--cores", "2", "--configfile", str(config)], tmp_path)
-    assert result.returncode == 0, result.stderr[-4000:]
-    for path, method in targets.items():
-        records = json.loads((tmp_path / path).read_text(encoding="utf-8"))["records"]
-        mc = {r["metric"] for r in records if r["task"] == "mc" and r["mode"] == "loglikelihood"}
-        assert {"chars_per_second", "items_per_second", "token_ratio_bound"} <= mc
-        assert ("paired_speedup" in mc) == (method.label != "Source"), path
-
-
 def test_mc_speed_in_the_tables(tmp_path):
     """mc records (no generation) appear under the plain metric names next to mt's generation headline; Table 4b's
     speed-up of mc is the characters-per-second ratio (the time ratio on the same items), not the own-token one."""

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import REPO, TINY_LLAMA, expected_counts, snakemake, tiny_config
+from tests.conftest import REPO, TINY_LLAMA, assert_mc_speed_records, expected_counts, snakemake, tiny_config
 from workflow_scripts import lapt, runs
 
 TINY_CHAT = {k: v for k, v in TINY_LLAMA.items()}  # the same shape: an instruction-tuned sibling stand-in
@@ -178,6 +178,8 @@ def test_end_to_end_killed_and_resumed(tmp_path):
     )
     speedup = table[(table.metric == "speedup") & (table.label == "Source")]
     assert sorted(zip(speedup["task"], speedup["value"], strict=True)) == [("mc", 1.0), ("mt", 1.0)]  # mc: forward
+    for cell in ("Source", "CPT-only.2x2LS.clm.L64", "Mean.k50.2x2LS.clm.L64"):
+        assert_mc_speed_records(tmp_path / f"results/default/tiny/th/{cell}/eval/speed.json", cell != "Source")
     assert "Mean" in (tmp_path / "results/default/tables/results.md").read_text()
 
     again = snakemake(["-n", "--configfile", str(config)], tmp_path)
