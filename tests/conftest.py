@@ -54,6 +54,28 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# What a test costs, roughly, by its marks (seconds on 2 cores): a Slurm scenario, an end-to-end Snakemake run, a slow
+# test, any other. Only the order of the test files comes from it (pytest_collection_modifyitems).
+MARK_COST = {"slurm": 200.0, "e2e": 100.0, "slow": 5.0}
+OTHER_COST = 0.1
+
+
+@pytest.hookimpl(trylast=True)  # after -m has deselected: the cost of what runs
+def pytest_collection_modifyitems(config, items):
+    """The test files, costliest first, their tests in file order: pyproject's xdist (--dist loadfile, without its
+    reordering by test count) hands whole files to workers in this order, so the long end-to-end files start first
+    and the short ones fill in at the end, instead of one long file running alone at the end of the run. Every worker
+    sorts the same collection the same way."""
+    cost: dict[str, float] = {}
+    for item in items:
+        marks = {mark.name for mark in item.iter_markers()}
+        own = max((MARK_COST[m] for m in marks & MARK_COST.keys()), default=OTHER_COST)
+        cost[item.nodeid.split("::")[0]] = cost.get(item.nodeid.split("::")[0], 0.0) + own
+    files = sorted(cost, key=lambda f: -cost[f])  # stable: equal costs keep their collection order
+    rank = {f: i for i, f in enumerate(files)}
+    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])
+
+
 def shared_folder(tmp_path_factory, name: str) -> Path:
     """A folder path that every pytest-xdist worker of this run shares (the base temp folder without a plain run)."""
     root = tmp_path_factory.getbasetemp()
