@@ -1,5 +1,5 @@
 # One tidy long-format results table for the whole grid, and its Markdown rendering.
-from workflow_scripts.findings.plots import report_labels as findings_labels
+from workflow_scripts.findings.titles import report_labels as findings_labels
 from workflow_scripts.paper.specs import report_category, report_labels, report_titles
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from workflow_scripts import paths
-from workflow_scripts.findings import numbers, paragraph, plots
+from workflow_scripts.findings import numbers, paragraph, plots, titles
 from workflow_scripts.findings.__main__ import main
 from workflow_scripts.tables import COLUMNS
 
@@ -254,12 +254,12 @@ def test_every_findings_file_has_a_report_caption_and_label():
     from jinja2 import Template
 
     template = Template((Path(__file__).resolve().parents[1] / "report" / "findings.rst").read_text(encoding="utf-8"))
-    for name in ["findings", *plots.TITLES]:
+    for name in ["findings", *titles.TITLES]:
         wildcards = SimpleNamespace(name=name)
         caption = template.render(snakemake=SimpleNamespace(wildcards=wildcards, params=SimpleNamespace(data="d")))
         assert caption.startswith("**") and "Data: d." in caption, name
-    numbers_ = [plots.report_labels(SimpleNamespace(name=n))["no."] for n in ["findings", *plots.TITLES]]
-    assert numbers_ == sorted(numbers_) and plots.report_labels(SimpleNamespace(name="k_tradeoff"))["what"] == (
+    numbers_ = [titles.report_labels(SimpleNamespace(name=n))["no."] for n in ["findings", *titles.TITLES]]
+    assert numbers_ == sorted(numbers_) and titles.report_labels(SimpleNamespace(name="k_tradeoff"))["what"] == (
         "The number of new tokens"
     )
 

@@ -152,8 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     n_stages = len(PROCEDURES[longest].stages)
     least = max(n_stages, KILL_AT + 1)
     if a.steps < least:
-        p.error(f"--steps {a.steps}: every run needs at least {least} optimizer steps ({longest} has {n_stages} "
-                f"stage{'s' * (n_stages > 1)} of at least one step each, and the kill is after step {KILL_AT})")  # fmt: skip
+        stages = f"{n_stages} stage{'s' * (n_stages > 1)}"
+        p.error(f"--steps {a.steps}: every run needs at least {least} optimizer steps ({longest} has {stages} of "
+                f"at least one step each, and the kill is after step {KILL_AT})")  # fmt: skip
     import torch
 
     out = Path(a.out)

@@ -13,16 +13,12 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from workflow_scripts.findings.numbers import Panel, relative
 from workflow_scripts.findings.text import tokens_text
+from workflow_scripts.findings.titles import TITLES
 from workflow_scripts.paper import figures
 from workflow_scripts.paper.names import panel_name
 
 plt = figures.plt
 SOURCE_COLOR, CPT_COLOR = "#888888", "#444444"
-TITLES = {
-    "quality_speed": "Quality against speed: final bits per character relative to Source against the paired speed-up",
-    "learning_curves": "Learning curves: held-out bits per character over training",
-    "k_tradeoff": "The number of new tokens: what more of them gains and costs",
-}
 
 
 def colors(panels: list[Panel]) -> dict[str, str]:
@@ -192,12 +188,3 @@ def _k_panel(ax, xs: list[int], ys: list, source: float | None, ylabel: str, cpt
     ax.set_ylim(0, top * 1.2)
     ax.set_xlim(-0.5, len(xs) - 0.5)
     ax.set_ylabel(ylabel)
-
-
-def report_labels(wildcards) -> dict[str, str]:
-    """The report's labels of a file of rule findings' folder (``wildcards.name``: its name without extension): the
-    page first, then the figures in the page's order."""
-    name = str(wildcards.name)
-    order = ["findings", *TITLES]
-    number = order.index(name) + 1 if name in order else len(order) + 1
-    return {"no.": f"{number:02d}", "what": TITLES.get(name, "Findings: the page").split(":")[0]}
