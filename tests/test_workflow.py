@@ -31,9 +31,10 @@ def planned_jobs(stdout: str) -> Counter:
     return counts
 
 
-@pytest.mark.parametrize("configfile", ["config.yaml", pytest.param("configs/paper.yaml", marks=pytest.mark.slow)])
-def test_dry_run_plans_the_grid(configfile, tmp_path):
-    path = tiny_config(tmp_path, configfile)  # a fresh working directory: nothing computed yet
+def test_dry_run_plans_the_grid(tmp_path):
+    """The default's plan in a fresh working directory (nothing computed yet); the paper grid's plan is counted the
+    same way beside a finished run (test_end_to_end_killed_and_resumed) and in an empty folder (test_runs.py)."""
+    path = tiny_config(tmp_path, "config.yaml")
     result = snakemake(["-n", "--quiet", "rules", "--configfile", str(path)], tmp_path)
     assert result.returncode == 0, result.stderr
     config = yaml.safe_load(path.read_text())

@@ -12,6 +12,7 @@ import pandas as pd
 from workflow_scripts.findings import numbers, plots, text
 from workflow_scripts.findings.numbers import Panel
 from workflow_scripts.findings.paragraph import paragraph
+from workflow_scripts.findings.titles import TITLES
 from workflow_scripts.io import setup_logging, write_text
 from workflow_scripts.paper.headline import data_labels, labels_for, read_results, to_html
 from workflow_scripts.paper.names import panel_name
@@ -49,7 +50,7 @@ def page(panels: list[Panel], drawn: dict[str, bool], labels: list[str], models:
     for name in FIGURES:
         if drawn.get(name):
             caption = text.CAPTIONS[name] + (note if name == "learning_curves" else "")
-            lines += [f"## {plots.TITLES[name].split(':')[0]}", "", f"![{plots.TITLES[name]}]({name}.png)", "",
+            lines += [f"## {TITLES[name].split(':')[0]}", "", f"![{TITLES[name]}]({name}.png)", "",
                       f"{caption} {caveat}", ""]  # fmt: skip
     multi = len({p.model for p in panels}) > 1
     for panel in panels:
