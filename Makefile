@@ -83,11 +83,9 @@ $(VENV)/.llama-cpp-$(LLAMA_CPP_VERSION): $(VENV)/.installed $(LLAMA_CPP_WHEELS)/
 	touch $@
 
 # Every test: -m "" lifts the default selection of pyproject.toml (plain `pytest` runs only the fast ones), e2e and
-# Slurm tests included, on one xdist worker more than there are cores (at most pyproject's 4): the Slurm scenario's
-# worker mostly waits for its cluster jobs.
-TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+# Slurm tests included, on pyproject's xdist workers.
 test: lint llama-cpp
-	$(BIN)/pytest -m "" -n $(TEST_WORKERS) --durations=30
+	$(BIN)/pytest -m "" --durations=30
 
 
 clean-results:

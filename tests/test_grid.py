@@ -258,3 +258,24 @@ def test_the_schema_is_parsed_once_and_afresh_when_its_file_changes(tmp_path):
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # a new version, whatever the clock's resolution
     again = load_schema(path)
     assert again is not first and again["x-edited"] is True and "x-edited" not in first
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "configs/test.yaml", "configs/pilot.yaml", "configs/paper.yaml"])
+def test_defaults_are_filled_as_snakemakes_validate_fills_them(name):
+    """Planning fills the schema's defaults itself from the parsed schema; the result is Snakemake's own
+    ``validate(set_default=True)`` on the same config, and a filled default is a copy, never the schema's object."""
+    import copy
+
+    from snakemake.utils import validate
+
+    from workflow_scripts.config_checks.schema import fill_defaults, load_schema
+
+    config = yaml.safe_load((REPO / name).read_text(encoding="utf-8"))
+    config.pop("evaluation", None)  # most defaults live under evaluation: filled from nothing
+    theirs = copy.deepcopy(config)
+    validate(theirs, schema=str(SCHEMA), set_default=True)
+    fill_defaults(config, SCHEMA)
+    assert config == theirs and config != yaml.safe_load((REPO / name).read_text(encoding="utf-8"))
+    schema = load_schema(SCHEMA)
+    config["evaluation"]["tasks"].append("changed")
+    assert "changed" not in schema["properties"]["evaluation"]["properties"]["tasks"]["default"]

@@ -61,10 +61,11 @@ def ranked(aux, source, thai) -> list[tuple[str, int]]:
 
 @pytest.fixture(scope="module")
 def expanded(aux, ranked, source, smollm2_tokenizer_dir, tmp_path_factory) -> dict[int, dict]:
-    """Thai expansions of SmolLM2 for each k: new tokens, the target backend and the saved folder."""
+    """Thai expansions of SmolLM2 for each k: new tokens, the target backend, and the saved folder at the largest k
+    (the same tokenizer.json kept in memory for the others)."""
     out = {}
     for k in KS:
-        folder = tmp_path_factory.mktemp(f"tt_{k}") / "tokenizer"
+        folder = tmp_path_factory.mktemp(f"tt_{k}") / "tokenizer" if k == max(KS) else None
         e = V.expand(smollm2_tokenizer_dir, aux, [], k, folder, ranked=ranked)
         out[k] = {"new": e.plan.selected, "plan": e.plan, "target": e.target, "dir": folder}
     return out

@@ -20,7 +20,6 @@ SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
 def problems(path: Path) -> tuple[list[str], list[str]]:
     """(errors, warnings) of one config file, in the order planning reports them."""
     import yaml
-    from snakemake.utils import validate
 
     from workflow_scripts.config_checks import (
         ConfigError,
@@ -31,6 +30,7 @@ def problems(path: Path) -> tuple[list[str], list[str]]:
         schema_errors,
         unset_evaluation,
     )
+    from workflow_scripts.config_checks.schema import fill_defaults
 
     if not path.is_file():
         return [f"{path}: no such file"], []
@@ -42,7 +42,7 @@ def problems(path: Path) -> tuple[list[str], list[str]]:
     if errors:
         return errors, []
     unset = unset_evaluation(config, SCHEMA)
-    validate(config, schema=str(SCHEMA), set_default=True)
+    fill_defaults(config, SCHEMA)
     try:
         check_config(config, Path.cwd())
     except ConfigError as e:

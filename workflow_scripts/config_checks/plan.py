@@ -26,7 +26,7 @@ from workflow_scripts.config_checks.files import (
 # the one import of the GPU-fit arithmetic by the workflow
 from workflow_scripts.config_checks.gpu_fit import gpu_fit_problems, lapt_gpu_counts
 from workflow_scripts.config_checks.notes import config_warnings, deferred_checks
-from workflow_scripts.config_checks.schema import schema_errors
+from workflow_scripts.config_checks.schema import fill_defaults, schema_errors
 from workflow_scripts.grid import ConfigError, Method, expand_grid, with_adapted
 from workflow_scripts.resources import workflow_gpu_class, workflow_gpu_problems, workflow_node_gpus
 from workflow_scripts.runs import plan_run, run_root
@@ -59,12 +59,10 @@ def _warn(lines: Sequence[str], prefix: str = "config warning") -> None:
 def validated(config: dict, configfiles: Sequence[str | Path], schema: Path) -> list[str]:
     """The config files as written, then the merged config against the schema, whose defaults fill it in. Returns the
     warnings about evaluation settings left unset (read before the defaults fill them)."""
-    from snakemake.utils import validate
-
     problems = [d for f in configfiles for d in config_file_problems(f)]
     _stop("invalid configuration", problems or schema_errors(config, schema) or missing_blocks(config, schema))
     unset = unset_evaluation(config, schema)
-    validate(config, schema=str(schema), set_default=True)
+    fill_defaults(config, schema)
     return unset
 
 
