@@ -70,10 +70,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         marks = {mark.name for mark in item.iter_markers()}
         own = max((MARK_COST[m] for m in marks & MARK_COST.keys()), default=OTHER_COST)
-        cost[item.nodeid.split("::")[0]] = cost.get(item.nodeid.split("::")[0], 0.0) + own
-    files = sorted(cost, key=lambda f: -cost[f])  # stable: equal costs keep their collection order
-    rank = {f: i for i, f in enumerate(files)}
-    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])
+        cost[item.path] = cost.get(item.path, 0.0) + own
+    items.sort(key=lambda item: -cost[item.path])  # stable: equal costs keep their collection order
 
 
 def shared_folder(tmp_path_factory, name: str) -> Path:

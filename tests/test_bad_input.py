@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from snakemake.utils import validate
 
 from tests.conftest import REPO
 from workflow_scripts.config_checks import (
@@ -29,6 +28,7 @@ from workflow_scripts.config_checks import (
     unset_evaluation,
 )
 from workflow_scripts.config_checks.notes import evaluation_sizes
+from workflow_scripts.config_checks.schema import fill_defaults
 from workflow_scripts.io import MAX_LINE_CHARS, corpus_lines, read_corpus
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
@@ -48,7 +48,7 @@ def planning_errors(config: dict, workdir: Path = REPO) -> list[str]:
     problems = schema_errors(config, SCHEMA)
     if problems:
         return problems
-    validate(config, schema=str(SCHEMA), set_default=True)
+    fill_defaults(config, SCHEMA)
     try:
         check_config(config, workdir)
     except ConfigError as e:
@@ -183,7 +183,7 @@ def test_local_cc100_file_cheap_checks(tmp_path, name, content, message):
 
 def test_downloaded_cc100_the_plan_says_what_is_checked_when():
     config = yaml.safe_load((REPO / "configs" / "paper.yaml").read_text())
-    validate(config, schema=str(SCHEMA), set_default=True)
+    fill_defaults(config, SCHEMA)
     notes = deferred_checks(config)
     assert notes[0] == (
         "languages.*.corpus.url (ar, my, de, el, hi, ja, si, sw, te, th): download_cc100 fetches each file when the "
@@ -693,7 +693,7 @@ def test_a_value_given_twice_in_a_method_list_is_refused(key, value, message):
 
 
 def _validated(config: dict) -> dict:
-    validate(config, schema=str(SCHEMA), set_default=True)
+    fill_defaults(config, SCHEMA)
     return config
 
 

@@ -14,7 +14,6 @@ from types import SimpleNamespace
 import pytest
 import torch
 import yaml
-from snakemake.utils import validate
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
@@ -22,6 +21,7 @@ from torch.utils._pytree import tree_leaves
 from tests.conftest import REPO
 from tools.plan import parse_dry_run
 from workflow_scripts.config_checks.gpu_fit import gpu_fit_problems
+from workflow_scripts.config_checks.schema import fill_defaults
 from workflow_scripts.gpu import estimate as ge
 from workflow_scripts.gpu.fit import planned
 from workflow_scripts.gpu.shape import GIB, SIZE_SHAPES
@@ -70,7 +70,7 @@ def test_two_stage_keeps_one_mtp_hook_and_frees_a_replaced_head(tmp_path, tiny_l
 
 def _paper_config() -> dict:
     config = yaml.safe_load((REPO / "configs" / "paper.yaml").read_text())
-    validate(config, schema=str(REPO / "schemas" / "config.schema.yaml"), set_default=True)
+    fill_defaults(config, REPO / "schemas" / "config.schema.yaml")
     # its own run folder: the dry runs below plan in the repository, beside any run of configs/paper.yaml there
     config["run"] = "test-gpu-fit"
     return config

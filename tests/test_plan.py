@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from snakemake.utils import validate
 
 from tests.conftest import REPO, expected_counts, snakemake, tiny_config
 from tools.plan import Job, declared_local_rules, job_problems, parse_dry_run, parse_runtime, summarize
+from workflow_scripts.config_checks.schema import fill_defaults
 from workflow_scripts.grid import expand_grid, tasks_of
 from workflow_scripts.resources import GPU_RULES, gpu_request_problems, gpus_requested, sized_resources
 from workflow_scripts.speed import plan as speed_plan
@@ -182,7 +182,7 @@ def test_report_on_the_paper_grid(tmp_path):
     report = json.loads((tmp_path / "p.json").read_text())
     grid = yaml.safe_load(config.read_text())
     validated = copy.deepcopy(grid)
-    validate(validated, schema=str(REPO / "schemas" / "config.schema.yaml"), set_default=True)
+    fill_defaults(validated, REPO / "schemas" / "config.schema.yaml")
     counts = expected_counts(grid)
     for rule, n in counts.items():
         assert report["by_rule"][rule]["jobs"] == n

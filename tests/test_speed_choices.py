@@ -313,12 +313,11 @@ def test_kv_cache_bytes_from_a_model_config():
 
 
 def _paper_config() -> dict:
-    from snakemake.utils import validate
-
     from tests.conftest import REPO
+    from workflow_scripts.config_checks.schema import fill_defaults
 
     config = yaml.safe_load((REPO / "configs/paper.yaml").read_text(encoding="utf-8"))
-    validate(config, schema=str(REPO / "schemas/config.schema.yaml"), set_default=True)
+    fill_defaults(config, REPO / "schemas/config.schema.yaml")
     return config
 
 
