@@ -12,6 +12,7 @@ import functools
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 import yaml
+from xdist.scheduler import LoadFileScheduling
 
 from workflow_scripts.grid import expand_grid
 from workflow_scripts.pieces import BYTE_TO_UNICODE, piece_bytes
@@ -36,6 +38,12 @@ TINY_LLAMA = {
 }
 REPO = Path(__file__).resolve().parents[1]
 SOURCE_MODEL_PY = REPO / "workflow_scripts" / "source_model.py"
+
+
+# pytest rewrites the asserts of every test module it imports, about 2 s of CPU for the whole suite in each xdist
+# worker, and caches the result as bytecode unless bytecode writing is off (PYTHONDONTWRITEBYTECODE, which container
+# images often set): the cache is kept on for the test run (__pycache__/ is git-ignored).
+sys.dont_write_bytecode = False
 
 
 def pytest_configure(config):
@@ -60,18 +68,54 @@ MARK_COST = {"slurm": 200.0, "e2e": 100.0, "slow": 5.0}
 OTHER_COST = 0.1
 
 
+# A test file's own mark one_worker("name"): the files with the same name run on one xdist worker, one after another
+# (FilesAndGroups), e.g. the files that import LightEval in the test process (about 4 s of CPU over torch and
+# transformers), so that only one worker pays for that import. Written as this line, which the scheduler reads from
+# the file's text: xdist's controller process does not collect the tests, so it never sees their marks.
+ONE_WORKER = re.compile(r"^pytestmark = pytest\.mark\.one_worker\(\"(\w+)\"\)", re.MULTILINE)
+
+
+def work_unit(item: pytest.Item) -> str:
+    """What one xdist worker runs as a whole: the test file, or the group of its one_worker mark."""
+    group = item.get_closest_marker("one_worker")
+    return f"group {group.args[0]}" if group else str(item.path)
+
+
 @pytest.hookimpl(trylast=True)  # after -m has deselected: the cost of what runs
 def pytest_collection_modifyitems(config, items):
-    """The test files, costliest first, their tests in file order: pyproject's xdist (--dist loadfile, without its
-    reordering by test count) hands whole files to workers in this order, so the long end-to-end files start first
-    and the short ones fill in at the end, instead of one long file running alone at the end of the run. Every worker
-    sorts the same collection the same way."""
+    """The work units (``work_unit``), costliest first, their tests in file order: pyproject's xdist (FilesAndGroups,
+    without xdist's reordering by test count) hands whole units to workers in this order, so the long end-to-end files
+    start first and the short ones fill in at the end, instead of one long file running alone at the end of the run.
+    Every worker sorts the same collection the same way."""
     cost: dict[str, float] = {}
     for item in items:
         marks = {mark.name for mark in item.iter_markers()}
         own = max((MARK_COST[m] for m in marks & MARK_COST.keys()), default=OTHER_COST)
-        cost[item.path] = cost.get(item.path, 0.0) + own
-    items.sort(key=lambda item: -cost[item.path])  # stable: equal costs keep their collection order
+        cost[work_unit(item)] = cost.get(work_unit(item), 0.0) + own
+    # equal costs: by unit, so that a group's files stay together (and files in collection order)
+    items.sort(key=lambda item: (-cost[work_unit(item)], work_unit(item)))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """pyproject's ``--dist loadfile``, with the files of one one_worker group as one unit (``FilesAndGroups``)."""
+    return FilesAndGroups(config, log) if config.getvalue("dist") == "loadfile" else None
+
+
+class FilesAndGroups(LoadFileScheduling):
+    """xdist's loadfile (a file's tests on one worker: its module fixtures are built once, its tests never run
+    concurrently), where the files of one one_worker group are one unit."""
+
+    def __init__(self, config, log=None):
+        super().__init__(config, log)
+        self.units: dict[str, str] = {}  # file -> its unit
+
+    def _split_scope(self, nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        if path not in self.units:
+            group = ONE_WORKER.search((self.config.rootpath / path).read_text(encoding="utf-8"))
+            self.units[path] = f"group {group.group(1)}" if group else path
+        return self.units[path]
 
 
 def shared_folder(tmp_path_factory, name: str) -> Path:

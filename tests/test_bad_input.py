@@ -592,6 +592,31 @@ def test_gguf_header_reader_agrees_with_the_gguf_package():
     assert gguf_metadata(path, "no.such.key") is None
 
 
+@pytest.mark.slow  # two parses of SmolLM2's GGUF (seconds)
+def test_the_array_backed_gguf_reader_reads_what_the_gguf_package_reads():
+    """The reader transformers gets inside source_model.load_gguf: every field and tensor as the gguf package's own
+    reader has them, through a plain array (no np.memmap per slice); gguf's own class is back after the block."""
+    import gguf
+    import numpy as np
+
+    from tests.conftest import SMOLLM2
+    from workflow_scripts.source_model import array_backed_gguf_reader, locate_package_file
+
+    path = locate_package_file(SMOLLM2["package"], SMOLLM2["file"])
+    plain = gguf.GGUFReader(path)
+    with array_backed_gguf_reader():
+        reader = gguf.GGUFReader(path)
+    assert gguf.GGUFReader is plain.__class__ is not reader.__class__
+    assert type(reader.data) is np.ndarray and isinstance(plain.data, np.memmap)
+    assert list(reader.fields) == list(plain.fields) and len(reader.fields["tokenizer.ggml.tokens"].data) == 49152
+    for name, field in plain.fields.items():
+        assert reader.fields[name].contents() == field.contents(), name
+    assert [(t.name, t.tensor_type, t.shape.tolist()) for t in reader.tensors] == [
+        (t.name, t.tensor_type, t.shape.tolist()) for t in plain.tensors
+    ]
+    assert all(np.array_equal(a.data, b.data) for a, b in zip(reader.tensors, plain.tensors, strict=True))
+
+
 # ------------------------------------------------------------------------ config files, left-out blocks, sizes vs data
 
 

@@ -12,6 +12,8 @@ from tests.conftest import REPO, l10n_pairs, run_harness_jobs
 from workflow_scripts import prompts
 from workflow_scripts.harness import datasets, metrics
 
+pytestmark = pytest.mark.one_worker("lighteval")  # the files that import LightEval share a worker (conftest.py)
+
 
 def test_rouge_l_thai_and_sinhala_hand_counts():
     # Thai has no spaces: grapheme clusters. pred แ ม ว กิ น ข้ า ว, ref แ ม ว กิ น ป ล า: LCS 6 of 8 and 8 -> F 0.75

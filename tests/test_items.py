@@ -14,6 +14,8 @@ from workflow_scripts import corpus, items, selection
 from workflow_scripts.harness.datasets import task_source, write_hub_layout
 from workflow_scripts.io import read_pairs
 
+pytestmark = pytest.mark.one_worker("lighteval")  # the files that import LightEval share a worker (conftest.py)
+
 N_DEVTEST = 1012  # FLORES-200 devtest rows per language
 
 

@@ -16,6 +16,8 @@ from lighteval.utils.language import Language
 from tests.conftest import l10n_pairs
 from workflow_scripts.harness import datasets
 
+pytestmark = pytest.mark.one_worker("lighteval")  # the files that import LightEval share a worker (conftest.py)
+
 tasks = None  # workflow_scripts.harness.tasks, bound by _import_tasks
 
 

@@ -20,6 +20,8 @@ from workflow_scripts.mumo.vocab import (
     training_example,
 )
 
+pytestmark = pytest.mark.one_worker("lighteval")  # the files that import LightEval share a worker (conftest.py)
+
 THAI_WORDS = ["สวัสดี", "สวัส", " ครับ", "ภาษา", "ไทย"]
 
 

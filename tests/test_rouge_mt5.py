@@ -17,6 +17,8 @@ from workflow_scripts.paper.cells import fill, rouge_metric
 from workflow_scripts.paper.specs import TABLES_BY_NAME
 from workflow_scripts.sum_assets import hub_asset_problems
 
+pytestmark = pytest.mark.one_worker("lighteval")  # the files that import LightEval share a worker (conftest.py)
+
 # A character model whose multi-character pieces are fixed (user-defined symbols are always whole pieces), so the
 # hand counts do not depend on what the trainer learns; word-initial Sinhala and German pieces carry "▁" as mT5's do.
 GERMAN = ["▁Die", "▁Regierung", "▁plant", "▁höhere", "▁Steuern", "▁für", "▁Familien", "▁hat", "▁beschlossen"]

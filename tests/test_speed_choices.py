@@ -14,6 +14,8 @@ from workflow_scripts.speed import __main__ as speed_cli
 from workflow_scripts.speed import choices, plan
 from workflow_scripts.speed.decoders import HFDecoder
 
+pytestmark = pytest.mark.one_worker("lighteval")  # the files that import LightEval share a worker (conftest.py)
+
 PAIRS = [
     ("Open the file.", "เปิดแฟ้ม"),
     ("Save the document as a new file.", "บันทึกเอกสารเป็นแฟ้มใหม่"),
