@@ -44,28 +44,36 @@ def test_shipped_configs_still_plan(name):
     assert run.returncode == 0, run.stderr
 
 
-@pytest.mark.parametrize(
-    ("mutate", "key", "shown"),
-    [
-        (lambda c: c["data"].update(n_train=1000.0), "data.n_train", "(1000, not 1000.0)"),
-        (lambda c: c["evaluation"]["ppl"].update(batch_size=8.0), "evaluation.ppl.batch_size", "(8, not 8.0)"),
-        (lambda c: c["training"].update(max_steps=6.0), "training.max_steps", "(6, not 6.0)"),
-        (lambda c: c["training"].update(micro_batch=2.0), "training.micro_batch", "(2, not 2.0)"),
-        (lambda c: c["methods"][1].update(k=50.0), "methods[1].k", "(50, not 50.0)"),
-    ],
-)
-def test_whole_number_floats_are_refused_where_an_integer_is_expected(tmp_path, mutate, key, shown):
-    out = refused(tmp_path, f"{key}: ", shown, "without a decimal point", mutate=mutate)
-    assert out.count("without a decimal point") == 1, out
+def all_of(*mutations):
+    """One mutation that applies each of ``mutations``: cases the schema reports independently share one dry run."""
+
+    def mutate(config: dict) -> None:
+        for m in mutations:
+            m(config)
+
+    return mutate
+
+
+WHOLE_NUMBER_FLOATS = [
+    (lambda c: c["data"].update(n_train=1000.0), "data.n_train", "(1000, not 1000.0)"),
+    (lambda c: c["evaluation"]["ppl"].update(batch_size=8.0), "evaluation.ppl.batch_size", "(8, not 8.0)"),
+    (lambda c: c["training"].update(max_steps=6.0), "training.max_steps", "(6, not 6.0)"),
+    (lambda c: c["training"].update(micro_batch=2.0), "training.micro_batch", "(2, not 2.0)"),
+    (lambda c: c["methods"][1].update(k=50.0), "methods[1].k", "(50, not 50.0)"),
+]
+
+
+def test_whole_number_floats_are_refused_where_an_integer_is_expected(tmp_path):
+    out = refused(tmp_path, mutate=all_of(*(m for m, _, _ in WHOLE_NUMBER_FLOATS)))
+    # one line each, naming the key and the value to write instead
+    lines = [line for line in out.splitlines() if "without a decimal point" in line]
+    assert len(lines) == len(WHOLE_NUMBER_FLOATS), out
+    for _, key, shown in WHOLE_NUMBER_FLOATS:
+        assert any(f"{key}: " in line and shown in line for line in lines), (key, out)
 
 
 def test_true_is_not_an_integer(tmp_path):
     refused(tmp_path, "seed: True is not of type 'integer'", mutate=lambda c: c.update(seed=True))
-
-
-def test_floats_stay_accepted_where_the_schema_asks_for_a_number(tmp_path):
-    code, out = plan(tmp_path, mutate=lambda c: c["training"].update(epochs=1.0, lr=1.0))
-    assert code == 0, out
 
 
 def two_stage(config: dict, split: list[float]) -> None:
@@ -81,11 +89,6 @@ def test_stage_split_must_sum_to_one(tmp_path, split, total):
         "must sum to 1",
         mutate=lambda c: two_stage(c, split),
     )
-
-
-def test_stage_split_summing_to_one_plans(tmp_path):
-    code, out = plan(tmp_path, mutate=lambda c: two_stage(c, [0.3, 0.7]))
-    assert code == 0, out
 
 
 def with_duplicate(tmp_path: Path, block: str) -> str:
@@ -111,45 +114,49 @@ def test_a_nested_key_given_twice_is_refused(tmp_path):
     refused(tmp_path, "key 'n_train' is given twice", text=text)
 
 
-@pytest.mark.parametrize("key", ["models", "languages", "methods"])
-def test_the_grid_keys_are_required(tmp_path, key):
-    out = refused(tmp_path, f"<top level>: '{key}' is a required property", mutate=lambda c: c.pop(key))
+def test_the_grid_keys_are_required(tmp_path):
+    keys = ("models", "languages", "methods")
+    out = refused(tmp_path, *(f"<top level>: '{key}' is a required property" for key in keys),
+                  mutate=all_of(*(lambda c, key=key: c.pop(key) for key in keys)))  # fmt: skip
     assert "KeyError" not in out
 
 
-@pytest.mark.parametrize(
-    ("mutate", "message"),
-    [
-        (
-            lambda c: c["evaluation"]["mc"].update(fewshot=1000),
-            "evaluation.mc.fewshot: 1000 is greater than the maximum of 25",
-        ),
-        (
-            lambda c: c["evaluation"].update(gmmlu={"fewshot": 26}),
-            "evaluation.gmmlu.fewshot: 26 is greater than the maximum of 25",
-        ),
-        (
-            lambda c: c["tokenizer"].update(pad_to_multiple_of=10**9),
-            "tokenizer.pad_to_multiple_of: 1000000000 is greater than the maximum of 1024",
-        ),
-        (lambda c: c["models"].update(hubby={"kind": "hub", "path": ""}), "models.hubby.path: '' should be non-empty"),
-        (
-            lambda c: c["models"]["tiny"].update(chat={"kind": "hub", "path": ""}),
-            "models.tiny.chat.path: '' should be non-empty",
-        ),
-        (lambda c: c["models"].update({"-tiny": c["models"]["tiny"]}), "models.-tiny: '-tiny' does not match"),
-    ],
-)
-def test_out_of_range_settings_are_refused_by_the_schema(tmp_path, mutate, message):
-    refused(tmp_path, message, mutate=mutate)
+OUT_OF_RANGE = [
+    (
+        lambda c: c["evaluation"]["mc"].update(fewshot=1000),
+        "evaluation.mc.fewshot: 1000 is greater than the maximum of 25",
+    ),
+    (
+        lambda c: c["evaluation"].update(gmmlu={"fewshot": 26}),
+        "evaluation.gmmlu.fewshot: 26 is greater than the maximum of 25",
+    ),
+    (
+        lambda c: c["tokenizer"].update(pad_to_multiple_of=10**9),
+        "tokenizer.pad_to_multiple_of: 1000000000 is greater than the maximum of 1024",
+    ),
+    (lambda c: c["models"].update(hubby={"kind": "hub", "path": ""}), "models.hubby.path: '' should be non-empty"),
+    (
+        lambda c: c["models"]["tiny"].update(chat={"kind": "hub", "path": ""}),
+        "models.tiny.chat.path: '' should be non-empty",
+    ),
+    (lambda c: c["models"].update({"-tiny": c["models"]["tiny"]}), "models.-tiny: '-tiny' does not match"),
+]
 
 
-def test_the_bounds_themselves_are_accepted(tmp_path):
-    def at_bounds(config):
+def test_out_of_range_settings_are_refused_by_the_schema(tmp_path):
+    refused(tmp_path, *(message for _, message in OUT_OF_RANGE), mutate=all_of(*(m for m, _ in OUT_OF_RANGE)))
+
+
+def test_the_bounds_and_numbers_written_as_floats_are_accepted(tmp_path):
+    """At the schema's bounds, floats where it asks for a number, and a two-stage split that sums to one: it plans."""
+
+    def accepted(config):
         config["evaluation"]["mc"]["fewshot"] = 25
         config["tokenizer"]["pad_to_multiple_of"] = 1024
+        config["training"].update(epochs=1.0, lr=1.0)
+        two_stage(config, [0.3, 0.7])
 
-    code, out = plan(tmp_path, mutate=at_bounds)
+    code, out = plan(tmp_path, mutate=accepted)
     assert code == 0, out
 
 
