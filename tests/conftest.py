@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -437,6 +438,16 @@ def tiny_config(tmp_path: Path, source: str = "configs/test.yaml", **changes) ->
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+def planned_jobs(stdout: str) -> Counter:
+    """Job counts per rule from `snakemake -n --quiet rules`."""
+    counts: Counter = Counter()
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
+            counts[parts[0]] = int(parts[1])
+    return counts
 
 
 def expected_counts(config: dict) -> dict[str, int]:

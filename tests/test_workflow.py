@@ -8,32 +8,30 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import REPO, TINY_LLAMA, assert_mc_speed_records, expected_counts, snakemake, tiny_config
+from tests.conftest import (
+    REPO,
+    TINY_LLAMA,
+    assert_mc_speed_records,
+    expected_counts,
+    planned_jobs,
+    snakemake,
+    tiny_config,
+)
 from workflow_scripts import lapt, runs
 
 TINY_CHAT = {k: v for k, v in TINY_LLAMA.items()}  # the same shape: an instruction-tuned sibling stand-in
 
 
-def planned_jobs(stdout: str) -> Counter:
-    """Job counts per rule from `snakemake -n --quiet rules`."""
-    counts: Counter = Counter()
-    for line in stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
-            counts[parts[0]] = int(parts[1])
-    return counts
-
-
 def test_dry_run_plans_the_grid(tmp_path):
     """The default's plan in a fresh working directory (nothing computed yet); the paper grid's plan is counted the
-    same way beside a finished run (test_end_to_end_killed_and_resumed) and in an empty folder (test_runs.py)."""
+    same way beside a finished run (test_end_to_end_killed_and_resumed), beside another run's outputs (test_runs.py)
+    and, with the Slurm profile, in an empty folder (test_plan.py)."""
     path = tiny_config(tmp_path, "config.yaml")
     result = snakemake(["-n", "--quiet", "rules", "--configfile", str(path)], tmp_path)
     assert result.returncode == 0, result.stderr
