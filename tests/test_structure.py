@@ -155,3 +155,17 @@ def test_no_module_imports_the_removed_mt_path():
     assert not found, found
     rules = "".join(p.read_text(encoding="utf-8") for p in [REPO / "Snakefile", *(REPO / "rules").glob("*.smk")])
     assert "workflow_scripts.evaluate " not in rules and "workflow_scripts/evaluate.py" not in rules
+
+
+def test_one_worker_marks_are_written_as_the_scheduler_reads_them():
+    """xdist's controller never collects, so tests/conftest.py's scheduler reads a file's one_worker group from its text
+    (ONE_WORKER) while the workers order the tests by the mark itself: a mark written another way would be ordered as a
+    group but handed out file by file."""
+    from tests.conftest import ONE_WORKER
+
+    this = Path(__file__).name  # names the mark in its own code
+    texts = {p.name: p.read_text(encoding="utf-8") for p in (REPO / "tests").glob("test_*.py") if p.name != this}
+    marked = {name for name, text in texts.items() if '.one_worker("' in text}
+    read = {name for name, text in texts.items() if ONE_WORKER.search(text)}
+    assert marked == read
+    assert {"test_harness.py", "test_speed_choices.py", "test_mcq_prompts.py"} <= read  # LightEval in the test process
