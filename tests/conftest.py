@@ -97,7 +97,7 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: (-cost[work_unit(item)], work_unit(item)))
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # a pytest-xdist hook: unknown when xdist is not loaded
 def pytest_xdist_make_scheduler(config, log):
     """pyproject's ``--dist loadfile``, with the files of one one_worker group as one unit (``FilesAndGroups``)."""
     return FilesAndGroups(config, log) if config.getvalue("dist") == "loadfile" else None
