@@ -92,7 +92,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         marks = {mark.name for mark in item.iter_markers()}
         own = max((MARK_COST[m] for m in marks & MARK_COST.keys()), default=OTHER_COST)
-        cost[work_unit(item)] = cost.get(work_unit(item), 0.0) + own
+        unit = work_unit(item)
+        cost[unit] = cost.get(unit, 0.0) + own
     # equal costs: by unit, so that a group's files stay together (and files in collection order)
     items.sort(key=lambda item: (-cost[work_unit(item)], work_unit(item)))
 

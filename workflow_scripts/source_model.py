@@ -158,10 +158,9 @@ def load_gguf(gguf_file: Path, *, tokenizer_only: bool = False):
 
     with array_backed_gguf_reader():
         tokenizer = AutoTokenizer.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name)
-    restore_pre_tokenizer(tokenizer, gguf_metadata(gguf_file, "tokenizer.ggml.pre"))
-    if tokenizer_only:
-        return None, tokenizer
-    with array_backed_gguf_reader():
+        restore_pre_tokenizer(tokenizer, gguf_metadata(gguf_file, "tokenizer.ggml.pre"))
+        if tokenizer_only:
+            return None, tokenizer
         quantized = AutoModelForCausalLM.from_pretrained(
             gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32
         )

@@ -128,6 +128,13 @@ def fill_defaults(config: dict, schema_path: str | Path) -> None:
     does (a property absent from a mapping the validator visits takes its ``default``), from the schema parsed once
     (that function parses the YAML schema again on every call). Each default is a copy: the parsed schema is shared.
     For a config that ``schema_errors`` passes."""
+    for _ in _default_filler()(load_schema(schema_path)).iter_errors(config):
+        pass
+
+
+@functools.cache
+def _default_filler():
+    """Draft 2020-12 whose ``properties`` keyword first sets each absent property that has a ``default``."""
     from jsonschema import Draft202012Validator, validators
 
     check_properties = Draft202012Validator.VALIDATORS["properties"]
@@ -139,9 +146,7 @@ def fill_defaults(config: dict, schema_path: str | Path) -> None:
                     instance[name] = copy.deepcopy(sub["default"])
         yield from check_properties(validator, properties, instance, schema)
 
-    filler = validators.extend(Draft202012Validator, {"properties": set_defaults})
-    for _ in filler(load_schema(schema_path)).iter_errors(config):
-        pass
+    return validators.extend(Draft202012Validator, {"properties": set_defaults})
 
 
 def schema_errors(config: dict, schema_path: str | Path) -> list[str]:
