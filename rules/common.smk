@@ -106,8 +106,8 @@ wildcard_constraints:
     k=r"\d+",
     aux=r"\d+",
     size=r"\d+",
-    corpus="l10n|cc100|orchid",
-    mt="l10n|flores",
+    corpus="l10n|cc100|text|orchid",
+    mt="l10n|flores|tsv|jsonl",
 
 
 def corpus_train_file(wc):

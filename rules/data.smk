@@ -72,17 +72,20 @@ rule download_cc100:
 
 
 rule sample_cc100:
-    """Stream a CC-100 per-language file once and sample D plus a disjoint held-out set (reservoir sampling)."""
+    """Stream a corpus file once (CC-100 or your own text) and sample D plus a disjoint held-out set (reservoir
+    sampling)."""
     input:
         corpus=cc100_path,
     output:
-        train=paths.data_file(source="cc100", name="train.txt"),
-        heldout=paths.data_file(source="cc100", name="heldout.txt"),
-        report=paths.data_file(source="cc100", name="sample_report.json"),
+        train=paths.data_file(source="{corpus}", name="train.txt"),
+        heldout=paths.data_file(source="{corpus}", name="heldout.txt"),
+        report=paths.data_file(source="{corpus}", name="sample_report.json"),
+    wildcard_constraints:
+        corpus="cc100|text",
     log:
-        "<results>/logs/sample_cc100/{lang}.log",
+        "<results>/logs/sample_{corpus}/{lang}.log",
     benchmark:
-        "<results>/benchmarks/sample_cc100/{lang}.tsv"
+        "<results>/benchmarks/sample_{corpus}/{lang}.tsv"
     conda:
         "../envs/workflow.yaml"
     resources:
@@ -164,6 +167,30 @@ rule flores_mt:
     shell:
         "python -m workflow_scripts.corpus flores --root {params.root:q} --lang {wildcards.lang:q} --n {params.n:q}"
         " --seed {params.seed:q} --items {params.selection:q} --out {output.mt:q} --ids {output.ids:q} 2>> {log:q}"
+
+
+rule own_mt:
+    """The MT test set from your own pairs file (TSV or JSONL), every pair in file order, checked."""
+    input:
+        pairs=own_mt_path,
+    output:
+        mt=paths.data_file(source="{mt}", name="mt.tsv"),
+        report=paths.data_file(source="{mt}", name="mt_report.json"),
+    wildcard_constraints:
+        mt="tsv|jsonl",
+    log:
+        "<results>/logs/own_mt/{mt}/{lang}.log",
+    conda:
+        "../envs/workflow.yaml"
+    resources:
+        mem_mb=sized("flores_mt", "mem_mb"),
+        runtime=sized("flores_mt", "runtime"),
+    params:
+        label=mt_label_of,
+    shell:
+        "python -m workflow_scripts.corpus pairs --input {input.pairs:q} --format {wildcards.mt:q}"
+        " --lang {wildcards.lang:q} --label {params.label:q} --out {output.mt:q} --report {output.report:q}"
+        " 2>> {log:q}"
 
 
 rule mc_proxy:

@@ -1,7 +1,7 @@
 # Input functions and parameters of the data, item-selection and download rules (rules/data.smk, rules/items.smk).
 # Paths come from workflow_scripts/paths.py (LAYOUT); what a dataset or asset download needs from the config, here.
 from workflow_scripts.harness.datasets import needed_sources, task_source
-from workflow_scripts.steps import L10N_LABEL
+from workflow_scripts.steps import L10N_LABEL, mt_label
 from workflow_scripts.sum_assets import repo_slug
 
 
@@ -19,6 +19,15 @@ def l10n_n_train(wc):
 def cc100_path(wc):
     """A configured local file, or the download_cc100 rule's output when the config gives a url."""
     return LAYOUT.cc100(wc.lang)
+
+
+def own_mt_path(wc):
+    """Your own MT pairs file (mt kinds tsv, jsonl)."""
+    return config["languages"][wc.lang]["mt"]["path"]
+
+
+def mt_label_of(wc):
+    return mt_label(config, wc.lang)
 
 
 def cc100_url(wc):

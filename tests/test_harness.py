@@ -115,7 +115,7 @@ def test_gmmlu_has_no_thai_and_missing_mirror_names_the_rule(tmp_path):
 def belebele_fixture(folder, lang: str = "th", n: int = 8):
     """A local folder in Belebele's hub layout (README configs, one subset, split test), from real l10n pairs."""
     items = datasets.proxy_items(l10n_pairs(lang)[200:240], n, seed=0)
-    return datasets.write_hub_layout(folder, {datasets.FLORES_CODES[lang]: {"test": items}})
+    return datasets.write_hub_layout(folder, {datasets.flores_subset(lang): {"test": items}})
 
 
 def xlsum_fixture(folder):

@@ -114,7 +114,7 @@ def test_not_a_deb_is_a_clear_error(tmp_path):
 
 
 def test_unknown_language_is_a_clear_error():
-    with pytest.raises(ValueError, match=r"no script table for language 'xx'"):
+    with pytest.raises(ValueError, match=r"language 'xx': not a language code CLDR knows"):
         extract(deb("th"), "xx")
     with pytest.raises(ValueError, match=r"no \.mo catalogues for language 'si'"):
         extract(deb("th"), "si")  # a known language, but not in this package

@@ -9,7 +9,8 @@ import pytest
 from workflow_scripts import tables
 from workflow_scripts.paper import costs, render
 from workflow_scripts.paper.cells import MISSING, NOT_APPLICABLE, fill, fmt_value, stand_ins, trim
-from workflow_scripts.paper.specs import LANGUAGE_NAMES, LANGUAGES, TABLES_BY_NAME, output_names
+from workflow_scripts.paper.names import language_name
+from workflow_scripts.paper.specs import LANGUAGES, TABLES_BY_NAME, output_names
 
 LORA = {"procedure": "LoRA", "objective": "clm", "seq_len": 2048}
 PAIRED_TF = "paired_speedup@teacher_forced.greedy.b1"
@@ -253,7 +254,7 @@ def test_papers_table2_comes_out_cell_for_cell():
     )
     filled = fill(TABLES_BY_NAME["table2"], f)
     out = render.plain_rows(filled)
-    assert [r[3:] for r in out] == [["row", *(LANGUAGE_NAMES[lang] for lang in langs)], *lines[1:]]
+    assert [r[3:] for r in out] == [["row", *(language_name(lang) for lang in langs)], *lines[1:]]
     assert not [n for n in filled.notes if n.startswith(MISSING)]  # nothing missing, no footnote on what to run
     # The paper's bold / underline: Arabic best Align 9.3, second Mean 9.4; German Mean and Align tie at 11.7.
     assert (

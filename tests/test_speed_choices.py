@@ -43,10 +43,10 @@ def models(tmp_path_factory, smollm2_tokenizer_dir):
 @pytest.fixture(scope="module")
 def mc_folder(tmp_path_factory):
     """The default's mc proxy in Belebele's hub layout, from hand-made pairs."""
-    from workflow_scripts.harness.datasets import FLORES_CODES, proxy_items, write_hub_layout
+    from workflow_scripts.harness.datasets import flores_subset, proxy_items, write_hub_layout
 
     folder = tmp_path_factory.mktemp("mc") / "mc_proxy"
-    return write_hub_layout(folder, {FLORES_CODES["th"]: {"test": proxy_items(PAIRS, 3, seed=0)}})
+    return write_hub_layout(folder, {flores_subset("th"): {"test": proxy_items(PAIRS, 3, seed=0)}})
 
 
 def _loaded(model_dir):
@@ -116,11 +116,11 @@ def test_timed_mc_contexts_are_the_harness_contexts(models, tmp_path, monkeypatc
     """The speed step's mc contexts equal, byte for byte, the contexts LightEval scored in the harness's run (few-shot
     examples with their answers, then the item), item by item in the order of the evaluation split."""
     from tests.conftest import l10n_pairs
-    from workflow_scripts.harness.datasets import FLORES_CODES, proxy_items, write_hub_layout
+    from workflow_scripts.harness.datasets import flores_subset, proxy_items, write_hub_layout
     from workflow_scripts.harness.tasks import task_config
 
     rows = proxy_items(l10n_pairs("th")[200:240], 8, seed=0)
-    folder = write_hub_layout(tmp_path / "bele", {FLORES_CODES["th"]: {"test": rows}})
+    folder = write_hub_layout(tmp_path / "bele", {flores_subset("th"): {"test": rows}})
     config = task_config("mc", "th", folder)
     config.num_fewshots = fewshot
     harness = _harness_contexts(models[1], [config], monkeypatch)

@@ -7,6 +7,8 @@ Three sources, one module:
   from a CC-100 per-language file (``th.txt.xz``: one paragraph a line, documents separated by blank lines).
 - ``flores``: the MT test set, 500 FLORES-200 devtest sentences (the paper's own with ``--items paper``, see
   items.py), from the ``openlanguagedata/flores_plus`` parquet layout (a local folder or the hub).
+- ``pairs``: the MT test set from your own pairs file (``English<TAB>target`` lines, or JSON lines), every pair kept
+  in file order.
 """
 
 from __future__ import annotations
@@ -39,13 +41,14 @@ from workflow_scripts.io import (
     UserError,
     check_text_head,
     cli_main,
+    read_corpus,
     read_pairs_with_stats,
     setup_logging,
     sniff_encoding,
     write_json,
     write_text,
 )
-from workflow_scripts.languages import FLORES_CODES, FLORES_ENGLISH, check_script, script_name  # noqa: F401
+from workflow_scripts.languages import FLORES_ENGLISH, check_script, language_arg, script_name  # noqa: F401
 
 _BLOCK_BYTES = 1 << 22  # decompressed bytes handled per block when streaming; the result does not depend on it
 
@@ -68,6 +71,59 @@ def _write_pairs(path: str | Path, pairs: Sequence[tuple[str, str]]) -> None:
         if any(c in s for s in (en, tgt) for c in "\t\n\r"):
             raise ValueError(f"{path}: refusing to write a pair that contains a tab or line break: {(en, tgt)!r}")
     write_text(path, "".join(f"{en}\t{tgt}\n" for en, tgt in pairs))
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# pairs: your own MT test set
+
+# The keys of a JSONL pair: the English source and the target (or the language's code as the target's key).
+JSONL_SOURCE_KEYS, JSONL_TARGET_KEYS = ("source", "en"), ("target",)
+
+
+def _jsonl_pair(obj: object, lang: str | None, where: str) -> tuple[str, str]:
+    if not isinstance(obj, dict):
+        raise UserError(f"{where}: expected a JSON object with the keys source and target, found {obj!r:.60}")
+    source = next((obj[k] for k in JSONL_SOURCE_KEYS if k in obj), None)
+    target = next((obj[k] for k in (*JSONL_TARGET_KEYS, lang) if k and k in obj), None)
+    if not isinstance(source, str) or not isinstance(target, str):
+        keys = f"{' or '.join(JSONL_SOURCE_KEYS)} and {' or '.join([*JSONL_TARGET_KEYS, *([lang] if lang else [])])}"
+        raise UserError(f"{where}: expected text under the keys {keys}; found the keys {sorted(obj)}")
+    return source, target
+
+
+def read_own_pairs(path: str | Path, fmt: str, lang: str | None = None) -> tuple[list[tuple[str, str]], dict]:
+    """Your own English→target pairs (``fmt`` tsv: ``English<TAB>target``; jsonl: one object a line, see
+    ``_jsonl_pair``), whitespace runs made one space, in file order; the target side must be mostly in ``lang``'s
+    script. A pair with an empty side, or none at all, is a UserError naming the file."""
+    if fmt == "tsv":
+        raw, _ = read_pairs_with_stats(path)
+    elif fmt == "jsonl":
+        import json
+
+        raw = []
+        for i, line in enumerate(read_corpus(path, what="JSONL pairs"), 1):
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise UserError(f"{path}: pair {i} is not JSON ({e}): {line[:60]!r}") from None
+            raw.append(_jsonl_pair(obj, lang, f"{path}: pair {i}"))
+    else:
+        raise ValueError(f"unknown pairs format {fmt!r} (tsv, jsonl)")
+    pairs = [(" ".join(en.split()), " ".join(tgt.split())) for en, tgt in raw]
+    empty = [i for i, (en, tgt) in enumerate(pairs, 1) if not en or not tgt]
+    if empty:
+        raise UserError(f"{path}: {len(empty)} pair(s) with an empty side, the first is pair {empty[0]}")
+    share = check_script(path, [t for _, t in pairs], lang, what="pairs' target side") if lang else None
+    report = {
+        "pairs_file": str(path),
+        "format": fmt,
+        "pairs": len(pairs),
+        "duplicate_sources": len(pairs) - len({en for en, _ in pairs}),
+        "target_script": script_name(lang) if lang else None,
+        "target_script_share": share,
+        "mean_chars": {"english": _mean_chars([e for e, _ in pairs]), "target": _mean_chars([t for _, t in pairs])},
+    }
+    return pairs, report
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -403,7 +459,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out-mt", required=True)
     s.add_argument("--report", required=True)
     s.add_argument("--label", help="what the data is, e.g. 'stand-in for CC-100 / FLORES-200: ...'")
-    s.add_argument("--lang", help="the target language: its side must be mostly in its script (languages.check_script)")
+    s.add_argument(
+        "--lang", type=language_arg, help="the target language: its side must be mostly in its script (check_script)"
+    )
     s.add_argument("--log")
 
     c = sub.add_parser("sample", help="uniform sample of D and held-out lines from a CC-100 file (plain, .gz, .xz)")
@@ -416,7 +474,7 @@ def parser() -> argparse.ArgumentParser:
         "--max-chars", type=int, default=MAX_LINE_CHARS, help="longer lines are skipped and counted (see io.py)"
     )
     c.add_argument("--oversample", type=float, default=0.05, help="extra reservoir share that absorbs duplicates")
-    c.add_argument("--lang", help="the corpus's language: its lines must be mostly in its script")
+    c.add_argument("--lang", type=language_arg, help="the corpus's language: its lines must be mostly in its script")
     c.add_argument("--out-train", required=True)
     c.add_argument("--out-heldout", required=True)
     c.add_argument("--report", required=True)
@@ -424,7 +482,7 @@ def parser() -> argparse.ArgumentParser:
 
     fl = sub.add_parser("flores", help="FLORES-200 English→target pairs (flores_plus parquet layout)")
     fl.add_argument("--root", required=True, help=f"local folder or hub id ({FLORES_HUB_ID})")
-    fl.add_argument("--lang", required=True, help=f"one of {sorted(FLORES_CODES)} or a FLORES code")
+    fl.add_argument("--lang", required=True, type=language_arg, help="a language code or a FLORES code")
     fl.add_argument("--split", default="devtest")
     fl.add_argument("--n", type=int, default=500, help="sentences to select; 0 = all")
     fl.add_argument("--seed", type=int, required=True, help="the shuffle selection's seed (paper: always 42)")
@@ -432,6 +490,15 @@ def parser() -> argparse.ArgumentParser:
     fl.add_argument("--out", required=True, help="TSV: English<TAB>target")
     fl.add_argument("--ids", help="JSON listing the chosen FLORES ids and positions")
     fl.add_argument("--log")
+
+    pr = sub.add_parser("pairs", help="your own English→target pairs (TSV or JSONL) → the MT test set")
+    pr.add_argument("--input", required=True)
+    pr.add_argument("--format", choices=["tsv", "jsonl"], required=True)
+    pr.add_argument("--lang", type=language_arg, help="the target language: its side must be mostly in its script")
+    pr.add_argument("--label", help="what the pairs are")
+    pr.add_argument("--out", required=True, help="TSV: English<TAB>target")
+    pr.add_argument("--report", required=True)
+    pr.add_argument("--log")
 
     return p
 
@@ -479,6 +546,11 @@ def main(argv: list[str] | None = None) -> None:
         )
         _write_lines(a.out_train, sample)
         _write_lines(a.out_heldout, heldout)
+        write_json(a.report, report)
+    elif a.command == "pairs":
+        pairs, report = read_own_pairs(a.input, a.format, a.lang)
+        report = {"source": a.label, **report}
+        _write_pairs(a.out, pairs)
         write_json(a.report, report)
     else:
         table = load_flores_table(a.root, a.lang, a.split)

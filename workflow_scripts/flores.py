@@ -7,19 +7,21 @@ import re
 from pathlib import Path
 
 from workflow_scripts.io import UserError
-from workflow_scripts.languages import FLORES_CODES, FLORES_ENGLISH
+from workflow_scripts.languages import FLORES_ENGLISH, language
 from workflow_scripts.selection import select_positions, selection_note
 
 FLORES_HUB_ID = "openlanguagedata/flores_plus"
 
 
 def flores_code(lang: str) -> str:
-    """The FLORES code of one of the paper's languages (``th`` → ``tha_Thai``); FLORES codes pass through."""
-    if lang in FLORES_CODES:
-        return FLORES_CODES[lang]
+    """The FLORES code of a language code (``th`` → ``tha_Thai``, ``km`` → ``khm_Khmr``: workflow_scripts.languages);
+    FLORES codes pass through."""
     if re.fullmatch(r"[a-z]{3}_[A-Z][a-z]{3}", lang):
         return lang
-    raise UserError(f"unknown language {lang!r}: use one of {sorted(FLORES_CODES)} or a FLORES code like 'tha_Thai'")
+    try:
+        return language(lang).flores
+    except UserError as e:
+        raise UserError(f"unknown language {lang!r}: {e}; or give a FLORES code like 'tha_Thai'") from e
 
 
 def _flores_files(root: Path, split: str, code: str) -> list[Path]:

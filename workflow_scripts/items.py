@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from workflow_scripts.io import atomic_path, setup_logging, write_json
+from workflow_scripts.languages import language_arg
 from workflow_scripts.selection import check_items
 
 SUM_SPLITS = ("test", "validation")  # the reference's split="test+validation"
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sum", help="the sum rows to evaluate, as a hub-layout folder, and their ids")
     s.add_argument("--data", required=True, help="the sum dataset's folder (hub layout, test and validation)")
-    s.add_argument("--lang", required=True)
+    s.add_argument("--lang", required=True, type=language_arg)
     s.add_argument("--items", required=True, choices=["paper", "first"])
     s.add_argument("--n", type=int, required=True)
     s.add_argument("--tokenizer", help="tokenizer folder for the lengths (paper)")

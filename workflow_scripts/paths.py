@@ -20,7 +20,8 @@ MODEL, LANG, METHOD = "{model}", "{lang}", "{method}"
 
 # data (rules/data.smk, rules/items.smk)
 def data_file(lang: str = LANG, source: str = "{corpus}", name: str = "train.txt", root: str = RESULTS) -> str:
-    """train.txt, heldout.txt or mt.tsv of a language from its corpus (l10n, cc100) or MT source (l10n, flores)."""
+    """train.txt, heldout.txt or mt.tsv of a language from its corpus (l10n, cc100, text, orchid) or MT source (l10n,
+    flores, tsv, jsonl)."""
     return f"{root}/data/{lang}/{source}/{name}"
 
 
@@ -245,7 +246,7 @@ class Layout:
         return spec.get("mt", {}).get("deb") or spec["corpus"].get("deb")
 
     def cc100(self, lang: str) -> str:
-        """A configured local CC-100 file, or the download_cc100 rule's output when the config gives a url."""
+        """A configured local corpus file (kinds cc100, text), or the download_cc100 rule's output for a url."""
         return self.config["languages"][lang]["corpus"].get("path") or cc100(lang, self.downloads)
 
     def source_model(self, model: str) -> str:
@@ -346,7 +347,7 @@ class Layout:
             if isinstance(chat, dict) and chat.get("kind") == "hub":
                 out.append(hub_model_record(m, "chat", self.downloads))
         for lang, spec in config["languages"].items():
-            if spec["corpus"]["kind"] == "cc100" and not spec["corpus"].get("path"):
+            if spec["corpus"]["kind"] in ("cc100", "text") and not spec["corpus"].get("path"):
                 out.append(cc100(lang, self.downloads))
             if spec["corpus"]["kind"] == "orchid" and orchid_sdist(self.downloads) not in out:
                 out.append(orchid_sdist(self.downloads))

@@ -1,5 +1,6 @@
 """The paper's prompts (``prompts.yaml``, from its Table 12 as used in its LightEval tasks), as plain string functions
-(paper 002 §6.4).
+(paper 002 §6.4); a language outside the paper's ten takes the prompts its config entry gives
+(``languages.<code>.prompts``), and for mt, where none is given, an English instruction naming it (``MT_TEMPLATE``).
 
 mc and gmmlu have no template here: their prompts are LightEval's own multilingual multiple-choice prompt function
 (``harness/tasks.py``); ``prompts.yaml`` holds only Global-MMLU's instruction naming the subject.
@@ -12,6 +13,9 @@ from pathlib import Path
 
 import yaml
 
+from workflow_scripts.io import UserError
+from workflow_scripts.languages import language
+
 MAX_PROMPT_TOKENS = 4096  # Table 13: prompts truncated at 4,096 tokens
 
 
@@ -21,11 +25,39 @@ def prompt_table() -> dict:
     return yaml.safe_load((Path(__file__).with_name("prompts.yaml")).read_text(encoding="utf-8"))
 
 
+# The mt instruction of a language that has no prompt of the paper and none given (languages.<code>.prompts.mt): an
+# English instruction naming the language, in the paper's mt format (docs/your-study.md, "Prompts").
+MT_TEMPLATE = "Translate English to {name}:"
+# Where a language's prompt for a task comes from, as the results show it.
+PROMPT_SOURCES = {
+    "paper": "the paper's prompt",
+    "config": "the config's prompt",
+    "template": "English-instruction template",
+}
+
+
+def prompt_source(task: str, lang: str) -> str | None:
+    """Where ``lang``'s ``task`` prompt comes from: ``config`` (languages.<code>.prompts), ``paper`` (prompts.yaml),
+    ``template`` (mt only: MT_TEMPLATE), or None where there is none."""
+    if task in language(lang).prompts:
+        return "config"
+    if lang in prompt_table().get(task, {}):
+        return "paper"
+    return "template" if task == "mt" else None
+
+
 def _lookup(task: str, lang: str):
-    table = prompt_table()[task]
-    if lang not in table:
-        raise ValueError(f"no {task} prompt for language {lang!r}; prompts.yaml has {sorted(table)}")
-    return table[lang]
+    source = prompt_source(task, lang)
+    if source == "config":
+        return language(lang).prompts[task]
+    if source == "paper":
+        return prompt_table()[task][lang]
+    if source == "template":
+        return MT_TEMPLATE.format(name=language(lang).name)
+    raise UserError(
+        f"no {task} prompt for language {lang!r}: give languages.{lang}.prompts.{task} in the config "
+        f'(the paper has prompts for {sorted(prompt_table()[task])}; docs/your-study.md, "Prompts")'
+    )
 
 
 def mt_query(source: str, lang: str) -> str:

@@ -63,23 +63,44 @@ def cli(**options) -> list[list[str]]:
     return [[f"--{k.replace('_', '-')}", str(v)] for k, v in options.items()]
 
 
-# what each corpus kind's text is (the adaptation corpus D and the held-out set), and each MT kind's pairs
-CORPUS_LABELS = {"cc100": "CC-100", "orchid": ORCHID_LABEL}
+# what each corpus kind's text is (the adaptation corpus D and the held-out set), and each MT kind's pairs, where the
+# config gives no `label`; your own files (corpus kind text, mt kinds tsv and jsonl) are named by their file
+CORPUS_LABELS = {"cc100": "CC-100", "orchid": ORCHID_LABEL, "text": "your text ({file})"}
 MT_LABELS = {
     "flores": "FLORES-200",
     "l10n": "stand-in for FLORES-200: LibreOffice UI translations (Debian libreoffice-l10n)",
+    "tsv": "your pairs ({file})",
+    "jsonl": "your pairs ({file})",
 }
+
+
+def _label(spec: dict, labels: dict[str, str]) -> str:
+    if spec.get("label"):
+        return spec["label"]
+    file = str(spec.get("path") or spec.get("url") or "").rstrip("/").rsplit("/", 1)[-1]
+    return labels[spec["kind"]].format(file=file)
+
+
+def corpus_label(config: dict, lang: str) -> str:
+    """What a language's corpus D and held-out text are: the config's `label`, else its kind's."""
+    return _label(config["languages"][lang]["corpus"], CORPUS_LABELS | {"l10n": L10N_LABEL})
+
+
+def mt_label(config: dict, lang: str) -> str:
+    """What a language's MT test pairs are: the config's `label`, else its kind's."""
+    return _label(config["languages"][lang].get("mt", {"kind": "l10n"}), MT_LABELS)
 
 
 def data_label(layout: Layout, lang: str) -> str:
     """What a language's corpus and MT pairs are, copied into each record's details (the "Data:" line of every
     table and figure)."""
-    corpus, mt = layout.corpus_kind(lang), layout.mt_kind(lang)
-    if corpus == "l10n":
+    spec = layout.config["languages"][lang]
+    corpus, mt = spec["corpus"], spec.get("mt", {"kind": "l10n"})
+    if corpus["kind"] == "l10n" and mt["kind"] == "l10n" and not corpus.get("label") and not mt.get("label"):
         return L10N_LABEL
-    if corpus == "cc100" and mt == "flores":
+    if (corpus["kind"], mt["kind"]) == ("cc100", "flores") and not corpus.get("label") and not mt.get("label"):
         return "CC-100 / FLORES-200"
-    return f"{CORPUS_LABELS[corpus]} for adaptation and held-out text; MT: {MT_LABELS[mt]}"
+    return f"{corpus_label(layout.config, lang)} for adaptation and held-out text; MT: {mt_label(layout.config, lang)}"
 
 
 class Steps:

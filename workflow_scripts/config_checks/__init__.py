@@ -10,7 +10,8 @@ GPU fit of the LAPT jobs, the speed step's memory, the item selection and the su
 planning prints beside the plan, and ``files.unwritable_output`` runs again when a real run starts.
 
 - ``schema``: schema_errors, one line per schema violation.
-- ``inputs``: models, l10n packages and local CC-100 files (cheap reads, cached).
+- ``languages``: each language's facts (given or inferred from CLDR) and each task's prompt for it.
+- ``inputs``: models, l10n packages and local corpus and pairs files (cheap reads, cached).
 - ``cells``: the methods and the grid's cells (k against |V_aux|, vocabulary sizes against D, stages, MuMo, ElChat).
 - ``files``: the config files as written (syntax, duplicate keys, missing blocks), and the output folder.
 - ``notes``: config warnings (evaluation sizes above the data) and the checks deferred to a job or to preflight.
@@ -34,6 +35,7 @@ from workflow_scripts.config_checks.files import (
     unwritable_output,
 )
 from workflow_scripts.config_checks.inputs import check_sources
+from workflow_scripts.config_checks.languages import language_notes, language_problems
 from workflow_scripts.config_checks.notes import config_warnings, deferred_checks
 from workflow_scripts.config_checks.schema import schema_errors
 from workflow_scripts.grid import ConfigError, Method, expand_methods
@@ -46,6 +48,9 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
     Cheap checks of the data and models (reading a .deb's catalogue, the head of a local CC-100 file, installed
     packages), but no torch import: planning stays fast."""
     workdir = Path(workdir)
+    errors = language_problems(config)
+    if errors:  # the checks of the files read each language's script
+        raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(errors))
     errors = check_sources(config, workdir)
     if not config["evaluation"]["tasks"]:
         errors.append(f"evaluation.tasks: the list is empty; name at least one of {sorted(IMPLEMENTED['tasks'])}")
@@ -91,6 +96,7 @@ __all__ = [
     "config_warnings",
     "deferred_checks",
     "duplicate_keys",
+    "language_notes",
     "missing_blocks",
     "rouge_route_problems",
     "schema_errors",

@@ -11,6 +11,7 @@ import functools
 import struct
 from pathlib import Path
 
+from workflow_scripts.io import UserError
 from workflow_scripts.pieces import BYTE_LEVEL_BPE, SENTENCEPIECE_BPE
 
 CC100_PEEK_BYTES = 1 << 20  # decompressed bytes of a local CC-100 file read at planning time
@@ -81,7 +82,7 @@ def check_cc100_file(path: Path, lang: str) -> list[str]:
     MiB decompresses into UTF-8 lines, some of them in the language's script. The line count needs the whole stream:
     sample_cc100 checks it."""
     from workflow_scripts.corpus import open_text_stream
-    from workflow_scripts.languages import SCRIPT_RANGES, in_script
+    from workflow_scripts.languages import in_script
 
     key = f"languages.{lang}.corpus.path"
     if path.stat().st_size == 0:
@@ -112,7 +113,7 @@ def check_cc100_file(path: Path, lang: str) -> list[str]:
             f"{key}: the start of {str(path)!r} holds no usable line ({len(lines)} lines, blank or not UTF-8): "
             "a CC-100 file is UTF-8 text, one paragraph a line"
         ]
-    if lang in SCRIPT_RANGES and not any(in_script(t, lang) for t in texts):
+    if not any(in_script(t, lang) for t in texts):
         return [
             f"{key}: none of the first {len(texts)} lines of {str(path)!r} is in the script of {lang!r} "
             f"(e.g. {texts[0][:60]!r}): is it the file of another language?"
@@ -176,7 +177,26 @@ def check_sources(config: dict, workdir: Path) -> list[str]:
             errors += _check_mt_deb(config, lang, spec, workdir)
         if mt["kind"] == "flores" and "root" not in mt:
             errors.append(f"languages.{lang}.mt.root is required for mt kind 'flores'")
+        if mt["kind"] in ("tsv", "jsonl"):
+            errors += check_own_pairs(lang, mt, workdir)
     return errors
+
+
+def check_own_pairs(lang: str, mt: dict, workdir: Path) -> list[str]:
+    """mt kinds tsv and jsonl: the pairs file exists and reads as the rule own_mt reads it (pairs files are small)."""
+    from workflow_scripts.corpus import read_own_pairs
+
+    key = f"languages.{lang}.mt.path"
+    if "path" not in mt:
+        return [f"{key} is required for mt kind {mt['kind']!r}: your pairs file"]
+    path = workdir / mt["path"]
+    if not path.is_file():
+        return [f"{key}: file {mt['path']!r} does not exist"]
+    try:
+        read_own_pairs(path, mt["kind"], lang)
+    except UserError as e:
+        return [f"{key}: {e}"]
+    return []
 
 
 def _check_mt_deb(config: dict, lang: str, spec: dict, workdir: Path) -> list[str]:
@@ -208,7 +228,7 @@ def _check_orchid(config: dict, lang: str, corpus: dict) -> list[str]:
     if lang != "th":
         return [
             f"languages.{lang}.corpus.kind: 'orchid' is the ORCHID corpus of Thai text; only languages.th may use it "
-            f"(for {lang}: l10n or cc100)"
+            f"(for {lang}: l10n, cc100 or text)"
         ]
     if "deb" in corpus:
         return [f"languages.{lang}.corpus.deb: corpus kind 'orchid' reads no package; name the MT pairs' as mt.deb"]
@@ -233,7 +253,7 @@ def _check_corpus(config: dict, lang: str, corpus: dict, workdir: Path) -> list[
             return [f"languages.{lang}.corpus.deb: file {corpus['deb']!r} does not exist"]
         return check_l10n_deb(workdir / corpus["deb"], lang, config)
     if ("path" in corpus) == ("url" in corpus):
-        return [f"languages.{lang}.corpus: give exactly one of path and url for corpus kind 'cc100'"]
+        return [f"languages.{lang}.corpus: give exactly one of path and url for corpus kind {corpus['kind']!r}"]
     if "path" in corpus and not (workdir / corpus["path"]).is_file():
         return [f"languages.{lang}.corpus.path: file {corpus['path']!r} does not exist"]
     if "path" in corpus:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workflow_scripts.config_checks import check_config
+from workflow_scripts.config_checks import check_config, language_notes
 from workflow_scripts.config_checks.files import (
     config_file_problems,
     missing_blocks,
@@ -98,7 +98,7 @@ def check_plan(config: dict, configfiles: Sequence[str | Path], workdir: Path, r
     unset = validated(config, configfiles, schema)
     methods = with_adapted(check_config(config, workdir))
     cells = expand_grid(config)
-    _warn([*unset, *config_warnings(config)])
+    _warn([*unset, *config_warnings(config), *language_notes(config)])
     _warn(deferred_checks(config), "checked later")
     try:
         run, outside = plan_run(config, configfiles, workdir)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from workflow_scripts.harness.datasets import Unavailable, pairs_dataset, task_source
 from workflow_scripts.io import set_threads, setup_logging, write_json, write_text
+from workflow_scripts.languages import language_arg
 
 log = logging.getLogger("vocabexp")
 GENERATIVE = {"mt", "sum"}
@@ -36,7 +37,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(p)
     p.add_argument("--task", required=True, choices=["mt", "sum", "mc", "gmmlu"])
-    p.add_argument("--lang", required=True, help="language code (en for the English retention checks)")
+    p.add_argument(
+        "--lang", required=True, type=language_arg, help="language code (en for the English retention checks)"
+    )
     p.add_argument("--pairs", help="mt: English<TAB>target test pairs")
     p.add_argument("--data", help="sum, mc, gmmlu: dataset folder in the hub layout")
     p.add_argument("--fewshot", type=int, default=None, help="default: the paper's (mc 3, gmmlu 5, else 0)")

@@ -25,19 +25,38 @@ from workflow_scripts.harness.sources import (  # noqa: F401  (re-exported: the 
     layout_of,
 )
 from workflow_scripts.io import atomic_path, read_corpus, read_pairs, write_text
-from workflow_scripts.languages import FLORES_CODES as LANGUAGE_FLORES_CODES
-from workflow_scripts.languages import FLORES_ENGLISH, LANGUAGE_NAMES
+from workflow_scripts.languages import FLORES_ENGLISH, PAPER_LANGUAGES, language, language_arg
 
 DOWNLOADS = Path("results/downloads/hf")
 
-# FLORES-200 / Belebele codes of the paper's languages (languages.FLORES_CODES) and English for retention (Table 9).
-FLORES_CODES = {**LANGUAGE_FLORES_CODES, "en": FLORES_ENGLISH}
-# XL-Sum's subsets are the languages' English names in lower case; German and Greek come from MLSUM and GreekSUM.
-XLSUM_NAMES = {
-    **{lang: LANGUAGE_NAMES[lang].lower() for lang in ("ar", "my", "hi", "ja", "si", "sw", "te", "th")},
-    "en": "english",
-}
-GLOBAL_MMLU_LANGS = {"ar", "de", "el", "hi", "ja", "si", "sw", "te", "en"}  # no Burmese, no Thai
+
+def flores_subset(lang: str) -> str:
+    """The FLORES-200 / Belebele subset of a language (its FLORES code: workflow_scripts.languages), English's for the
+    retention checks (Table 9)."""
+    return FLORES_ENGLISH if lang == "en" else language(lang).flores
+
+
+# XL-Sum's 45 subsets (csebuetnlp/xlsum), the languages' English names in lower case where one language has one
+# subset; German and Greek come from MLSUM and GreekSUM.
+XLSUM_SUBSETS = frozenset(
+    "amharic arabic azerbaijani bengali burmese chinese_simplified chinese_traditional english french gujarati hausa "
+    "hindi igbo indonesian japanese kirundi korean kyrgyz marathi nepali oromo pashto persian pidgin portuguese "
+    "punjabi russian scottish_gaelic serbian_cyrillic serbian_latin sinhala somali spanish swahili tamil telugu thai "
+    "tigrinya turkish ukrainian urdu uzbek vietnamese welsh yoruba".split()
+)
+# Global-MMLU's 42 subsets (CohereLabs/Global-MMLU), by ISO 639-1 code (fil: Filipino); no Burmese, no Thai.
+GLOBAL_MMLU_LANGS = frozenset(
+    "am ar bn cs de el en es fa fil fr ha he hi id ig it ja ko ky lt mg ms ne nl ny pl pt ro ru si sn so sr sv sw te "
+    "tr uk vi yo zh".split()
+)
+
+
+def xlsum_subset(lang: str) -> str:
+    """XL-Sum's subset of a language (its English name in lower case), or Unavailable."""
+    name = "english" if lang == "en" else language(lang).name.lower().replace(" ", "_")
+    if name not in XLSUM_SUBSETS:
+        raise Unavailable(f"XL-Sum has no subset for {lang} ({name}); give a sum dataset of your own (docs/data.md)")
+    return name
 
 
 @dataclass(frozen=True)
@@ -69,19 +88,22 @@ class Unavailable(Exception):
 def task_source(task: str, lang: str) -> Source:
     """The dataset, subset and splits of ``task`` (mc, sum, gmmlu) for ``lang`` (paper 002 §6.4; Table 9 for en)."""
     if task == "mc":
-        return Source("belebele", FLORES_CODES[lang], "test")
+        return Source("belebele", flores_subset(lang), "test")
     if task == "gmmlu":
         if lang == "en":  # the original MMLU; "all" holds every subject, the tasks filter by subject
             return Source("mmlu", "all", "test", "dev")
         if lang not in GLOBAL_MMLU_LANGS:
-            raise Unavailable(f"Global-MMLU has no {lang} subset (the paper reports no gmmlu for my and th)")
+            raise Unavailable(
+                f"Global-MMLU has no {lang} subset"
+                + (" (the paper reports no gmmlu for my and th)" if lang in PAPER_LANGUAGES else "")
+            )
         return Source("global_mmlu", lang, "test", "dev")
     if task == "sum":
         if lang == "de":
             return Source("mlsum", "de", "test", "train")
         if lang == "el":
             return Source("greeksum", "el", "test", "train")
-        return Source("xlsum", XLSUM_NAMES[lang], "test", "train")
+        return Source("xlsum", xlsum_subset(lang), "test", "train")
     raise ValueError(f"no hub dataset for task {task!r}")
 
 
@@ -167,7 +189,7 @@ def pairs_dataset(pairs_file: Path, lang: str, folder: Path, n: int | None = Non
     dataset: subset = the FLORES code, split ``test``, fields ``source`` and ``reference``."""
     pairs = read_pairs(pairs_file, n)
     rows = [{"id": i, "source": en, "reference": tgt} for i, (en, tgt) in enumerate(pairs)]
-    return write_hub_layout(folder, {FLORES_CODES[lang]: {"test": rows}}, f"mt pairs from {pairs_file}")
+    return write_hub_layout(folder, {flores_subset(lang): {"test": rows}}, f"mt pairs from {pairs_file}")
 
 
 PROXY_QUESTION = "Which sentence is the translation of the passage?"
@@ -208,7 +230,7 @@ def write_mc_proxy(pairs_file: Path, heldout_file: Path, lang: str, out: Path, n
     """The embedded default's mc proxy in Belebele's layout (subset = FLORES code, split ``test``), atomically."""
     items = proxy_items(heldout_pairs(pairs_file, heldout_file), n, seed)
     with atomic_path(out) as tmp:
-        write_hub_layout(tmp, {FLORES_CODES[lang]: {"test": items}}, PROXY_LABEL)
+        write_hub_layout(tmp, {flores_subset(lang): {"test": items}}, PROXY_LABEL)
     return out
 
 
@@ -231,7 +253,7 @@ def main(argv: list[str] | None = None) -> None:
     mc = sub.add_parser("mc-proxy", help="the embedded default's mc proxy from held-out l10n pairs")
     mc.add_argument("--pairs", required=True)
     mc.add_argument("--heldout", required=True)
-    mc.add_argument("--lang", required=True)
+    mc.add_argument("--lang", required=True, type=language_arg)
     mc.add_argument("--n", type=int, required=True)
     mc.add_argument("--seed", type=int, default=0)
     mc.add_argument("--out", required=True)

@@ -34,7 +34,8 @@ from lighteval.utils.language import Language, iso_639_3_ind_to_iso_639_3_macro
 
 from workflow_scripts import prompts
 from workflow_scripts.harness import lighteval_metrics
-from workflow_scripts.harness.datasets import FLORES_CODES, HUB_IDS, Unavailable, task_source
+from workflow_scripts.harness.datasets import HUB_IDS, Unavailable, flores_subset, task_source
+from workflow_scripts.languages import PAPER_LANGUAGES
 
 FEWSHOT = {"mt": 0, "sum": 0, "mc": 3, "gmmlu": 5}
 
@@ -84,7 +85,7 @@ MMLU_SUBJECTS: tuple[str, ...] = tuple(c.hf_subset for c in lighteval_mmlu.TASKS
 def lighteval_language(lang: str) -> Language:
     """LightEval's ``Language`` of a project language, mapped as LightEval's Belebele tasks map their subset: the
     FLORES code's individual ISO 639-3 code, as its macrolanguage where it has one (arb -> ara, swh -> swa)."""
-    code = FLORES_CODES[lang].split("_")[0]
+    code = flores_subset(lang).split("_")[0]
     return iso_639_3_ind_to_iso_639_3_macro.get(code) or Language(code)
 
 
@@ -216,7 +217,7 @@ def task_config(
         return LightevalTaskConfig(
             **common,
             prompt_function=partial(mt_doc, lang=lang),
-            hf_subset=FLORES_CODES[lang],
+            hf_subset=flores_subset(lang),
             evaluation_splits=["test"],
             metrics=lighteval_metrics.chrf_metrics(),
             generation_size=generation_size,
@@ -289,7 +290,7 @@ def task_configs(task: str, lang: str, folder: str | Path, **kwargs) -> list[Lig
 def _hub_table() -> list[LightevalTaskConfig]:
     table = []
     for task in ("sum", "mc", "gmmlu"):
-        for lang in FLORES_CODES:
+        for lang in (*PAPER_LANGUAGES, "en"):
             try:
                 hub_id = HUB_IDS[task_source(task, lang).dataset]
             except Unavailable:

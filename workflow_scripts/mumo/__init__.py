@@ -6,8 +6,8 @@ its LightEval adapter), ``cli``; its decoder in the speed step is ``workflow_scr
 
 Choices the paper leaves open, and ours:
 - V_mono comes from the auxiliary tokenizer trained on D (the paper used off-the-shelf monolingual tokenizers): its
-  pieces whose text is, after at most one leading space, entirely in the target script's Unicode ranges
-  (``languages.SCRIPT_RANGES``), byte pieces and partial UTF-8 sequences dropped; a word is "in V_s" when its source
+  pieces whose text is, after at most one leading space, entirely in the target script (Unicode's Script property,
+  ``languages.all_in_script``), byte pieces and partial UTF-8 sequences dropped; a word is "in V_s" when its source
   spelling is one token. Order: the target tokenizer's id order; ``max_size`` keeps the first ones.
 - A word's source spelling is its text as inside running text (no start-of-text "▁"), tokenized by the source BPE;
   the same ids are fed back at decoding, averaged by Multi-init and used as the training input.

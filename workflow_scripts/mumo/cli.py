@@ -14,6 +14,7 @@ import logging
 import time
 
 from workflow_scripts.io import seed_everything, set_threads, setup_logging, write_json, write_text
+from workflow_scripts.languages import language_arg
 
 log = logging.getLogger("vocabexp")
 
@@ -64,7 +65,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     t = sub.add_parser("train", help="V_mono, head initialization and head-only training")
     t.add_argument("--source-model", required=True)
     t.add_argument("--target-tokenizer", required=True, help="tokenizer.json (or its folder) V_mono is taken from")
-    t.add_argument("--lang", required=True)
+    t.add_argument("--lang", required=True, type=language_arg)
     t.add_argument("--corpus", required=True, help="D, one sentence a line")
     t.add_argument("--init", default="Multi", choices=["Multi", "Random"])
     t.add_argument("--max-words", type=int, default=None, help="keep the first N words of V_mono (default: all)")

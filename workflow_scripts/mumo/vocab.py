@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workflow_scripts.languages import SCRIPT_RANGES
+from workflow_scripts.languages import all_in_script, script_name
 from workflow_scripts.pieces import SENTENCEPIECE_BPE, detect_family, is_partial_utf8, piece_text
 
 
@@ -99,11 +99,6 @@ class VMono:
         return cls(tuple(i["word"] for i in items), tuple(tuple(i["source_ids"]) for i in items))
 
 
-def in_script_ranges(text: str, ranges: list[tuple[int, int]]) -> bool:
-    """Every character of ``text`` lies in one of ``ranges``."""
-    return bool(text) and all(any(lo <= ord(c) <= hi for lo, hi in ranges) for c in text)
-
-
 def word_text(piece: str, family: str) -> str | None:
     """A target-vocabulary piece as text, or None for byte pieces and partial UTF-8 sequences."""
     if family == SENTENCEPIECE_BPE:
@@ -120,22 +115,22 @@ def word_text(piece: str, family: str) -> str | None:
 
 def target_words(target_tokenizer_json: str | Path, lang: str) -> list[str]:
     """Candidate words of a target tokenizer (a tokenizer.json or a folder holding one), in id order: the text of each
-    vocabulary piece that is, after at most one leading space, entirely in ``lang``'s script (SCRIPT_RANGES)."""
+    vocabulary piece that is, after at most one leading space, entirely in ``lang``'s script (Unicode's Script
+    property: workflow_scripts.languages)."""
     import json
 
     path = Path(target_tokenizer_json)
     path = path / "tokenizer.json" if path.is_dir() else path
     if not path.is_file():
         raise FileNotFoundError(f"target tokenizer {str(path)!r} does not exist (a tokenizer.json or its folder)")
-    if lang not in SCRIPT_RANGES:
-        raise ValueError(f"language {lang!r} has no script ranges (workflow_scripts/languages.py SCRIPT_RANGES)")
+    script_name(lang)  # an unknown language is an error before the tokenizer is read
     tj = json.loads(path.read_text(encoding="utf-8"))
     family = detect_family(tj, path)
     specials = {t["content"] for t in tj.get("added_tokens", [])}
     words = []
     for piece, _ in sorted(tj["model"]["vocab"].items(), key=lambda kv: kv[1]):
         text = None if piece in specials else word_text(piece, family)
-        if text is not None and in_script_ranges(text.removeprefix(" "), SCRIPT_RANGES[lang]):
+        if text is not None and all_in_script(text.removeprefix(" "), lang):
             words.append(text)
     return list(dict.fromkeys(words))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 
-from workflow_scripts.languages import LANGUAGE_NAMES
+from workflow_scripts import languages
 
 # Configuration keys of the models this project ships configurations for (config.yaml, configs/*.yaml).
 MODEL_NAMES = {
@@ -52,8 +52,9 @@ def model_name(model: object) -> str:
 
 
 def language_name(lang: object) -> str:
-    """A language's English name (Thai) from its code."""
-    return LANGUAGE_NAMES.get(str(lang), str(lang))
+    """A language's English name (Thai, Khmer) from its code (workflow_scripts.languages; the code where none is
+    known)."""
+    return languages.language_name(str(lang))
 
 
 def panel_name(model: object, lang: object, multi_model: bool = True) -> str:

@@ -11,8 +11,8 @@ import html
 import io
 
 from workflow_scripts.paper.cells import MISSING, Cell, Filled
-from workflow_scripts.paper.names import model_name
-from workflow_scripts.paper.specs import LANGUAGE_NAMES, MODEL_NAMES
+from workflow_scripts.paper.names import language_name, model_name
+from workflow_scripts.paper.specs import MODEL_NAMES
 
 BETTER = "↑"
 
@@ -21,8 +21,8 @@ def headers(filled: Filled) -> list[str]:
     """One header per value column: the language code alone when a table has one column per language."""
     spec = filled.spec
     if len(spec.columns) == 1:
-        return [LANGUAGE_NAMES.get(lang, lang) for lang in spec.languages]
-    return [f"{LANGUAGE_NAMES.get(lang, lang)} {col.header}" for lang in spec.languages for col in spec.columns]
+        return [language_name(lang) for lang in spec.languages]
+    return [f"{language_name(lang)} {col.header}" for lang in spec.languages for col in spec.columns]
 
 
 def _has_groups(filled: Filled) -> bool:
@@ -134,14 +134,14 @@ def latex(filled: Filled) -> str:
     ]
     lines.append(r"\toprule")
     if ncols > 1:
-        top = [""] * lead + [rf"\multicolumn{{{ncols}}}{{c}}{{{LANGUAGE_NAMES.get(g, g)}}}" for g in spec.languages]
+        top = [""] * lead + [rf"\multicolumn{{{ncols}}}{{c}}{{{language_name(g)}}}" for g in spec.languages]
         rules = [
             rf"\cmidrule(lr){{{lead + 1 + i * ncols}-{lead + (i + 1) * ncols}}}" for i in range(len(spec.languages))
         ]
         lines += [" & ".join(top) + r" \\", " ".join(rules)]
         sub = [""] * (lead - 1) + ["Model"] + [tex_escape(c.header) for _ in spec.languages for c in spec.columns]
     else:
-        sub = [""] * (lead - 1) + ["Model"] + [LANGUAGE_NAMES.get(g, g) for g in spec.languages]
+        sub = [""] * (lead - 1) + ["Model"] + [language_name(g) for g in spec.languages]
     lines += [" & ".join(sub) + r" \\", r"\midrule"]
     for i, block in enumerate(filled.blocks):
         if len(filled.blocks) > 1 or block.results_model != block.model:

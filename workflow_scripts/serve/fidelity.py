@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from workflow_scripts.io import UserError, cli_main, read_corpus, setup_logging, write_json
+from workflow_scripts.languages import language_arg
 
 
 def llama_cpp():
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--n", type=int, default=100, help="sentences whose token ids are compared")
     ap.add_argument("--prompts", type=int, default=4)
     ap.add_argument("--tokens", type=int, default=16)
-    ap.add_argument("--lang", required=True)
+    ap.add_argument("--lang", required=True, type=language_arg)
     ap.add_argument("--cell", default="{}")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", required=True)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from workflow_scripts.io import cli_main, setup_logging, write_json
+from workflow_scripts.languages import language_arg
 from workflow_scripts.serve.fidelity import open_gguf
 from workflow_scripts.speed.decoders import Forced
 from workflow_scripts.speed.measure import encode_items, rate_records, time_teacher_forced
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--model", required=True, type=Path, help="the cell's transformers folder (its tokenizer)")
     ap.add_argument("--source", required=True, type=Path, help="the source model's folder (its tokenizer)")
     ap.add_argument("--pairs", required=True, help="mt.tsv: English and target sentences")
-    ap.add_argument("--lang", required=True)
+    ap.add_argument("--lang", required=True, type=language_arg)
     ap.add_argument("--n", type=int, default=None)
     ap.add_argument("--reference-chars", type=int, default=0, help="first N characters of each reference (0: all)")
     ap.add_argument("--repeats", type=int, default=3)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from workflow_scripts.evaluation import DECODING, add_common_args, items_used, load_model, read_cell
 from workflow_scripts.io import read_pairs, set_threads, setup_logging, write_json
+from workflow_scripts.languages import language_arg
 from workflow_scripts.prompts import mt_query
 from workflow_scripts.speed import __doc__ as PACKAGE_DOC
 from workflow_scripts.speed.choices import run_choice_task
@@ -64,7 +65,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "5); repeatable")  # fmt: skip
     p.add_argument("--large-batch-decodings", nargs="*", default=None, choices=sorted(DECODING),
                    help="decodings timed at --batch-size (default: every decoding)")  # fmt: skip
-    p.add_argument("--lang", required=True)
+    p.add_argument("--lang", required=True, type=language_arg)
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)
