@@ -119,8 +119,10 @@ def infer(code: str, **given: Any) -> Language:
         if "name" not in facts:
             facts["name"] = tag.display_name("en")
             inferred.append("name")
-        if "script" not in facts:
-            script = facts["flores"].split("_")[-1] if "flores" in facts else tag.maximize().script
+        if "script" not in facts and "flores" in facts:  # given with the FLORES code
+            facts["script"] = facts["flores"].split("_")[-1]
+        elif "script" not in facts:
+            script = tag.maximize().script
             if not script:
                 raise UserError(f"languages.{code}: CLDR knows no script for {code!r}; give languages.{code}.script")
             facts["script"] = script

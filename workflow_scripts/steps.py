@@ -103,6 +103,16 @@ def data_label(layout: Layout, lang: str) -> str:
     return f"{corpus_label(layout.config, lang)} for adaptation and held-out text; MT: {mt_label(layout.config, lang)}"
 
 
+def mt_data_label(layout: Layout, lang: str) -> str:
+    """``data_label`` of the mt records, which also say where a prompt that is not the paper's comes from (the
+    config's, or the English-instruction template: workflow_scripts.prompts)."""
+    from workflow_scripts import prompts
+
+    source = prompts.prompt_source("mt", lang)
+    label = data_label(layout, lang)
+    return label if source == "paper" else f"{label}; mt prompt: {prompts.PROMPT_SOURCES[source]}"
+
+
 class Steps:
     """The evaluation steps of the configured grid: ``methods`` maps a slug to its Method."""
 
@@ -176,7 +186,7 @@ class Steps:
             {"model": self.model(wc), "pairs": pairs},
             cli(task="mt", lang=wc.lang, model=self.model(wc), pairs=pairs)
             + self.generation("mt", wc)
-            + cli(cell=self.cell(wc), data_label=data_label(self.layout, wc.lang), out=self.out(wc, "mt.json"),
+            + cli(cell=self.cell(wc), data_label=mt_data_label(self.layout, wc.lang), out=self.out(wc, "mt.json"),
                   predictions=self.out(wc, "mt_predictions.tsv"))
             + self.chat(wc)
             + self.mumo(wc),

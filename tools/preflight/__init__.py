@@ -375,8 +375,16 @@ def disk_rows(rows: list[Row], results: Path, cache: Path) -> list[Row]:
 
 def preflight(config: dict, *, online: bool, results: Path, max_read: int) -> list[Row]:
     """Every row for ``config`` (no side effects but the Hugging Face cache, which the download step reuses)."""
+    from workflow_scripts import languages
+    from workflow_scripts.io import UserError
+
     forget_failed_hosts()
     rows: list[Row] = []
+    for lang, lc in config.get("languages", {}).items():
+        try:  # the config's language facts (a FLORES code it gives), as planning knows them
+            languages.declare({lang: lc})
+        except UserError as e:
+            rows.append(Row(MISSING, f"language {lang}", str(e), f"fix languages.{lang}"))
     for name, spec in config.get("models", {}).items():
         rows += model_rows(name, spec, online, f"models.{name}")
         if isinstance(spec.get("chat"), dict):
@@ -398,6 +406,11 @@ def preflight(config: dict, *, online: bool, results: Path, max_read: int) -> li
             rows.append(Row(READY if ok else MISSING, f"corpus {lang}", corpus["path"], fix))
         else:
             rows.append(url_row(lang, corpus["url"], online, results / "downloads"))
+        mt = lc.get("mt", {"kind": "l10n"})
+        if mt.get("kind") in ("tsv", "jsonl"):
+            ok = Path(mt.get("path", "")).is_file()
+            fix = "" if ok else f"fix languages.{lang}.mt.path (the file does not exist)"
+            rows.append(Row(READY if ok else MISSING, f"mt pairs {lang} ({mt['kind']})", mt.get("path", ""), fix))
     rows += flores_rows(config, online)
     rows += dataset_rows(config, online, results / "downloads", max_read)
     rows += items_tokenizer_rows(config, online, results / "downloads")

@@ -40,9 +40,10 @@ def curve_note(panels: list[Panel]) -> str:
 def page(panels: list[Panel], drawn: dict[str, bool], labels: list[str], models: list[str], n_seeds: int) -> str:
     """findings.md: the data line, the paragraph, each figure written with its caption, one table per panel, and
     what the run has no data for."""
-    caveat = text.caveat(models, labels, n_seeds)
+    langs = sorted({p.language for p in panels})
+    caveat = text.caveat(models, labels, n_seeds, langs)
     lines = ["# Findings", "", *(f"> Data: {label}." for label in labels), *([""] if labels else [])]
-    lines += ["## What the numbers say", "", paragraph(panels, text.scope(models, labels, n_seeds)), ""]
+    lines += ["## What the numbers say", "", paragraph(panels, text.scope(models, labels, n_seeds, langs)), ""]
     absent = [ABSENT[name] for name in FIGURES if not drawn.get(name)]
     if absent:
         lines += ["Not in this run: " + "; ".join(absent) + ".", ""]

@@ -4,6 +4,7 @@ paragraph and the caption saying what the run can and cannot say about the paper
 from __future__ import annotations
 
 from workflow_scripts.findings.numbers import Panel, relative
+from workflow_scripts.languages import PAPER_LANGUAGES
 from workflow_scripts.paper.names import MODEL_NAMES, model_name
 
 MISSING = "–"
@@ -76,9 +77,18 @@ def table(panel: Panel) -> list[str]:
     return [*lines, *("| " + " | ".join(c) + " |" for c in rows), ""]
 
 
-def scope(models: list[str], labels: list[str], n_seeds: int) -> str:
-    """What the run can and cannot say about the paper's models and data, from the models and data labels it has."""
-    small = [model_name(m) for m in models if m not in PAPER_MODELS]
+def stand_in_models(models: list[str], langs: list[str]) -> list[str]:
+    """The run's models that stand in for the paper's: those not the paper's, in a run on the paper's languages (a
+    grid of other languages is a study of its own, compared with nothing of the paper's)."""
+    if not set(langs) & set(PAPER_LANGUAGES):
+        return []
+    return [model_name(m) for m in models if m not in PAPER_MODELS]
+
+
+def scope(models: list[str], labels: list[str], n_seeds: int, langs: list[str]) -> str:
+    """What the run can and cannot say about the paper's models and data, from the models, data labels and
+    languages it has."""
+    small = stand_in_models(models, langs)
     paper = ", ".join(MODEL_NAMES[m] for m in PAPER_MODELS)
     parts = []
     if small:
@@ -94,9 +104,9 @@ def scope(models: list[str], labels: list[str], n_seeds: int) -> str:
     )
 
 
-def caveat(models: list[str], labels: list[str], n_seeds: int) -> str:
+def caveat(models: list[str], labels: list[str], n_seeds: int, langs: list[str]) -> str:
     """The short form of ``scope`` for a caption: the model size, the data, the seeds."""
-    small = [model_name(m) for m in models if m not in PAPER_MODELS]
+    small = stand_in_models(models, langs)
     parts = [f"{' and '.join(small)}, not the paper's 7–9B models"] if small else []
     parts.append(f"data: {'; '.join(labels)}" if labels else "data: not recorded in the results")
     if n_seeds < 2:

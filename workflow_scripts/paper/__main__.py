@@ -12,7 +12,7 @@ import yaml
 from workflow_scripts import paths
 from workflow_scripts.io import setup_logging, write_text
 from workflow_scripts.paper import costs, figures, render
-from workflow_scripts.paper.cells import fill, rouge_metric, stand_ins, trim
+from workflow_scripts.paper.cells import fill, is_papers_grid, rouge_metric, stand_ins, trim
 from workflow_scripts.paper.headline import data_labels, labels_for, read_results, row_name
 from workflow_scripts.paper.specs import FIGURE_TITLES, FIGURES, TABLES, report_title
 
@@ -71,6 +71,14 @@ def write_figures(frame: pd.DataFrame, root: Path, out: Path, labels: list[str])
     return [FIGURE_TITLES[name] for name, files in drawn.items() if not files]
 
 
+# tables.md of a grid with none of the paper's models and languages: its tables would only be empty or mislabelled.
+NOT_THE_PAPERS_GRID = (
+    "# The paper's tables from this run's results\n\nNot the paper's grid: the results hold none of the paper's "
+    "models and languages, so no table of the paper is filled; this run's results are tables/results.md and "
+    "findings/findings.md (costs: costs.md).\n"
+)
+
+
 def index(pages: list[str], not_run: list[str]) -> str:
     """tables.md: the tables written, and one list of what this configuration did not run."""
     lines = ["# The paper's tables from this run's results", ""]
@@ -105,9 +113,12 @@ def main(argv: list[str] | None = None) -> None:
     if a.stand_in:
         requested = dict(s.split("=", 1) for s in a.stand_in if s != "none")
     models = stand_ins(frame, requested)
-    pages, not_run = write_tables(frame, a.out, labels, models)
-    not_run += [f"{title}: nothing to show" for title in write_figures(frame, root, a.out, labels)]
-    write_text(a.out / "tables.md", index(pages, not_run))
+    if is_papers_grid(frame) or requested:
+        pages, not_run = write_tables(frame, a.out, labels, models)
+        not_run += [f"{title}: nothing to show" for title in write_figures(frame, root, a.out, labels)]
+        write_text(a.out / "tables.md", index(pages, not_run))
+    else:
+        write_text(a.out / "tables.md", NOT_THE_PAPERS_GRID)
     sizes = dict(s.split("=", 1) for s in a.size or [])
     if a.config:
         models_cfg = (yaml.safe_load(a.config.read_text()) or {}).get("models", {})

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from workflow_scripts.languages import PAPER_LANGUAGES
 from workflow_scripts.paper.names import language_name, model_name, task_metric, training_text
 from workflow_scripts.paper.specs import MODEL_NAMES, PAPER_MODELS, ROUGE_SCRIPT, SUM, Row, TableSpec, cell_metric
 
@@ -92,13 +93,21 @@ def method_fields(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def is_papers_grid(frame: pd.DataFrame) -> bool:
+    """Whether the results hold one of the paper's models or languages: a grid the paper's tables can show."""
+    return bool(
+        set(PAPER_MODELS) & set(frame["model"].astype(str)) or set(PAPER_LANGUAGES) & set(frame["language"].astype(str))
+    )
+
+
 def stand_ins(frame: pd.DataFrame, requested: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Paper model -> results model. Without a request, when the results hold none of the paper's models, the first
-    model in them stands in for Llama2 (the embedded default: SmolLM2 on stand-in data)."""
+    """Paper model -> results model. Without a request, when the results hold none of the paper's models but some of
+    its languages, the first model in them stands in for Llama2 (the embedded default: SmolLM2 on stand-in data); a
+    grid of other languages stands in for nothing."""
     if requested is not None:
         return dict(requested)
     present = list(dict.fromkeys(frame["model"].astype(str)))
-    if present and not set(PAPER_MODELS) & set(present):
+    if present and not set(PAPER_MODELS) & set(present) and is_papers_grid(frame):
         return {"llama2": present[0]}
     return {}
 
