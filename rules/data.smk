@@ -80,12 +80,12 @@ rule sample_cc100:
         train=paths.data_file(source="{corpus}", name="train.txt"),
         heldout=paths.data_file(source="{corpus}", name="heldout.txt"),
         report=paths.data_file(source="{corpus}", name="sample_report.json"),
-    wildcard_constraints:
-        corpus="cc100|text",
     log:
         "<results>/logs/sample_{corpus}/{lang}.log",
     benchmark:
         "<results>/benchmarks/sample_{corpus}/{lang}.tsv"
+    wildcard_constraints:
+        corpus="cc100|text",
     conda:
         "../envs/workflow.yaml"
     resources:
@@ -176,10 +176,10 @@ rule own_mt:
     output:
         mt=paths.data_file(source="{mt}", name="mt.tsv"),
         report=paths.data_file(source="{mt}", name="mt_report.json"),
-    wildcard_constraints:
-        mt="tsv|jsonl",
     log:
         "<results>/logs/own_mt/{mt}/{lang}.log",
+    wildcard_constraints:
+        mt="tsv|jsonl",
     conda:
         "../envs/workflow.yaml"
     resources:

@@ -71,16 +71,19 @@ def cell_step_args(wc):
 
 
 def speed_runtime(wildcards, attempt):
-    """The speed job's time limit: its planned workload's (workflow_scripts/speed/plan.py) where the size class has
-    a GPU plan, else the cost table's."""
-    size = config["models"][wildcards.model]["size"]
+    """The speed job's time limit: its planned workload's (workflow_scripts/speed/plan.py) where the model needs a
+    GPU, else the cost table's."""
+    model = PLAN.models[wildcards.model]
     planned = speed_runtime_minutes(
         config,
-        size,
+        model,
         attempt,
         workflow_gpu_class(workflow.resource_settings, "measure_speed"),
     )
-    return planned or sized_resources("measure_speed", size, attempt)["runtime"]
+    return (
+        planned
+        or sized_resources("measure_speed", model.parameters, attempt)["runtime"]
+    )
 
 
 def bleurt_dir(wc):

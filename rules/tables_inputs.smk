@@ -78,8 +78,8 @@ def init_analysis_cells():
 
 
 def paper_sizes(wc):
-    """--size arguments: each model's size class, for the requested hours of the cost table."""
-    sizes = {m: config["models"][m]["size"] for m in MODELS}
+    """--size arguments: each model's parameter count, for the requested hours of the cost table."""
+    sizes = {m: PLAN.models[m].parameters for m in MODELS}
     return " ".join(f"--size {shlex.quote(f'{m}={size}')}" for m, size in sizes.items())
 
 

@@ -678,16 +678,19 @@ def test_a_left_out_data_block_is_named_where_a_language_reads_an_l10n_package()
     assert missing_blocks(config, SCHEMA) == []  # paper-scale sampling of CC-100 is what such a config means
 
 
-def test_a_left_out_evaluation_block_is_refused_unless_a_model_is_gpu_sized():
+def test_a_left_out_evaluation_block_is_refused_unless_a_model_needs_a_gpu():
     config = test_config()
     del config["evaluation"]
     assert missing_blocks(config, SCHEMA) == [
         "evaluation: not set, so the schema's paper-scale defaults apply (tasks ['mt', 'ppl', 'speed']; mt.n 500, "
-        "ppl.n 100000, speed.n 50), days of evaluation for models of no GPU size class (models.tiny.size demo); give "
-        "an evaluation block (config.yaml has one)"
+        "ppl.n 100000, speed.n 50), days of evaluation for models too small to need a GPU (models.tiny 3.4M "
+        "parameters, under 1B); give an evaluation block (config.yaml has one)"
     ]
-    config["models"]["tiny"]["size"] = "7B"
-    assert missing_blocks(config, SCHEMA) == []
+    config["models"]["tiny"]["size"] = "7B"  # a label: the random Llama is as small as before
+    assert len(missing_blocks(config, SCHEMA)) == 1
+    config["models"]["tiny"]["random"] = {"hidden_size": 2048, "num_layers": 16, "num_heads": 16,
+                                          "intermediate_size": 8192}  # fmt: skip
+    assert missing_blocks(config, SCHEMA) == []  # 1.1B parameters
     assert unset_evaluation(config, SCHEMA)[0].endswith("give an evaluation block for a smaller run")  # a warning
 
 

@@ -30,9 +30,9 @@ def test_parameter_counts_match_the_published_model_sizes():
     assert ge.estimate("llama3-8b", "full", 512)["total_parameters"] == 8_030_261_248
     assert ge.estimate("gemma2-9b", "full", 512)["total_parameters"] == 9_241_705_984
     assert ge.estimate("smollm2-135m", "full", 512)["total_parameters"] == 134_515_008
-    assert ge.estimate("8B", "LoRA", 512) == ge.estimate("llama3-8b", "LoRA", 512)  # config size names work
-    with pytest.raises(ValueError, match="unknown model '70B'"):
-        ge.estimate("70B", "LoRA", 512)
+    assert ge.estimate("llama3", "LoRA", 512) == ge.estimate("llama3-8b", "LoRA", 512)  # the paper config's keys
+    with pytest.raises(ValueError, match="unknown model '8B'"):  # a size label names no shape
+        ge.estimate("8B", "LoRA", 512)
     # 2x2 LS on Llama-2: 4 layers + embedding + head + final norm.
     layer = 4 * 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096
     assert ge.estimate("llama2-7b", "2x2LS", 512)["trainable_parameters"] == 4 * layer + 2 * 32000 * 4096 + 4096

@@ -24,11 +24,12 @@ from workflow_scripts.config_checks.gpu_fit import gpu_fit_problems
 from workflow_scripts.config_checks.schema import fill_defaults
 from workflow_scripts.gpu import estimate as ge
 from workflow_scripts.gpu.fit import planned
-from workflow_scripts.gpu.shape import GIB, SIZE_SHAPES
+from workflow_scripts.gpu.shape import GIB
 from workflow_scripts.grid import TRAINING_NOT_HPARAMS, expand_grid
 from workflow_scripts.lapt import loop, resolve_hparams
 from workflow_scripts.lapt.objective import LossComputer
-from workflow_scripts.resources import GPU_CLASSES, gpu_class
+from workflow_scripts.models import describe_models
+from workflow_scripts.resources import GPU_CLASSES, gpu_class, sized_resources
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -76,20 +77,19 @@ def _paper_config() -> dict:
     return config
 
 
-@pytest.mark.parametrize("gpu_class", sorted(GPU_CLASSES))
+@pytest.mark.parametrize("gpu_class", ["80GB", "94GB", "141GB"])
 def test_every_paper_lapt_job_fits_its_gpu_class(gpu_class):
     config = _paper_config()
     assert gpu_fit_problems(config, gpu_class) == []
-    # The check looked at every LAPT job of a GPU size class, and each one's planned peak is within the class.
-    gpu = GPU_CLASSES[gpu_class]
+    # The check looked at every LAPT job of a model that needs a GPU, and each one's planned peak is within the class.
+    gpu, models = GPU_CLASSES[gpu_class], describe_models(config)
     jobs = {(model, m.slug, m.procedure, m.objective, m.seq_len) for model, _, m in expand_grid(config)
-            if m.trains and m.procedure in ge.STAGES and config["models"][model]["size"] in SIZE_SHAPES}  # fmt: skip
+            if m.trains and m.procedure in ge.STAGES and models[model].needs_gpu}  # fmt: skip
     assert {p for *_, p, _, _ in jobs} >= {"LoRA", "2-stage", "2x2LS", "EEVE"}
     training = {k: v for k, v in config["training"].items() if k not in TRAINING_NOT_HPARAMS}
     hp = resolve_hparams({**training, "eeve_layers": "LoRA"})
     for model, _, procedure, objective, seq_len in jobs:
-        shape = SIZE_SHAPES[config["models"][model]["size"]]
-        est = planned(shape, procedure, objective, seq_len, hp, gpu)
+        est = planned(models[model].shape, procedure, objective, seq_len, hp, gpu)
         assert est["fits"] and est["peak_gib"] <= 0.9 * ge.GPUS[gpu]["memory_gib"]
         assert est["micro_batch"] * est["grad_accum"] == 8  # Table 13's batch, whatever the split
 
@@ -160,7 +160,8 @@ def test_the_dry_run_refuses_a_cell_that_cannot_fit(tmp_path):
     sbatch, step = _slurm_commands(job)
     # One node, 4 GPUs and 8 CPUs each, the host memory of 4 processes; the job step is one task holding all 4 GPUs,
     # in which torchrun starts the 4 processes.
-    assert {"--gpus=4", "--nodes=1", "--cpus-per-gpu=8", "--mem", "256000", "--signal=USR1@600"} <= set(sbatch.split())
+    mem = 4 * sized_resources("lapt", describe_models(config)["llama3"].parameters)["mem_mb"]  # 4 x 71 GB
+    assert {"--gpus=4", "--nodes=1", "--cpus-per-gpu=8", "--mem", str(mem), "--signal=USR1@600"} <= set(sbatch.split())
     assert {"-n1", "--gpus=4", "--nodes=1", "--cpus-per-gpu=8"} <= set(step.split())
     # The GPU class follows the profile: Gemma-2's 8 blocks at once fit an H200 the profile asks for, not 80 GB.
     config = _paper_config()
@@ -179,6 +180,26 @@ def test_the_dry_run_refuses_a_cell_that_cannot_fit(tmp_path):
 def test_gpu_class_follows_the_profile():
     assert gpu_class({"gpu_model": "h200"}) == "141GB" and gpu_class({"gres": "gpu:h200:1"}) == "141GB"
     assert gpu_class({"gpu_model": "a100"}) == gpu_class({}) == gpu_class({"gres": "gpu:1"}) == "80GB"
+    # the memory a name states, as sites write it, else its family's
+    for forty in ("a100-40gb", "a100_40gb", "A100-SXM4-40GB", "nvidia_a100-pcie-40gb"):
+        assert gpu_class({"gpu_model": forty}) == "40GB", forty
+    assert gpu_class({"gres": "gpu:a100_40g:1"}) == "40GB" and gpu_class({"gpu_model": "a100-sxm4-80gb"}) == "80GB"
+    assert gpu_class({"gpu_model": "l40s"}) == gpu_class({"gpu_model": "rtx_a6000"}) == "48GB"
+    assert gpu_class({"gpu_model": "h100-nvl"}) == gpu_class({"gres": "gpu:h100_nvl:2"}) == "94GB"
+    # every class's GPU is named so that its lower-cased name plans as that class (fit_problem suggests them so)
+    assert all(gpu_class({"gpu_model": gpu.lower()}) == cls for cls, gpu in GPU_CLASSES.items())
+
+
+def test_an_unknown_gpu_model_is_planned_as_80gb_with_a_warning():
+    from workflow_scripts.resources import gpu_model_warnings
+
+    settings = SimpleNamespace(default_resources=None, overwrite_resources={"lapt": {"gpu_model": "v100"}})
+    assert gpu_class({"gpu_model": "v100"}) == "80GB"
+    (warning,) = gpu_model_warnings(settings)
+    assert warning.startswith("set-resources lapt: GPU model 'v100' is not one workflow_scripts/resources.py knows")
+    assert "lapt is planned as the 80GB class (H100)" in warning
+    known = SimpleNamespace(default_resources=None, overwrite_resources={"lapt": {"gpu_model": "a100-40gb"}})
+    assert gpu_model_warnings(known) == []
 
 
 # ------------------------------------------------------------------------------------------ estimate vs tensors

@@ -65,12 +65,18 @@ def test_a_missing_prompt_is_refused_at_planning(tmp_path):
     settings["evaluation"]["tasks"] = ["mt", "ppl", "sum"]
     config.write_text(yaml.safe_dump(settings))
     plan = snakemake(["-n", "--configfile", str(config)], tmp_path)
+    out = plan.stdout + plan.stderr
     assert plan.returncode != 0
-    assert "languages.am.prompts.sum: language 'am' (Amharic) has no sum prompt of the paper" in plan.stderr
-    assert "Traceback" not in plan.stderr
+    assert "languages.am.prompts.sum: language 'am' (Amharic) has no sum prompt of the paper" in out
+    assert "Traceback" not in out
 
 
-def _qwen2_style(tokenizer_dir: Path, out: Path) -> Path:
+# the shape of both tiny models (2x2 LS needs at least 4 layers)
+_TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+             max_position_embeddings=512)  # fmt: skip
+
+
+def _qwen2_style(tokenizer_dir: Path, out: Path, layers: int = 4) -> Path:
     """A tiny Qwen2 model on SmolLM2's byte-level BPE: untied input and output embeddings, and more embedding rows
     than the tokenizer has tokens (Qwen pads its 151,665 tokens to 152,064 rows)."""
     import torch
@@ -78,9 +84,8 @@ def _qwen2_style(tokenizer_dir: Path, out: Path) -> Path:
 
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
     rows = (len(tok) // 64 + 2) * 64  # at least 64 rows no token uses
-    config = Qwen2Config(vocab_size=rows, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False,
-                         max_position_embeddings=512, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)  # fmt: skip
+    config = Qwen2Config(vocab_size=rows, tie_word_embeddings=False, **{**_TINY, "num_hidden_layers": layers},
+                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)  # fmt: skip
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(config)
     model.save_pretrained(out)
@@ -97,14 +102,25 @@ def _mistral_style(out: Path) -> Path:
 
     write_folder("mistral", out / "tokenizer")
     tok = AutoTokenizer.from_pretrained(out / "tokenizer")
-    config = MistralConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                           num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False,
-                           max_position_embeddings=512, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)  # fmt: skip
+    config = MistralConfig(vocab_size=len(tok), tie_word_embeddings=False, **_TINY, bos_token_id=tok.bos_token_id,
+                           eos_token_id=tok.eos_token_id)  # fmt: skip
     torch.manual_seed(0)
     model = MistralForCausalLM(config)
     model.save_pretrained(out / "model")
     tok.save_pretrained(out / "model")
     return out / "model"
+
+
+@pytest.mark.slow  # a tiny model saved, and a dry run
+def test_a_model_too_shallow_for_its_procedure_is_refused_at_planning(tmp_path, smollm2_tokenizer_dir):
+    """2x2 LS trains the bottom two and the top two layers: a 2-layer model is refused before any job, from the
+    layer count in its config.json, not in its LAPT job after the data, tokenizer and initialization steps."""
+    shallow = _qwen2_style(smollm2_tokenizer_dir, tmp_path / "shallow", layers=2)
+    config = _study(tmp_path, {"shallow": {"kind": "local", "path": str(shallow)}})
+    plan = snakemake(["-n", "--configfile", str(config)], tmp_path)
+    out = plan.stdout + plan.stderr
+    assert plan.returncode != 0
+    assert "models.shallow: 2 transformer layers, but procedure 2x2LS needs at least 4" in out, out[-2000:]
 
 
 @pytest.mark.e2e
@@ -133,7 +149,7 @@ def test_own_study_end_to_end(tmp_path, smollm2_tokenizer_dir):
     assert set(table["label"]) == {"Source", "Mean"}
     for model in ("qwen2", "mistral"):
         cell = table[(table.model == model) & (table.label == "Mean")]
-        assert {"chrF", "bits_per_char", "paired_speedup"} <= set(cell["metric"]), model
+        assert {"chrF", "bits_per_char", "paired_speedup@teacher_forced.greedy.b1"} <= set(cell["metric"]), model
         # 50 new Khmer tokens: fewer tokens per held-out sentence than Source's
         tps = table[(table.model == model) & (table.metric == "tokens_per_sentence")].set_index("label")["value"]
         assert tps["Mean"] < tps["Source"], (model, tps.to_dict())
@@ -144,9 +160,16 @@ def test_own_study_end_to_end(tmp_path, smollm2_tokenizer_dir):
     findings = (results / "findings/findings.md").read_text(encoding="utf-8")
     assert "stand in for the paper" not in findings and "stands in for the paper" not in findings
     assert "Not the paper's grid" in (results / "paper/tables.md").read_text(encoding="utf-8")
-    # the Qwen2-style model's padded rows survive expansion: embedding and head have the same rows, at least the
-    # tokenizer's length
-    expanded = json.loads((results / "models/qwen2/source_info.json").read_text())
-    assert expanded
+    assert "not comparable to the paper's" not in page  # said of the embedded default's stand-in data only
+    # the Qwen2-style model keeps its padded rows: the expanded model has 50 more rows than Source, embedding and head
+    source = json.loads((results / "models/qwen2/source_info.json").read_text())
+    assert source["vocab_size"] % 64 == 0 and not source["tied_embeddings"]
+    from safetensors import safe_open
+
+    adapted = results / "qwen2/km/Mean.k50.2x2LS.clm.L64/model"
+    tokens = len(json.loads((adapted / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"])
+    with safe_open(str(next(adapted.glob("*.safetensors"))), "pt") as f:
+        rows = {k: f.get_slice(k).get_shape()[0] for k in f.keys() if "embed_tokens" in k or "lm_head" in k}
+    assert len(set(rows.values())) == 1 and next(iter(rows.values())) >= tokens, (rows, tokens)
     mt = (results / "data/km/tsv/mt.tsv").read_text(encoding="utf-8").splitlines()
     assert len(mt) == 40

@@ -30,6 +30,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, assert_mc_speed_records, tiny_config
+from workflow_scripts.models import describe_models
 from workflow_scripts.resources import GPU_RULES, sized_resources
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slurm]
@@ -38,8 +39,9 @@ CLUSTER_NAME = "vocabci"  # .ci/slurm/start.sh
 REQUIRED_ENV = "VOCAB_SLURM_REQUIRED"  # set by .ci/run: there a missing cluster is a failure, not a skip
 # The site profile by name, as users type it (found in the throwaway HOME), then the CI overlay.
 PROFILES = ["--profile", "slurm", "--profile", str(REPO / "profiles" / "ci-slurm")]
-# The README's command for the site profile, with the test cluster's partition (no account: the cluster has none).
-PROFILE_COMMAND = ["make", "-s", "slurm-profile", "PARTITION=debug"]
+# The README's command for the site profile, with the test cluster's one partition, which holds its GPU (no account:
+# the cluster has none).
+PROFILE_COMMAND = ["make", "-s", "slurm-profile", "PARTITION=debug", "GPU_PARTITION=same"]
 CLUSTER_RULES = {
     "extract_l10n_pairs",
     "split_l10n",
@@ -337,8 +339,9 @@ def test_cancelled_job_is_resubmitted_with_more_time(scenario):
     assert cancelled["JobState"] == "CANCELLED"
     assert retried["JobState"] == "COMPLETED"
     assert cancelled["Comment"] == retried["Comment"]  # same rule and wildcards
-    assert minutes(cancelled["TimeLimit"]) == sized_resources("lapt", "demo", 1)["runtime"]
-    assert minutes(retried["TimeLimit"]) == sized_resources("lapt", "demo", 2)["runtime"]
+    tiny = describe_models(yaml.safe_load((REPO / "configs" / "test.yaml").read_text()))["tiny"].parameters
+    assert minutes(cancelled["TimeLimit"]) == sized_resources("lapt", tiny, 1)["runtime"]
+    assert minutes(retried["TimeLimit"]) == sized_resources("lapt", tiny, 2)["runtime"]
 
 
 def test_sigint_cancels_running_jobs_and_the_next_run_completes(scenario):

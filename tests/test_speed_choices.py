@@ -305,12 +305,14 @@ def test_records_saved_per_task_and_a_rerun_skips_them(tmp_path, models, mc_fold
 def test_kv_cache_bytes_from_a_model_config():
     from transformers import GemmaConfig, LlamaConfig
 
+    from workflow_scripts.gpu.shape import MODELS
+
     llama2 = LlamaConfig(num_hidden_layers=32, hidden_size=4096, num_attention_heads=32, num_key_value_heads=32)
-    assert plan.kv_bytes_per_token(llama2) == plan.kv_bytes_per_token(plan.SHAPES["7B"]) == 32 * 32 * 128 * 2 * 2
+    assert plan.kv_bytes_per_token(llama2) == plan.kv_bytes_per_token(MODELS["llama2-7b"]) == 32 * 32 * 128 * 2 * 2
     gemma = GemmaConfig(num_hidden_layers=42, num_attention_heads=16, num_key_value_heads=8, head_dim=256)
-    assert plan.kv_bytes_per_token(gemma) == plan.kv_bytes_per_token(plan.SHAPES["9B"]) == 42 * 8 * 256 * 2 * 2
+    assert plan.kv_bytes_per_token(gemma) == plan.kv_bytes_per_token(MODELS["gemma2-9b"]) == 42 * 8 * 256 * 2 * 2
     # sum at batch 8 with 5 beams: 40 sequences of 4,096 + 128 tokens; Llama-2's KV cache alone is over 80 GiB
-    memory = plan.generation_memory(plan.SHAPES["7B"], "sum", "paper", 8, 128)
+    memory = plan.generation_memory(MODELS["llama2-7b"], "sum", "paper", 8, 128)
     assert memory["kv_cache"] == pytest.approx(40 * 4224 * 524288 / plan.GIB) and memory["kv_cache"] > 80
 
 
@@ -324,12 +326,14 @@ def _paper_config() -> dict:
 
 
 def test_planning_refuses_a_speed_setting_that_cannot_fit():
+    from workflow_scripts.models import describe_models
+
     config = _paper_config()
     assert plan.problems(config) == []  # the paper grid's speed settings fit an 80 GB card
-    for size in ("7B", "8B", "9B"):
-        work = plan.workload(config["evaluation"]["speed"], ["mt", "sum", "mc", "gmmlu"], size)
+    for model in describe_models(config).values():  # Llama-2-7B, Llama-3-8B, Gemma-2-9B
+        work = plan.workload(config["evaluation"]["speed"], ["mt", "sum", "mc", "gmmlu"], model.shape)
         assert work["peak_gib"] < 80
-        assert plan.runtime_minutes(config, size) > work["minutes"]
+        assert plan.runtime_minutes(config, model) > work["minutes"]
     every = copy.deepcopy(config)
     every["evaluation"]["speed"]["large_batch_decodings"] = None  # the paper's 5 beams at batch 8 too
     found = plan.problems(every)

@@ -173,13 +173,19 @@ def paper_jobs(configfile: str) -> list[dict[str, Any]]:
 
     from tools.gpu_estimate import _fill_schema_defaults
     from workflow_scripts.config_checks.gpu_fit import lapt_jobs
-    from workflow_scripts.gpu.shape import SIZE_SHAPES
+    from workflow_scripts.gpu.shape import MODELS
+    from workflow_scripts.models import describe_models
 
     config = yaml.safe_load(open(configfile, encoding="utf-8"))
     _fill_schema_defaults(config)
+    models = describe_models(config)
+    by_shape = {shape: name for name, shape in MODELS.items()}  # the models this bench builds, by their shapes
     kinds: dict[tuple, dict[str, Any]] = {}
-    for model, m, _, hp, _ in lapt_jobs(config):
-        name = SIZE_SHAPES[config["models"][model]["size"]]
+    for model, m, _, hp, _ in lapt_jobs(config, models):
+        name = by_shape.get(models[model].shape)
+        if name is None:
+            built = ", ".join(MODEL_ORDER)
+            raise ValueError(f"models.{model}: this bench builds {built}, and its shape is none of theirs")
         key = (name, m.procedure, m.objective, m.seq_len, hp["eeve_layers"], hp["weights_dtype"])
         kinds.setdefault(key, {"model": name, "procedure": m.procedure, "objective": m.objective,
                                "seq_len": m.seq_len, "hp": hp})  # fmt: skip

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workflow_scripts.resources import GPU_RULES, GPU_SIZES, gpus_requested
+from workflow_scripts.resources import GPU_RULES, gpus_requested
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -153,13 +153,27 @@ def dry_run(
     return text
 
 
-def model_sizes(config: Mapping[str, Any]) -> dict[str, str]:
-    """Size class of each model of a config (the schema's default is demo)."""
-    return {name: spec.get("size", "demo") for name, spec in config.get("models", {}).items()}
+def model_sizes(config: Mapping[str, Any], workdir: str | Path = ".") -> tuple[dict[str, str], dict[str, str]]:
+    """Each model's size in words (its ``size`` label, else its parameter count: workflow_scripts.models; "?" where its
+    shape cannot be read, which the dry run then names), and those of the models that need a GPU."""
+    from workflow_scripts.models import ModelError, describe
+
+    sizes, gpu_models = {}, {}
+    for name, spec in (config.get("models") or {}).items():
+        try:
+            model = describe(name, spec, workdir)
+        except ModelError:
+            sizes[name] = str(spec.get("size") or "?")
+            continue
+        sizes[name] = model.size
+        if model.needs_gpu:
+            gpu_models[name] = model.size
+    return sizes, gpu_models
 
 
-def job_problems(jobs: Iterable[Job], sizes: Mapping[str, str], cluster: bool) -> list[str]:
-    """GPU requests of resolved jobs that do not fit: a GPU on a rule that cannot use one, none on a GPU-size model."""
+def job_problems(jobs: Iterable[Job], gpu_models: Mapping[str, str], cluster: bool) -> list[str]:
+    """GPU requests of resolved jobs that do not fit: a GPU on a rule that cannot use one, none on a job of a model
+    that needs a GPU (``gpu_models``: those models, each with its size in words)."""
     problems: dict[str, str] = {}
     for job in jobs:
         if job.local:  # runs on the submitting node, never submitted
@@ -170,8 +184,8 @@ def job_problems(jobs: Iterable[Job], sizes: Mapping[str, str], cluster: bool) -
                 f"rule {job.rule} cannot use a GPU but its jobs ask for {job.gpus} (profile set-resources or "
                 f"default-resources); GPUs belong to {', '.join(GPU_RULES)} only",
             )
-        size = sizes.get(job.wildcards.get("model", ""))
-        if cluster and job.rule in GPU_RULES and not job.gpus and size in GPU_SIZES:
+        size = gpu_models.get(job.wildcards.get("model", ""))
+        if cluster and job.rule in GPU_RULES and not job.gpus and size is not None:
             problems.setdefault(
                 f"nogpu:{job.rule}:{job.wildcards['model']}",
                 f"rule {job.rule} gets no GPU for model {job.wildcards['model']} of size {size}: add "
@@ -207,7 +221,7 @@ class Row:
 
 
 def summarize(jobs: Iterable[Job], sizes: Mapping[str, str]) -> dict[str, Any]:
-    """Totals per rule, per model (with its size class) and overall; local jobs are counted apart."""
+    """Totals per rule, per model (with its size in words) and overall; local jobs are counted apart."""
     by_rule: dict[str, Row] = {}
     by_model: dict[str, Row] = {}
     total = Row()
@@ -398,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     if unreadable:
         print("plan: invalid configuration:\n  - " + "\n  - ".join(unreadable), file=sys.stderr)
         return 1
-    sizes = model_sizes(_load_yaml(configfile))
+    sizes, gpu_models = model_sizes(_load_yaml(configfile), args.directory)
     if args.from_dry_run:
         text = args.from_dry_run.read_text(encoding="utf-8")
     else:
@@ -408,9 +422,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"plan: {e}", file=sys.stderr)
             return 1
     jobs = parse_dry_run(text, declared_local_rules())
+    warnings = [line for line in text.splitlines() if line.startswith("profile warning: ")]
+    for warning in dict.fromkeys(warnings):  # the Snakefile's warnings on the profiles (the GPU rules' partition)
+        print(f"plan: {warning}", file=sys.stderr)
     # Missing GPUs matter only where jobs go to a cluster; a local run uses whatever GPU the machine has.
     cluster = profile_executor(profiles) not in (None, "local", "dryrun", "touch")
-    problems = job_problems(jobs, sizes, cluster)
+    problems = job_problems(jobs, gpu_models, cluster)
     summary = summarize(jobs, sizes)
     title = f"{configfile.name}" + (f" with {' + '.join(str(p) for p in args.profile)}" if args.profile else "")
     report = render_markdown(summary, problems, title)

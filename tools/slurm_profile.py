@@ -7,7 +7,9 @@ with the workflow, in the rules' `resources:` and in profiles/default/, so any s
     make slurm-profile ACCOUNT=my_project PARTITION=cpu GPU_PARTITION=gpu
     python -m tools.slurm_profile --account my_project --partition cpu --gpu-partition gpu [--qos normal] [--force]
 
-An existing profile is kept unless --force is given. Standard library only: it runs before the venv exists.
+A partition for every job needs the GPU rules' partition beside it (GPU_PARTITION=same where that partition has
+GPUs): otherwise the GPU jobs would go there with --gpus, which Slurm refuses at submission where it has none. An
+existing profile is kept unless --force is given. Standard library only: it runs before the venv exists.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ def config_home() -> Path:
 
 
 _NAME = re.compile(r"[A-Za-z0-9_.+-]+")
+# --gpu-partition's value for "the partition of every job has GPUs".
+SAME = "same"
 
 
 def _checked(option: str, value: str) -> str:
@@ -86,14 +90,28 @@ def render(
         default.append("  # slurm_partition: cpu  # none given: the cluster's default partition")
     set_resources = ""
     gpu = {}
-    if gpu_partition:
+    where = ""
+    if gpu_partition == SAME:
+        # the partition of every job has GPUs: named for the GPU rules too, so planning knows it was meant
+        if partition:
+            gpu["slurm_partition"] = partition
+            where = f"# Partition {partition} has GPUs (--gpu-partition {SAME}).\n"
+    elif gpu_partition:
         gpu["slurm_partition"] = _checked("gpu-partition", gpu_partition)
+    elif partition:
+        raise ValueError(
+            f"--partition {partition} without --gpu-partition: every job would go to partition {partition}, the jobs "
+            f"of the {len(GPU_RULES)} GPU rules too (lapt and the evaluations among them, each asking for a GPU), and "
+            f"Slurm refuses those at submission if {partition} has no GPUs. Name the partition with GPUs: "
+            f"GPU_PARTITION=<partition> (--gpu-partition <partition>); if partition {partition} has GPUs, "
+            f"GPU_PARTITION={SAME} (--gpu-partition {SAME})"
+        )
     if gpu_model:
         gpu["gpu_model"] = _checked("gpu-model", gpu_model)  # --gpus=<model>:1
     if gpu:
         values = ", ".join(f"{k}: {v}" for k, v in gpu.items())
         set_resources = (
-            "# The workflow's GPU rules (each asks for one GPU itself): where and which GPU.\nset-resources:\n"
+            f"# The workflow's GPU rules (each asks for one GPU itself): where and which GPU.\n{where}set-resources:\n"
         )
         set_resources += "".join(f"  {rule}: {{{values}}}\n" for rule in GPU_RULES)
     status = ""
@@ -110,6 +128,16 @@ def render(
         default_resources="\n".join(default) + "\n",
         set_resources=set_resources,
     )
+
+
+def notes(partition: str | None, gpu_partition: str | None) -> list[str]:
+    """What the user should know about a profile written with these partitions."""
+    if partition or (gpu_partition and gpu_partition != SAME):
+        return []
+    return [
+        "no partition given: every job, the GPU rules' too, goes to the cluster's default partition; if it has no "
+        "GPUs, write the profile again with GPU_PARTITION=<partition with GPUs> FORCE=1"
+    ]
 
 
 def write_profile(text: str, folder: Path, force: bool) -> Path:
@@ -139,7 +167,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--account", help="Slurm account (sbatch -A); leave out on clusters without accounts")
     parser.add_argument("--partition", help="partition of every job (default: the cluster's default partition)")
     parser.add_argument("--qos", help="quality of service of every job")
-    parser.add_argument("--gpu-partition", help="partition of the GPU rules' jobs, if GPUs live elsewhere")
+    parser.add_argument(
+        "--gpu-partition",
+        help=f"partition of the GPU rules' jobs; `{SAME}` where --partition's has GPUs (required with --partition)",
+    )
     parser.add_argument("--gpu-model", help="GPU model of the GPU jobs, e.g. a100 (sbatch --gpus=a100:1)")
     parser.add_argument(
         "--status-command", choices=["sacct", "squeue"], help="how job states are read (squeue: no accounting database)"
@@ -160,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     hint = "" if args.dir else f" `snakemake --profile {args.name} -n` plans with it."
     print(f"slurm_profile: wrote {path}.{hint}")
+    for note in notes(args.partition, args.gpu_partition):
+        print(f"slurm_profile: note: {note}", file=sys.stderr)
     return 0
 
 

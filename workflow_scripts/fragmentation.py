@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 from tokenizers import Tokenizer
 
-from workflow_scripts.io import atomic_path, read_corpus, read_pairs, setup_logging
+from workflow_scripts.io import atomic_path, cli_main, read_corpus, read_pairs, setup_logging
 
 ENGLISH = "en"
 COLUMNS = [
@@ -130,4 +130,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli_main(main)  # expected failures (bad input files) as one line, exit 1

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workflow_scripts.io import atomic_path, read_corpus, set_threads, setup_logging, write_json
+from workflow_scripts.io import atomic_path, cli_main, read_corpus, set_threads, setup_logging, write_json
 
 ORDERS = ("first", "last")
 COMPARED = ("Mean-ref", "Merge", "Align")  # rows compared with Mean's under both orders
@@ -176,4 +176,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli_main(main)  # expected failures (bad input files) as one line, exit 1

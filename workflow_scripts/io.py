@@ -8,11 +8,13 @@ import logging
 import os
 import random
 import shutil
+import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 
 @contextlib.contextmanager
@@ -58,23 +60,113 @@ def read_json(path: str | Path) -> Any:
 
 class UserError(ValueError):
     """An expected failure caused by the user's input (a missing, empty, compressed or wrong-language file): the
-    step's command line prints its message as one line and exits 1 (``cli_main``); any other exception is a bug and
-    keeps its traceback. A ValueError, so callers that catch bad input as ValueError still do."""
+    step's command line prints its message as one line and exits 1 (``cli_main``), and a retry of the job in the same
+    Snakemake run stops at once; any other exception is a bug and keeps its traceback. A ValueError, so callers that
+    catch bad input as ValueError still do."""
+
+
+# Snakemake retries a failed job (`retries` in profiles/default/) whatever made it fail, each attempt asking for more
+# time and memory (workflow_scripts/resources.py). A step that stopped on the user's input would stop the same way
+# again, so a step the workflow runs records such a failure next to its rule's log, and a retry of that job in the
+# same Snakemake run finds the record and stops in a second, printing the recorded message, instead of repeating the
+# work. A new Snakemake run (once the input is fixed) runs the job afresh. Snakemake gives a rule's shell neither its
+# attempt nor, in the shell prefix, its log (the prefix is formatted once, not per job), so the step's own command
+# line (``cli_main``) does this, knowing its Snakemake run by the environment rules/common.smk sets up.
+SNAKEMAKE_RUN_ENV = "VOCABEXP_SNAKEMAKE_RUN"
+USER_ERROR_SUFFIX = ".user_error.json"
+
+
+def mark_snakemake_run(main_process: bool) -> str:
+    """Name the Snakemake run in the environment all its jobs inherit (local jobs; Slurm jobs, which sbatch starts
+    with --export=ALL): a new id in Snakemake's main process, the inherited one in a cluster job's own snakemake
+    process. Called by rules/common.smk with ``workflow.is_main_process``; returns the id."""
+    if main_process or not os.environ.get(SNAKEMAKE_RUN_ENV):
+        os.environ[SNAKEMAKE_RUN_ENV] = uuid.uuid4().hex
+    return os.environ[SNAKEMAKE_RUN_ENV]
+
+
+def job_log(argv: Sequence[str]) -> Path | None:
+    """The rule's log a step's command line ``argv`` writes to: its ``--log`` argument, else the file its standard
+    error appends to (the rules' ``2>> {log}``, found through /proc on Linux); None for a terminal or a pipe."""
+    for i, arg in enumerate(argv):
+        if arg == "--log" and i + 1 < len(argv):
+            return Path(argv[i + 1])
+        if arg.startswith("--log="):
+            return Path(arg.split("=", 1)[1])
+    try:
+        if not stat.S_ISREG(os.fstat(2).st_mode):
+            return None
+        return Path(os.readlink("/proc/self/fd/2"))
+    except OSError:
+        return None
+
+
+def user_error_record(log: str | Path) -> Path:
+    """Where a job whose rule logs to ``log`` records a user error: beside the log, ``<log>.user_error.json``."""
+    log = Path(log)
+    return log.with_name(log.name + USER_ERROR_SUFFIX)
+
+
+def record_user_error(record: Path, run: str, argv: Sequence[str], message: str) -> None:
+    """Write (atomically) that the command line ``argv`` stopped on ``message`` in Snakemake run ``run``."""
+    write_json(record, {"snakemake_run": run, "command": list(argv), "message": message})
+
+
+def recorded_user_error(record: Path, run: str, argv: Sequence[str]) -> str | None:
+    """The message of the user error ``record`` holds for this command line in this Snakemake run (an earlier attempt
+    of this job), else None; a record of another run or command is stale and removed."""
+    try:
+        recorded = read_json(record)
+    except (OSError, ValueError):
+        return None
+    if isinstance(recorded, dict) and recorded.get("snakemake_run") == run and recorded.get("command") == list(argv):
+        return str(recorded.get("message", ""))
+    record.unlink(missing_ok=True)
+    return None
+
+
+def _job_record() -> tuple[Path | None, str]:
+    """The user-error record of the workflow job this process runs, and its Snakemake run; (None, "") outside one."""
+    run = os.environ.get(SNAKEMAKE_RUN_ENV, "")
+    log = job_log(sys.argv[1:]) if run else None
+    return (user_error_record(log) if log else None), run
+
+
+def _stop_on_user_error(message: str, record: Path | None, run: str) -> NoReturn:
+    print(f"error: {message}", file=sys.stderr)
+    if record is not None:
+        with contextlib.suppress(OSError):  # never hide the user's error behind a failed write
+            record_user_error(record, run, sys.argv, message)
+    sys.exit(1)
 
 
 def cli_main(main: Callable[[], Any]) -> None:
     """Run a step's ``main()``; a UserError or a missing input file becomes one line ``error: ...`` on stderr (the
-    rule's log) and exit status 1."""
+    rule's log) and exit status 1. In a workflow job that failure is recorded beside the rule's log, and a retry of
+    the job in the same Snakemake run stops at once with the recorded message instead of running ``main`` again."""
+    record, run = _job_record()
+    if record is not None:
+        message = recorded_user_error(record, run, sys.argv)
+        if message is not None:
+            print(f"error: {message}", file=sys.stderr)
+            print(
+                "error: not run again: an earlier attempt of this job in this Snakemake run stopped on this error "
+                f"(recorded in {record}), and a retry would stop the same way; fix what it says and run snakemake "
+                "again",
+                file=sys.stderr,
+            )
+            sys.exit(1)
     try:
         code = main()
     except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(1)
+        _stop_on_user_error(str(e), record, run)
     except FileNotFoundError as e:
         name = e.filename if e.filename is not None else str(e)
-        print(f"error: {name}: no such file; check the path (or rerun the step that writes it)", file=sys.stderr)
-        sys.exit(1)
-    sys.exit(code if isinstance(code, int) else 0)
+        _stop_on_user_error(f"{name}: no such file; check the path (or rerun the step that writes it)", record, run)
+    code = code if isinstance(code, int) else 0
+    if record is not None and code == 0:
+        record.unlink(missing_ok=True)
+    sys.exit(code)
 
 
 # What a text reader can tell from a file's first bytes. Compressed data and UTF-16 are not UTF-8 text; read line by

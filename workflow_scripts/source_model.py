@@ -103,6 +103,54 @@ def gguf_metadata(path: Path, key: str) -> str | None:
     return None
 
 
+_GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+
+
+def gguf_header(path: Path) -> tuple[dict[str, object], list[str]]:
+    """The metadata of a GGUF (v2/v3) header, with an array's length in place of its items, and the names of its
+    tensors: the model's shape without its weights (about 10 ms for SmolLM2's 49K tokens and 49K merges, read through
+    a memory map). Raises ValueError for a file that is not such a GGUF."""
+    import mmap
+
+    u32, u64 = struct.Struct("<I").unpack_from, struct.Struct("<Q").unpack_from
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        if mm[:4] != b"GGUF" or u32(mm, 4)[0] < 2:
+            raise ValueError(f"{path} is not a GGUF file of version 2 or later")
+        n_tensors, n_kv = struct.unpack_from("<QQ", mm, 8)
+        pos = 24
+
+        def string(at: int) -> tuple[str, int]:
+            n = u64(mm, at)[0]
+            return bytes(mm[at + 8 : at + 8 + n]).decode("utf-8"), at + 8 + n
+
+        metadata: dict[str, object] = {}
+        for _ in range(n_kv):
+            name, pos = string(pos)
+            kind, pos = u32(mm, pos)[0], pos + 4
+            if kind == 8:
+                metadata[name], pos = string(pos)
+            elif kind == 9:
+                item, count = struct.unpack_from("<IQ", mm, pos)
+                pos += 12
+                metadata[name] = count
+                if item == 8:
+                    for _ in range(count):
+                        pos += 8 + u64(mm, pos)[0]
+                elif item in _GGUF_SCALARS:
+                    pos += struct.calcsize(_GGUF_SCALARS[item]) * count
+                else:
+                    raise ValueError(f"{path}: metadata {name} is an array of arrays, which this reader does not read")
+            else:
+                metadata[name] = struct.unpack_from(_GGUF_SCALARS[kind], mm, pos)[0]
+                pos += struct.calcsize(_GGUF_SCALARS[kind])
+        tensors = []
+        for _ in range(n_tensors):
+            name, pos = string(pos)
+            pos += 4 + 8 * u32(mm, pos)[0] + 4 + 8  # dimensions, their sizes, the type, the offset
+            tensors.append(name)
+    return metadata, tensors
+
+
 def restore_pre_tokenizer(tokenizer, pre_type: str | None) -> None:
     """Put back the pre-tokenizer that transformers' GGUF conversion drops.
 

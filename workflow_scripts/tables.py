@@ -212,7 +212,8 @@ def markdown(
     tasks = set(frame["task"]) if not frame.empty else set()
     labels = [label for label in data_labels or [] if not label.startswith("note: ")]
     for label in headline.labels_for(labels, tasks):
-        lines += [f"{DATA_PREFIX}{label}{DATA_SUFFIX}", ""]
+        # the stand-in data of the embedded default is not the paper's; other data speaks for itself
+        lines += [f"{DATA_PREFIX}{label}{DATA_SUFFIX if 'stand-in' in label else '.'}", ""]
     if frame.empty:
         return "\n".join([*lines, "No results.", ""])
     lines += headline.markdown(headline.lead_rows(frame, is_source, headline.row_name), figure, steps)

@@ -17,6 +17,7 @@ planning prints beside the plan, and ``files.unwritable_output`` runs again when
 - ``notes``: config warnings (evaluation sizes above the data) and the checks deferred to a job or to preflight.
 - ``gpu_fit``: the grid's LAPT jobs against the GPU class the profiles ask for rule lapt (``gpu_fit_problems``, run
   by rules/common.smk after these), and the GPUs each job gets (``lapt_gpu_counts``).
+- ``partitions``: whether the partitions the GPU jobs go to have GPUs, as sinfo says (the profiles' check in ``plan``).
 
 The grid itself (methods, slugs, a cell's hparams and vocabulary sizes) is ``workflow_scripts.grid``, which the rules
 read too. No torch import: planning stays fast.

@@ -92,9 +92,10 @@ def _defaults(schema_path: str | Path, block: str) -> str:
 def missing_blocks(config: dict, schema_path: str | Path) -> list[str]:
     """Errors for a config (as written, before the schema's defaults) that leaves out a block whose paper-scale
     defaults cannot be what it means: ``data`` where a language reads an l10n package (a few thousand pairs, far
-    from a paper-scale split), ``evaluation`` where no model is of a GPU size class (paper-scale evaluation of a
-    CPU-sized model would take days)."""
-    from workflow_scripts.resources import GPU_SIZES
+    from a paper-scale split), ``evaluation`` where no model needs a GPU (workflow_scripts.models; paper-scale
+    evaluation of a CPU-sized model would take days). A model whose shape cannot be read counts as none here: the
+    model checks name what is wrong with it."""
+    from workflow_scripts.models import GPU_PARAMETERS, ModelError, describe_models, in_words
 
     errors = []
     langs = config.get("languages") or {}
@@ -104,15 +105,19 @@ def missing_blocks(config: dict, schema_path: str | Path) -> list[str]:
             f"data: not set, so the schema's paper-scale defaults apply ({_defaults(schema_path, 'data')}), more "
             f"pairs than the l10n packages of {', '.join(l10n)} hold; give a data block (config.yaml has one)"
         )
-    sizes = {name: spec.get("size", "demo") for name, spec in (config.get("models") or {}).items()}
-    if "evaluation" not in config and sizes and not set(sizes.values()) & GPU_SIZES:
-        models = ", ".join(f"models.{m}.size {s}" for m, s in sizes.items())
-        paper = _defaults(schema_path, "evaluation")
-        errors.append(
-            f"evaluation: not set, so the schema's paper-scale defaults apply ({paper}), "
-            f"days of evaluation for models of no GPU size class ({models}); give an evaluation block "
-            "(config.yaml has one)"
-        )
+    if "evaluation" not in config and config.get("models"):
+        try:
+            models = describe_models(config)
+        except ModelError:
+            return errors
+        if not any(m.needs_gpu for m in models.values()):
+            small = ", ".join(f"models.{name} {in_words(m.parameters)}" for name, m in models.items())
+            paper = _defaults(schema_path, "evaluation")
+            errors.append(
+                f"evaluation: not set, so the schema's paper-scale defaults apply ({paper}), days of evaluation for "
+                f"models too small to need a GPU ({small} parameters, under {in_words(GPU_PARAMETERS)}); give an "
+                "evaluation block (config.yaml has one)"
+            )
     return errors
 
 

@@ -1,8 +1,9 @@
 """The one planning entry point rules/common.smk calls: every check of a configuration before any job runs.
 
 ``check_plan`` runs, in this order, the config files as written, the JSON schema (filling its defaults), the missing
-blocks, the semantic checks (``check_config``), the run folder (``runs.plan_run``, the output folder writable), the
-profiles' GPU requests, the LAPT jobs' fit on the GPU, the speed step's memory, the item selection and the sum assets.
+blocks, the semantic checks (``check_config``), the models' shapes (``workflow_scripts.models``), the run folder
+(``runs.plan_run``, the output folder writable), the profiles' GPU requests, the LAPT jobs' fit on the GPU, the speed
+step's memory, the item selection and the sum assets.
 A problem raises ``ConfigError`` with every line of its group; warnings and the checks done later are printed to
 stderr beside the plan.
 """
@@ -26,9 +27,18 @@ from workflow_scripts.config_checks.files import (
 # the one import of the GPU-fit arithmetic by the workflow
 from workflow_scripts.config_checks.gpu_fit import gpu_fit_problems, lapt_gpu_counts
 from workflow_scripts.config_checks.notes import config_warnings, deferred_checks
+from workflow_scripts.config_checks.partitions import known_partition_gpus
 from workflow_scripts.config_checks.schema import fill_defaults, schema_errors
 from workflow_scripts.grid import ConfigError, Method, expand_grid, with_adapted
-from workflow_scripts.resources import workflow_gpu_class, workflow_gpu_problems, workflow_node_gpus
+from workflow_scripts.models import Model, ModelError, describe_models
+from workflow_scripts.resources import (
+    gpu_model_warnings,
+    workflow_gpu_class,
+    workflow_gpu_partition_checks,
+    workflow_gpu_partitions,
+    workflow_gpu_problems,
+    workflow_node_gpus,
+)
 from workflow_scripts.runs import plan_run, run_root
 from workflow_scripts.speed.plan import problems as speed_plan_problems
 from workflow_scripts.sum_assets import hub_asset_problems
@@ -37,13 +47,15 @@ from workflow_scripts.sum_assets import hub_asset_problems
 @dataclass
 class Plan:
     """What the checks established: the methods (with those a post-hoc method starts from), the grid's cells, the
-    run's name and folder, and the GPUs of one node each sharded LAPT job runs on."""
+    run's name and folder, the GPUs of one node each sharded LAPT job runs on, and the models with their shapes and
+    parameter counts (what their jobs' resources follow)."""
 
     methods: list[Method]
     cells: list[tuple[str, str, Method]]
     run: str
     results: str
     lapt_gpus: dict[tuple[str, str], int] = field(default_factory=dict)
+    models: dict[str, Model] = field(default_factory=dict)
 
 
 def _stop(title: str, problems: Sequence[str]) -> None:
@@ -66,15 +78,51 @@ def validated(config: dict, configfiles: Sequence[str | Path], schema: Path) -> 
     return unset
 
 
-def gpu_problems(config: dict, resource_settings: Any) -> None:
-    """The profiles' GPU requests against the rules and size classes, every LAPT job against the memory of the GPU
-    class rule lapt asks for (sharded over up to a node's GPUs), and the speed step's memory peak per model."""
-    sizes = {m: spec["size"] for m, spec in config["models"].items()}
-    _stop("GPU requests do not fit the workflow", workflow_gpu_problems(resource_settings, sizes))
+def planned_models(config: dict, workdir: Path) -> dict[str, Model]:
+    """The config's models with their shapes (workflow_scripts.models); a model without one stops planning, a
+    stand-in shape is a warning."""
+    try:
+        models = describe_models(config, workdir)
+    except ModelError as e:
+        raise ConfigError(str(e)) from None
+    _warn([m.warning for m in models.values() if m.warning])
+    return models
+
+
+# Procedures that train chosen layers need at least this many (workflow_scripts/lapt/procedures.py): 2x2 LS trains the
+# bottom two and the top two.
+MIN_LAYERS = {"2x2LS": 4}
+
+
+def layer_problems(cells: list[tuple[str, str, Method]], models: dict[str, Model]) -> list[str]:
+    """A cell whose training procedure needs more transformer layers than its model has (read from its shape), named
+    with the model and the procedure, before any job rather than in its LAPT job."""
+    seen = {(model, m.procedure) for model, _, m in cells if m.trains}
+    return [
+        f"models.{model}: {models[model].shape.layers} transformer layers, but procedure {procedure} needs at least "
+        f"{MIN_LAYERS[procedure]}; choose another procedure (full, LoRA) for this model"
+        for model, procedure in sorted(seen)
+        if procedure in MIN_LAYERS and model in models and models[model].shape.layers < MIN_LAYERS[procedure]
+    ]
+
+
+def gpu_problems(config: dict, resource_settings: Any, models: dict[str, Model] | None = None) -> None:
+    """The profiles' GPU requests against the rules, the models that need a GPU and the partitions (one sinfo shows
+    without GPUs; a warning for GPU rules left on default-resources' partition, and for a GPU model whose memory is
+    not known), every LAPT job against the memory of the GPU class rule lapt asks for (sharded over up to a node's
+    GPUs), and the speed step's memory peak per model. ``models``: the config's models described
+    (``planned_models``)."""
+    models = describe_models(config) if models is None else models
+    gpu_models = {name: m.size for name, m in models.items() if m.needs_gpu}
+    partition_gpus = known_partition_gpus(workflow_gpu_partitions(resource_settings))  # sinfo, where there is one
+    refused, unsure = workflow_gpu_partition_checks(resource_settings, partition_gpus)
+    _stop("GPU requests do not fit the workflow", [*workflow_gpu_problems(resource_settings, gpu_models), *refused])
+    _warn(unsure, "profile warning")
+    _warn(gpu_model_warnings(resource_settings), "profile warning")
     gpu_class, node_gpus = workflow_gpu_class(resource_settings), workflow_node_gpus(resource_settings)
-    _stop("LAPT jobs do not fit the GPU", gpu_fit_problems(config, gpu_class, node_gpus))
+    _stop("LAPT jobs do not fit the GPU", gpu_fit_problems(config, gpu_class, node_gpus, models))
     speed_gpu = workflow_gpu_class(resource_settings, "measure_speed")
-    _stop("speed settings do not fit the GPU", speed_plan_problems(config, speed_gpu))
+    _stop("speed settings do not fit the GPU", speed_plan_problems(config, speed_gpu, models))
 
 
 def items_problem(config: dict) -> list[str]:
@@ -97,7 +145,9 @@ def check_plan(config: dict, configfiles: Sequence[str | Path], workdir: Path, r
     prints the warnings. Paths resolve against ``workdir``, as Snakemake's do."""
     unset = validated(config, configfiles, schema)
     methods = with_adapted(check_config(config, workdir))
+    models = planned_models(config, workdir)
     cells = expand_grid(config)
+    _stop("invalid configuration", layer_problems(cells, models))
     _warn([*unset, *config_warnings(config), *language_notes(config)])
     _warn(deferred_checks(config), "checked later")
     try:
@@ -111,9 +161,9 @@ def check_plan(config: dict, configfiles: Sequence[str | Path], workdir: Path, r
     unwritable = unwritable_output(results, write=False)
     if unwritable:
         raise ConfigError(f"{results}: {unwritable}")
-    gpu_problems(config, resource_settings)
+    gpu_problems(config, resource_settings, models)
     if items_problem(config):
         raise ConfigError(items_problem(config)[0])
     _stop("invalid configuration", hub_asset_problems(config["evaluation"]["sum"]))
     gpu_class, node_gpus = workflow_gpu_class(resource_settings), workflow_node_gpus(resource_settings)
-    return Plan(methods, cells, run, results, lapt_gpu_counts(config, gpu_class, node_gpus))
+    return Plan(methods, cells, run, results, lapt_gpu_counts(config, gpu_class, node_gpus, models), models)

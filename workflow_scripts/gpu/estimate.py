@@ -26,8 +26,8 @@ Arithmetic on parameter counts and tensor shapes, not a measurement; it follows 
   one micro-batch); communication time is not counted.
 - Time: model FLOPs (2 per multiply-add; forward, the input gradient where a trainable parameter lies below, the
   weight gradient of trainable matrices, the recomputed forward under checkpointing) divided by an assumed
-  sustained throughput: ``mfu`` (default 0.35) of the GPU's dense bf16 peak (H100 SXM 989, A100 312 TFLOP/s),
-  plus AdamW's memory-bound update at the GPU's HBM bandwidth (H100 3.35, A100 2.0 TB/s).
+  sustained throughput: ``mfu`` (default 0.35) of the GPU's dense bf16 peak (H100 SXM 989, A100 312 TFLOP/s; ``GPUS``),
+  plus AdamW's memory-bound update at the GPU's memory bandwidth (H100 3.35, A100 2.0 TB/s).
 """
 
 from __future__ import annotations
@@ -38,12 +38,23 @@ from typing import Any
 
 from workflow_scripts.gpu.shape import GIB, ModelShape, named_shape, parameter_counts
 
+# Dense bf16 tensor peak (TFLOP/s, without sparsity: half the datasheets' "with sparsity" figure) and memory bandwidth
+# (TB/s) from NVIDIA's public datasheets: A100 (40GB and 80GB SXM4), H100 SXM and H100 NVL, H200 SXM, L40S, RTX A6000.
+# memory_gib: what the driver reports as total (81,559 MiB on an 80 GB card, 40,960 on an A100-40GB, 46,068 on an L40S,
+# 49,140 on an RTX A6000, 95,830 on an H100 NVL, about 139 GiB on an H200). The keys, lower-cased, are GPU model names
+# workflow_scripts.resources.gpu_model_class knows.
 GPUS: dict[str, dict[str, float]] = {
-    # memory_gib: what the driver reports as total (81,559 MiB on an 80 GB card; about 139 GiB on an H200).
-    "H100": {"bf16_tflops": 989.0, "hbm_tbps": 3.35, "memory_gib": 79.6},
+    "A100-40GB": {"bf16_tflops": 312.0, "hbm_tbps": 1.555, "memory_gib": 40.0},
+    "L40S": {"bf16_tflops": 362.0, "hbm_tbps": 0.864, "memory_gib": 45.0},
+    "A6000": {"bf16_tflops": 154.8, "hbm_tbps": 0.768, "memory_gib": 48.0},
     "A100": {"bf16_tflops": 312.0, "hbm_tbps": 2.0, "memory_gib": 79.6},
+    "H100": {"bf16_tflops": 989.0, "hbm_tbps": 3.35, "memory_gib": 79.6},
+    "H100-NVL": {"bf16_tflops": 835.0, "hbm_tbps": 3.9, "memory_gib": 93.6},
     "H200": {"bf16_tflops": 989.0, "hbm_tbps": 4.8, "memory_gib": 139.0},  # H100 compute, 141 GB HBM3e
 }
+# The GPU memory classes a job is planned for, each by the GPU whose memory and speed stand for it
+# (workflow_scripts.resources names a profile's GPU model's class).
+CLASSES = {"40GB": "A100-40GB", "48GB": "L40S", "80GB": "H100", "94GB": "H100-NVL", "141GB": "H200"}
 
 
 @dataclass(frozen=True)
@@ -243,7 +254,8 @@ def estimate(
 ) -> dict[str, Any]:
     """Peak GPU memory (GiB, by term, per GPU) and time of one LAPT run; ``batch_size`` is the micro-batch, as in lapt.
 
-    ``model_size`` names one of MODELS or is a ModelShape. ``corpus_tokens`` (D tokenized with T_t; 30K sentences are
+    ``model_size`` names one of MODELS (or a paper config key, ALIASES) or is a ModelShape (any config.json:
+    workflow_scripts.models). ``corpus_tokens`` (D tokenized with T_t; 30K sentences are
     some millions of tokens) sets the number of steps: ceil(blocks / (batch_size * grad_accum)) * epochs.
     ``memory_gib`` replaces the GPU's memory (a device's reported total); ``fits`` means the peak is within
     ``headroom`` of it (the rest: allocator fragmentation the terms do not model). ``shards``: GPUs of one node the

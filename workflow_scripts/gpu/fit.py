@@ -7,7 +7,7 @@ import json
 import math
 from typing import Any
 
-from workflow_scripts.gpu.estimate import adds_lora, estimate, fitting_micro_batch, weights_dtype_on_gpu
+from workflow_scripts.gpu.estimate import CLASSES, GPUS, adds_lora, estimate, fitting_micro_batch, weights_dtype_on_gpu
 from workflow_scripts.gpu.shape import ModelShape
 
 # GPUs of one node a LAPT job may be sharded over (FSDP), fewest first.
@@ -53,6 +53,13 @@ def planned_gpus(
     return est  # does not fit even on the most GPUs allowed: returned with fits=False
 
 
+def larger_gpus(gpu: str) -> list[str]:
+    """The GPUs standing for the memory classes above ``gpu``'s (``CLASSES``), smallest first."""
+    memory = GPUS[gpu]["memory_gib"]
+    larger = [g for g in CLASSES.values() if GPUS[g]["memory_gib"] > memory]
+    return sorted(larger, key=lambda g: GPUS[g]["memory_gib"])
+
+
 def fit_problem(
     shape: str | ModelShape, procedure: str, objective: str, seq_len: int, hp: dict[str, Any], gpu: str,
     keys: dict[str, str], what: str, max_gpus: int = 1,
@@ -74,6 +81,14 @@ def fit_problem(
         tries.append(("eeve_layers", "LoRA"))
     if weights_dtype_on_gpu(hp["weights_dtype"]) == "fp32":
         tries.append(("weights_dtype", "bf16"))
+    bigger = next(
+        (
+            g.lower()
+            for g in larger_gpus(gpu)
+            if planned_gpus(shape, procedure, objective, seq_len, hp, g, max_gpus)["fits"]
+        ),
+        None,
+    )
     changed = dict(hp)
     for key, value in tries:
         changed[key] = value
@@ -83,7 +98,7 @@ def fit_problem(
             return (
                 f"{keys[key]}: {json.dumps(hp[key])} does not fit: {need}; {have}. Set {key}: {value} "
                 f"({alt['peak_gib']:.0f} GiB at micro-batch {alt['micro_batch']})"
-                + (", or ask for an H200 (set-resources lapt: {gpu_model: h200})" if gpu != "H200" else "")
+                + (f", or ask for a larger GPU (set-resources lapt: {{gpu_model: {bigger}}})" if bigger else "")
                 + (
                     f", or allow {more['gpus']} GPUs of a node (set-resources lapt: {{node_gpus: {more['gpus']}}})"
                     if more["fits"] and more["gpus"] > max_gpus
@@ -94,15 +109,13 @@ def fit_problem(
         more = planned_gpus(shape, procedure, objective, seq_len, hp, gpu, SHARD_COUNTS[-1])
         if more["fits"]:
             return (
-                f"{what}: {need}; {have}: it fits when sharded over {more['gpus']} GPUs of a node "
+                f"{need}; {have}: it fits when sharded over {more['gpus']} GPUs of a node "
                 f"(set-resources lapt: {{node_gpus: {more['gpus']}}} where the nodes have them)"
+                + (f", or on a larger GPU (set-resources lapt: {{gpu_model: {bigger}}})" if bigger else "")
             )
-    for gpu_larger in ("H200",):
-        if (
-            gpu_larger != gpu
-            and planned_gpus(shape, procedure, objective, seq_len, changed, gpu_larger, max_gpus)["fits"]
-        ):
-            return f"{what}: {need}; {have}: ask for a larger GPU (set-resources lapt: {{gpu_model: h200}})"
+    for gpu_larger in larger_gpus(gpu):
+        if planned_gpus(shape, procedure, objective, seq_len, changed, gpu_larger, max_gpus)["fits"]:
+            return f"{need}; {have}: ask for a larger GPU (set-resources lapt: {{gpu_model: {gpu_larger.lower()}}})"
     return (
         f"{keys.get('procedure', 'procedure')}: {need}; {have}, even with "
         f"{', '.join(f'{k}: {v}' for k, v in tries) or 'these settings'}: choose a procedure that trains less or a "

@@ -1,8 +1,10 @@
-"""Model shapes: the numbers of a model's config.json that the training estimate (``estimate``) and the speed plan
-(``workflow_scripts.speed.plan``) need, for the paper grid's models and for any transformers config."""
+"""Model shapes: the numbers of a model's config.json that the training estimate (``estimate``), the speed plan
+(``workflow_scripts.speed.plan``) and the job resources (``workflow_scripts.resources``) need, read from any
+config.json (``shape_from_config``); which config.json a configured model has: ``workflow_scripts.models``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,46 +28,58 @@ class ModelShape:
     eager_attention: bool = False  # attention scores materialised (Gemma-2: soft-capping needs the eager kernel)
 
 
-# Real configs (Hugging Face config.json of each model).
+# The estimator's named shapes: the Hugging Face config.json of each (resources/model_configs/ holds the hub models',
+# tests/test_models.py checks that they agree).
 MODELS: dict[str, ModelShape] = {
     "llama2-7b": ModelShape(32, 4096, 11008, 32000, 32, 32, 128, tied=False),  # meta-llama/Llama-2-7b-hf
     "llama3-8b": ModelShape(32, 4096, 14336, 128256, 32, 8, 128, tied=False),  # meta-llama/Meta-Llama-3-8B
     "gemma2-9b": ModelShape(
         42, 3584, 14336, 256000, 16, 8, 256, tied=True, norms_per_layer=4, logit_softcap=True, eager_attention=True
-    ),
+    ),  # google/gemma-2-9b
     "smollm2-135m": ModelShape(30, 576, 1536, 49152, 9, 3, 64, tied=True),  # HuggingFaceTB/SmolLM2-135M
 }
-# The config's size classes (config.yaml ``models.<key>.size``), by the model whose shape stands for them.
-SIZE_MODELS = {"7B": "llama2-7b", "8B": "llama3-8b", "9B": "gemma2-9b", "135M": "smollm2-135m"}
-# The size classes that need a GPU.
-SIZE_SHAPES = {size: SIZE_MODELS[size] for size in ("7B", "8B", "9B")}
-# The config's model keys and sizes name the same shapes.
-ALIASES = {
-    "llama2": "llama2-7b",
-    "llama3": "llama3-8b",
-    "gemma2": "gemma2-9b",
-    "smollm2": "smollm2-135m",
-    **SIZE_MODELS,
-}
+# The paper config's model keys (configs/paper.yaml) name the same shapes.
+ALIASES = {"llama2": "llama2-7b", "llama3": "llama3-8b", "gemma2": "gemma2-9b", "smollm2": "smollm2-135m"}
+# The keys of config.json a shape is read from (beside the optional num_key_value_heads, head_dim, tie_word_embeddings,
+# final_logit_softcapping and model_type).
+CONFIG_KEYS = ("num_hidden_layers", "hidden_size", "intermediate_size", "vocab_size", "num_attention_heads")
+# model_type values whose layers hold four norms (pre- and post-norm around attention and MLP), and Gemma-2, whose
+# final logit soft-capping needs the eager attention kernel (scores materialised).
+FOUR_NORMS = ("gemma2", "gemma3", "gemma3_text")
+EAGER = ("gemma2",)
 
 
-def shape_from_config(config: Any) -> ModelShape:
-    """A ModelShape from a transformers config (Llama, Mistral, Gemma2 and alike)."""
-    c = config.get_text_config() if hasattr(config, "get_text_config") else config
-    heads = c.num_attention_heads
-    gemma2 = "gemma2" in str(getattr(c, "model_type", ""))
+def shape_from_config(config: Mapping[str, Any] | Any) -> ModelShape:
+    """A ModelShape from a model's config.json as a plain dict (Llama, Mistral, Qwen2, Gemma-2 and alike), or from a
+    transformers config object (read through its ``to_dict()``).
+
+    ``vocab_size`` is the embedding's rows, which may exceed the tokenizer's (Qwen2.5 pads 151,665 tokens to 152,064).
+    A missing ``tie_word_embeddings`` means tied, as transformers writes a config.json (it leaves out values equal to
+    the default of ``PretrainedConfig``, which ties). A multimodal config's ``text_config`` is read in its place.
+    Raises KeyError naming a missing key.
+    """
+    if not isinstance(config, Mapping):
+        text = config.get_text_config() if hasattr(config, "get_text_config") else config
+        config = text.to_dict()
+    if isinstance(config.get("text_config"), Mapping):
+        config = {"model_type": config.get("model_type"), **config["text_config"]}
+    missing = [k for k in CONFIG_KEYS if not isinstance(config.get(k), int)]
+    if missing:
+        raise KeyError(f"config.json has no integer {', '.join(missing)}")
+    heads, hidden = config["num_attention_heads"], config["hidden_size"]
+    model_type = str(config.get("model_type") or "")
     return ModelShape(
-        layers=c.num_hidden_layers,
-        hidden=c.hidden_size,
-        ffn=c.intermediate_size,
-        vocab=c.vocab_size,
+        layers=config["num_hidden_layers"],
+        hidden=hidden,
+        ffn=config["intermediate_size"],
+        vocab=config["vocab_size"],
         heads=heads,
-        kv_heads=getattr(c, "num_key_value_heads", None) or heads,
-        head_dim=getattr(c, "head_dim", None) or c.hidden_size // heads,
-        tied=bool(getattr(c, "tie_word_embeddings", False)),
-        norms_per_layer=4 if gemma2 else 2,
-        logit_softcap=bool(getattr(c, "final_logit_softcapping", None)),
-        eager_attention=gemma2,
+        kv_heads=config.get("num_key_value_heads") or heads,
+        head_dim=config.get("head_dim") or hidden // heads,
+        tied=bool(config.get("tie_word_embeddings", True)),
+        norms_per_layer=4 if model_type in FOUR_NORMS else 2,
+        logit_softcap=bool(config.get("final_logit_softcapping")),
+        eager_attention=model_type in EAGER,
     )
 
 
@@ -96,3 +110,9 @@ def parameter_counts(m: ModelShape, lora_r: int = 8) -> dict[str, int]:
         "final_norm": m.hidden,
         "lora_per_layer": sum(lora_r * (i + o) for i, o in shapes.values()),
     }
+
+
+def total_parameters(m: ModelShape) -> int:
+    """Parameters of the whole model: every layer, the embedding, the untied head and the final norm."""
+    pc = parameter_counts(m)
+    return m.layers * (pc["layer_matrices"] + pc["layer_norms"]) + pc["embedding"] + pc["head"] + pc["final_norm"]

@@ -26,7 +26,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from workflow_scripts.gpu.shape import GIB, MODELS, SIZE_MODELS, ModelShape
+from workflow_scripts.gpu.estimate import GPUS as CARDS
+from workflow_scripts.gpu.shape import GIB, ModelShape
+from workflow_scripts.models import Model, describe_models
+from workflow_scripts.resources import GPU_CLASSES, gpu_model_class
 
 PROMPT_TOKENS = {"mt": 512, "sum": 4096, "mc": 4096, "gmmlu": 4096}  # caps: Table 13 truncates prompts at 4,096
 # Teacher-forced reference tokens per item: 3 per character of the cut reference (byte fallback of a 3-byte script),
@@ -42,14 +45,20 @@ PREFILL_MFU = 0.4
 EXTRA_VOCAB = 5000  # the largest |V_new| of the paper grid (Figure 3); a replaced vocabulary (32K) is smaller
 
 
-# The paper grid's models by size class (config.yaml models.<key>.size).
-SHAPES: dict[str, ModelShape] = {size: MODELS[name] for size, name in SIZE_MODELS.items()}
-PLANNED_SIZES = ("7B", "8B", "9B")  # the GPU size classes (resources.GPU_SIZES); smaller models run on a CPU too
-# GPU classes: memory (GiB usable), dense bf16 peak (TFLOP/s), HBM bandwidth (TB/s).
-GPUS: dict[str, dict[str, float]] = {
-    "80": {"memory_gib": 79.0, "tflops": 312.0, "hbm_tbps": 2.0},  # A100 80GB (the slower 80 GB card)
-    "141": {"memory_gib": 139.0, "tflops": 989.0, "hbm_tbps": 4.8},  # H200
-}
+def _class_card(gpu_class: str) -> dict[str, float]:
+    """A GPU class's memory (its card in resources.GPU_CLASSES) with the dense bf16 peak (TFLOP/s) and HBM bandwidth
+    (TB/s) of the slowest card of that memory (workflow_scripts.gpu.estimate.GPUS), so that the times are upper bounds:
+    the 80GB class is timed as an A100."""
+    cards = [card for name, card in CARDS.items() if gpu_model_class(name) == gpu_class]
+    return {
+        "memory_gib": CARDS[GPU_CLASSES[gpu_class]]["memory_gib"],
+        "tflops": min(card["bf16_tflops"] for card in cards),
+        "hbm_tbps": min(card["hbm_tbps"] for card in cards),
+    }
+
+
+# GPU classes (workflow_scripts.resources.GPU_CLASSES): memory (GiB), dense bf16 peak (TFLOP/s), HBM bandwidth (TB/s).
+GPUS: dict[str, dict[str, float]] = {gpu_class: _class_card(gpu_class) for gpu_class in GPU_CLASSES}
 
 
 def kv_bytes_per_token(shape: ModelShape | Any, dtype_bytes: int = DTYPE_BYTES) -> int:
@@ -136,9 +145,10 @@ def batch_plan(speed: Mapping[str, Any]) -> list[tuple[str, int]]:
     return pairs
 
 
-def workload(speed: Mapping[str, Any], tasks: list[str], size: str, gpu_class: str = "80") -> dict:
-    """The planned work of one speed job: per phase and task, the memory peak (GiB) and the seconds (upper bound)."""
-    shape, gpu = SHAPES[size], GPUS[gpu_class]
+def workload(speed: Mapping[str, Any], tasks: list[str], shape: ModelShape, gpu_class: str = "80GB") -> dict:
+    """The planned work of one speed job of a model of ``shape`` on a card of ``gpu_class``: per phase and task, the
+    memory peak (GiB) and the seconds (upper bound)."""
+    gpu = GPUS[gpu_class]
     n, passes = speed["n"], speed["repeats"] + speed["warmup"]
     step, rows = _step_seconds(shape, gpu), []
     for task in tasks:
@@ -177,32 +187,29 @@ def speed_tasks(tasks: list[str]) -> list[str]:
     return ["mt", *(t for t in ("sum", "mc", "gmmlu") if t in tasks)]
 
 
-def plan_gpu(gpu_class: str) -> str:
-    """The key of ``GPUS`` for a GPU class of workflow_scripts.resources (``80GB``, ``141GB``)."""
-    return "141" if str(gpu_class).startswith("141") else "80"
-
-
-def runtime_minutes(config: Mapping[str, Any], size: str, attempt: int = 1, gpu_class: str = "80GB") -> int | None:
-    """The time limit a speed job asks for: the planned minutes and half as much again, grown by the attempt number
-    (None for a size class without a GPU plan: the cost table's value stands)."""
-    if size not in PLANNED_SIZES:
+def runtime_minutes(config: Mapping[str, Any], model: Model, attempt: int = 1, gpu_class: str = "80GB") -> int | None:
+    """The time limit a speed job of ``model`` (workflow_scripts.models) asks for: the planned minutes and half as much
+    again, grown by the attempt number (None for a model that needs no GPU: the cost table's value stands)."""
+    if not model.needs_gpu:
         return None
     speed, tasks = config["evaluation"]["speed"], speed_tasks(config["evaluation"]["tasks"])
-    plan = workload(speed, tasks, size, plan_gpu(gpu_class))
+    plan = workload(speed, tasks, model.shape, gpu_class)
     return math.ceil(plan["minutes"] * 1.5 + 10) * max(attempt, 1)
 
 
-def problems(config: Mapping[str, Any], gpu_class: str = "80GB") -> list[str]:
+def problems(
+    config: Mapping[str, Any], gpu_class: str = "80GB", models: Mapping[str, Model] | None = None
+) -> list[str]:
     """Speed settings whose memory peak does not fit the GPU class the profiles ask for rule measure_speed
-    (workflow_scripts.resources.gpu_class) for a model of the config, one message each, naming the key to change."""
+    (workflow_scripts.resources.gpu_class) for a model of the config that needs a GPU, one message each, naming the
+    key to change. ``models``: the config's models described (workflow_scripts.models.describe_models)."""
     speed = config["evaluation"]["speed"]
-    card = plan_gpu(gpu_class)
-    limit = GPUS[card]["memory_gib"]
+    limit = GPUS[gpu_class]["memory_gib"]
     out = []
-    for name, spec in config["models"].items():
-        if spec.get("size") not in PLANNED_SIZES:
+    for name, model in (describe_models(config) if models is None else models).items():
+        if not model.needs_gpu:
             continue
-        plan = workload(speed, speed_tasks(config["evaluation"]["tasks"]), spec["size"], card)
+        plan = workload(speed, speed_tasks(config["evaluation"]["tasks"]), model.shape, gpu_class)
         for row in plan["rows"]:
             need = row["memory_gib"]["total"]
             if need <= limit:
@@ -217,26 +224,28 @@ def problems(config: Mapping[str, Any], gpu_class: str = "80GB") -> list[str]:
             else:
                 key, what = "evaluation.speed.paired", f"{row['task']} paired phase (Source beside the model)"
             out.append(
-                f"{key}: the speed step's {what} needs about {need:.0f} GiB on model {name} ({spec['size']}), more "
+                f"{key}: the speed step's {what} needs about {need:.0f} GiB on model {name} ({model.size}), more "
                 f"than the {limit:.0f} GiB of the {gpu_class} card the profile asks for rule measure_speed; change "
                 f"{key} or ask for a larger card (set-resources: measure_speed: gpu_model; speed/plan.py)"
             )
     return out
 
 
-def markdown(config: Mapping[str, Any]) -> str:
-    """The planned workload of every model size class of the config on 80 GB and 141 GB cards, as Markdown."""
+def markdown(config: Mapping[str, Any], models: Mapping[str, Model] | None = None) -> str:
+    """The planned workload of every model of the config that needs a GPU, on each GPU class, as Markdown."""
     speed = config["evaluation"]["speed"]
     tasks = speed_tasks(config["evaluation"]["tasks"])
-    lines = ["| size | GPU (GB) | phase | task | decoding | batch | memory (GiB) | minutes |", "|" + "---|" * 8]
-    for size in sorted({spec["size"] for spec in config["models"].values()} & set(PLANNED_SIZES)):
+    lines = ["| model | GPU | phase | task | decoding | batch | memory (GiB) | minutes |", "|" + "---|" * 8]
+    for name, model in (describe_models(config) if models is None else models).items():
+        if not model.needs_gpu:
+            continue
         for gpu_class in GPUS:
-            plan = workload(speed, tasks, size, gpu_class)
+            plan = workload(speed, tasks, model.shape, gpu_class)
             for r in plan["rows"]:
-                cells = [size, gpu_class, r["phase"], r["task"], r["decoding"] or "–", r["batch_size"]]
+                cells = [name, gpu_class, r["phase"], r["task"], r["decoding"] or "–", r["batch_size"]]
                 cells += [f"{r['memory_gib']['total']:.1f}", f"{r['seconds'] / 60:.1f}"]
                 lines.append("| " + " | ".join(map(str, cells)) + " |")
-            lines.append(f"| {size} | {gpu_class} | **job** | | | | **{plan['peak_gib']:.1f}** | "
+            lines.append(f"| {name} | {gpu_class} | **job** | | | | **{plan['peak_gib']:.1f}** | "
                          f"**{plan['minutes']:.0f}** |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
