@@ -193,7 +193,11 @@ def test_a_mumo_target_tokenizer_that_exists_plans(tmp_path, smollm2_tokenizer_d
 
 
 def test_no_evaluation_block_is_refused_for_a_cpu_sized_model(tmp_path):
-    needles = ("evaluation: not set, so the schema's paper-scale defaults apply", "mt.n 500", "(models.tiny.size demo)")
+    needles = (
+        "evaluation: not set, so the schema's paper-scale defaults apply",
+        "mt.n 500",
+        "(models.tiny 3.4M parameters, under 1B)",
+    )
     out = refused(tmp_path, *needles, mutate=lambda c: c.pop("evaluation"))
     assert "config warning" not in out
     code, out = plan(tmp_path)

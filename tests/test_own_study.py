@@ -137,7 +137,13 @@ def test_own_study_end_to_end(tmp_path, smollm2_tokenizer_dir):
         tmp_path,
         models,
         methods=[{"init": "none", "procedure": "none"}, {"init": "Mean"}],
-        evaluation={**settings["evaluation"], "tasks": ["mt", "ppl", "speed"]},
+        # one evaluation job a cell, greedy speed only: the run's cost is start-up, not the tiny models
+        evaluation={
+            **settings["evaluation"],
+            "tasks": ["mt", "ppl", "speed"],
+            "one_job_per_cell": True,
+            "speed": {**settings["evaluation"]["speed"], "decodings": ["greedy"]},
+        },
         data={**settings["data"], "n_train": 400, "n_heldout": 40},
         training={**settings["training"], "max_steps": 2, "checkpoint_every": 2},
     )

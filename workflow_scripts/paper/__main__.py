@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     if a.stand_in:
         requested = dict(s.split("=", 1) for s in a.stand_in if s != "none")
     models = stand_ins(frame, requested)
-    if is_papers_grid(frame) or requested:
+    if frame.empty or is_papers_grid(frame) or requested is not None:
         pages, not_run = write_tables(frame, a.out, labels, models)
         not_run += [f"{title}: nothing to show" for title in write_figures(frame, root, a.out, labels)]
         write_text(a.out / "tables.md", index(pages, not_run))
