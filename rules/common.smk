@@ -134,12 +134,20 @@ def source_model_of(wc):
 
 
 def all_targets():
+    """The run's products: its tables, figures and pages, and each trained or merged cell's model folder (a model
+    deleted after its evaluation is planned again, not lost without a word)."""
+    models = [
+        LAYOUT.model_folder(model, lang, m)
+        for model, lang, m in CELLS
+        if not m.is_mumo and (m.trains or m.posthoc != "none")
+    ]
     return [
         paths.table("results.csv", RESULTS),
         paths.table("results.md", RESULTS),
         paths.analysis_file("fragmentation.csv", RESULTS),
         paths.paper_dir(RESULTS),
         paths.findings_dir(RESULTS),
+        *dict.fromkeys(models),
     ]
 
 

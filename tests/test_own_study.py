@@ -179,3 +179,9 @@ def test_own_study_end_to_end(tmp_path, smollm2_tokenizer_dir):
     assert len(set(rows.values())) == 1 and next(iter(rows.values())) >= tokens, (rows, tokens)
     mt = (results / "data/km/tsv/mt.tsv").read_text(encoding="utf-8").splitlines()
     assert len(mt) == 40
+    # the adapted model is a product of the run: deleted after its evaluation, it is planned again
+    import shutil
+
+    shutil.rmtree(adapted)
+    again = snakemake(["-n", "--quiet", "rules", "--configfile", str(config)], tmp_path)
+    assert again.returncode == 0 and planned_jobs(again.stdout)["lapt"] == 1, again.stdout[-2000:]
