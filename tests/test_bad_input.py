@@ -8,6 +8,7 @@ import copy
 import gzip
 import json
 import lzma
+import random
 import re
 import subprocess
 import sys
@@ -151,29 +152,155 @@ def cc100_config(path: str) -> dict:
     return config
 
 
-def test_local_cc100_file_good_passes_and_the_plan_says_what_is_checked_later(tmp_path):
-    (tmp_path / "th.txt.xz").write_bytes(lzma.compress(THAI_TEXT.encode()))
+def test_a_run_name_too_long_for_a_folder_is_named():
+    config = test_config()
+    config["run"] = "r" * 300
+    assert only_error(config) == (
+        f"run: {'r' * 40!r}... has 300 characters, more than the 100 allowed; give a shorter one"
+    )
+    from workflow_scripts.runs import plan_run  # a name from long config file names, not the run key
+
+    with pytest.raises(ValueError, match=r"^run 'r+'\.\.\. has 300 characters; a run folder name has at most 100"):
+        plan_run({}, ["r" * 300 + ".yaml"], REPO)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (
+            lambda c: c["models"].update(hub={"kind": "hub", "path": "my model", "size": "1B"}),
+            "models.hub.path: 'my model' is not a Hugging Face repository id (Repo id must use alphanumeric chars, "
+            "'-', '_' or '.'",
+        ),
+        (
+            lambda c: c["languages"]["th"].update(
+                corpus={"kind": "cc100", "url": "data.statmt.org/cc-100/th.txt.xz"}, mt={"kind": "flores", "root": "x"}
+            ),
+            "languages.th.corpus.url: 'data.statmt.org/cc-100/th.txt.xz' is not an http(s) or ftp URL; give one such "
+            "as https://data.statmt.org/cc-100/th.txt.xz, or a local file as path",
+        ),
+        (
+            lambda c: c["languages"]["th"].update(mt={"kind": "flores", "root": "data/flores/plus"}),
+            "languages.th.mt.root: 'data/flores/plus' is neither an existing folder nor a Hugging Face dataset id; "
+            "give the folder of the flores_plus parquet files or a dataset id such as openlanguagedata/flores_plus",
+        ),
+        (
+            lambda c: c["languages"]["th"]["corpus"].pop("kind"),
+            "languages.th.corpus: 'kind' is a required property; give kind: one of ['l10n', 'cc100', 'text', 'orchid']",
+        ),
+    ],
+    ids=["hub-id", "url", "mt-root", "no-kind"],
+)
+def test_values_without_their_format_are_refused(mutate, message):
+    config = test_config()
+    mutate(config)
+    assert only_error(config).startswith(message)
+
+
+def test_orchid_for_another_language_hints_at_that_languages_corpora():
+    config = test_config()
+    config["languages"]["si"] = {"corpus": {"kind": "orchid"}}
+    errors = planning_errors(config)
+    assert errors[0].endswith("only languages.th may use it (for si: l10n, cc100 or text)")
+    assert "libreoffice-l10n-si_" in errors[1] and "-th_" not in " ".join(errors)
+
+
+def test_curve_points_beyond_max_steps_is_a_config_warning():
+    config = test_config()
+    config["training"]["curve_points"] = 50
+    fill_defaults(config, SCHEMA)
+    assert config_warnings(config) == [
+        "training.curve_points: 50 is more than training.max_steps 6 allows (methods CPT-only.2x2LS.clm.L64 (tiny), "
+        "Mean.k50.2x2LS.clm.L64 (tiny)): the curve gets a point before the first step and one after each, 7 in all; "
+        "lower curve_points to at most 7"
+    ]
+
+
+def thai_lines_text(n: int) -> bytes:
+    return "".join(f"ภาษาไทยเป็นภาษาราชการ {i}\n" for i in range(n)).encode()
+
+
+def test_local_cc100_file_good_passes_and_the_plan_says_what_is_checked_later(tmp_path, monkeypatch):
+    from workflow_scripts.config_checks import inputs
+
+    (tmp_path / "th.txt.xz").write_bytes(lzma.compress(thai_lines_text(500)))
     config = cc100_config("th.txt.xz")
     assert planning_errors(config, tmp_path) == []
-    notes = deferred_checks(config)
-    assert any(n.startswith("languages.*.corpus.path (th): the start of each file was checked now") for n in notes)
+    assert not any(n.startswith("languages.*.corpus.path") for n in deferred_checks(config, tmp_path))  # counted
+    monkeypatch.setattr(inputs, "CORPUS_COUNT_BYTES", 100)  # a bigger file: its start now, the rest in the step
+    notes = deferred_checks(config, tmp_path)
+    assert any(n.startswith("languages.*.corpus.path (th): each file is over 0 MB, so only its start") for n in notes)
+
+
+@pytest.mark.parametrize("kind", ["cc100", "text"])
+def test_a_local_corpus_the_step_reads_is_not_refused_at_planning(tmp_path, kind):
+    """Read line by line as sample_cc100 reads it: a first line over the head's bytes, gzip under a .txt or .xz
+    name (told by its magic bytes, as the step tells it), a big file (its head only, in well under a second)."""
+    import time
+
+    from workflow_scripts.config_checks import inputs
+    from workflow_scripts.corpus import sample_lines
+
+    cases = {
+        "long-first.txt": b"x" * (inputs.CORPUS_HEAD_BYTES + 10) + b"\n" + thai_lines_text(500),
+        "gzip.txt": gzip.compress(thai_lines_text(500)),
+        "gzip.txt.xz": gzip.compress(thai_lines_text(500)),
+    }
+    for name, content in cases.items():
+        (tmp_path / name).write_bytes(content)
+        config = cc100_config(name)
+        config["languages"]["th"]["corpus"]["kind"] = kind
+        assert planning_errors(config, tmp_path) == [], name
+        train, _, stats = sample_lines(tmp_path / name, n=400, n_heldout=40, seed=1, lang="th")
+        assert len(train) == 400 and stats["skipped_long"] == (name == "long-first.txt"), name
+    big = tmp_path / "big.txt"  # over CORPUS_COUNT_BYTES, a single line: only its head is read
+    with open(big, "wb") as f:
+        f.truncate(inputs.CORPUS_COUNT_BYTES + 1)
+        f.seek(0)
+        f.write("ก".encode() * 1000)
+    start = time.perf_counter()
+    scan = inputs.scan_corpus(big, whole=False)
+    assert time.perf_counter() - start < 1 and not scan.whole
+
+
+def test_a_local_corpus_of_one_over_long_line_is_named_as_such(tmp_path):
+    (tmp_path / "th.txt").write_bytes("ก".encode() * ((5 << 20) // 3) + b"\n")
+    assert only_error(cc100_config("th.txt"), tmp_path) == (
+        f"languages.th.corpus.path: {str(tmp_path / 'th.txt')!r} holds no usable line (1 line(s): 0 blank, 0 not valid "
+        f"UTF-8, 0 with NUL bytes, 1 longer than {MAX_LINE_CHARS} characters): a corpus is UTF-8 text, one sentence "
+        "or paragraph a line"
+    )
+
+
+def test_a_local_corpus_smaller_than_the_data_block_asks_is_refused_at_planning(tmp_path):
+    # 705 lines, 300 of them distinct, with the data block at the schema's defaults (30000 + 100000)
+    (tmp_path / "th.txt").write_bytes("".join(f"ภาษาไทย {i % 300}\n" for i in range(705)).encode())
+    config = cc100_config("th.txt")
+    config["languages"]["th"]["corpus"]["kind"] = "text"
+    config.pop("data")
+    assert only_error(config, tmp_path) == (
+        "data.n_train: n_train 30000 + n_heldout 100000 = 130000 distinct lines asked for, but "
+        f"languages.th.corpus.path {str(tmp_path / 'th.txt')!r} holds 705 usable lines, 300 of them distinct (of 705 "
+        "line(s): 0 blank, 0 not valid UTF-8, 0 with NUL bytes, 0 longer than 10000 characters); lower data.n_train "
+        "or data.n_heldout, or give a larger file"
+    )
 
 
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [
         ("th.txt", b"", "languages.th.corpus.path: file '{path}' is empty"),
+        ("th.txt.bz2", b"BZh91AY&SY" + b"x" * 40, "{path}: the cc100 corpus file is bzip2-compressed"),
+        ("th.txt", "\ufeff".encode("utf-16-le") + THAI_TEXT.encode("utf-16-le"), "is UTF-16 text, not UTF-8"),
+        ("th.txt", "été\nçà\n".encode("latin-1"), "'{path}' holds no usable line (2 line(s): 0 blank, 2 not valid"),
         (
-            "th.txt.xz",
-            gzip.compress(THAI_TEXT.encode()),
-            "languages.th.corpus.path: file '{path}' is not xz-compressed",
+            "th.txt.gz",
+            gzip.compress(b"Guten Tag\nDas ist ein Satz.\n"),
+            "none of the first 2 usable lines of '{path}' is in",
         ),
-        ("th.txt", "\ufeff".encode("utf-16-le") + THAI_TEXT.encode("utf-16-le"), "contains NUL bytes"),
-        ("th.txt", "été\nçà\n".encode("latin-1"), "the start of '{path}' holds no usable line"),
-        ("th.txt.gz", gzip.compress(b"Guten Tag\nDas ist ein Satz.\n"), "none of the first 2 lines of '{path}' is in"),
         ("th.txt.xz", lzma.compress(THAI_TEXT.encode() * 50)[:-20], "languages.th.corpus.path: cannot decompress"),
     ],
-    ids=["empty", "wrong-compression", "utf16", "latin1", "wrong-language", "truncated"],
+    ids=["empty", "bzip2", "utf16", "latin1", "wrong-language", "truncated"],
 )
 def test_local_cc100_file_cheap_checks(tmp_path, name, content, message):
     (tmp_path / name).write_bytes(content)
@@ -203,14 +330,15 @@ def test_k_larger_than_the_auxiliary_vocabulary_can_supply():
 
 
 def test_a_replacement_vocabulary_larger_than_the_corpus_supplies_is_named():
-    # 2,000 l10n sentences: byte-level BPE on D reaches about 256 + 12 tokens a sentence; the paper's 32K is more
+    # 2,000 l10n sentences: byte-level BPE on D reaches about 256 + 5.6 x characters^0.65; the paper's 32K is more
     config = test_config()
     config["data"]["n_train"] = 2000
     config["methods"].append({"init": "Mean", "vocab": "replace"})
     assert only_error(config) == (
         "tokenizer.replace_vocab_size: 32000 is more than the corpus D of language th can supply: BPE (model tiny) on "
-        "data.n_train 2000 sentences reaches about 256 byte symbols + at most 12 tokens a sentence = 24256; lower "
-        "tokenizer.replace_vocab_size to at most 24256 or raise data.n_train to at least 2646"
+        "data.n_train 2000 lines (about 91921 characters, 46.0 a line) reaches about 256 byte symbols + 5.6 x "
+        "characters^0.65 = 9683; lower tokenizer.replace_vocab_size to at most 9683 or raise data.n_train to at least "
+        "12948"
     )
     config = test_config()
     config["languages"]["th"]["replace_vocab_size"] = 800  # the language's own setting is the one named and read
@@ -221,15 +349,46 @@ def test_a_replacement_vocabulary_larger_than_the_corpus_supplies_is_named():
 def test_an_auxiliary_vocabulary_larger_than_the_corpus_supplies_is_named():
     config = test_config()
     config["data"]["n_train"] = 50
-    config["languages"]["th"]["aux_vocab_size"] = 1000
-    assert only_error(config) == (
-        "languages.th.aux_vocab_size: 1000 is more than the corpus D of language th can supply: BPE (model tiny) on "
-        "data.n_train 50 sentences reaches about 256 byte symbols + at most 12 tokens a sentence = 856; lower "
-        "languages.th.aux_vocab_size to at most 856 or raise data.n_train to at least 62"
+    config["languages"]["th"]["aux_vocab_size"] = 1200
+    assert only_error(config).startswith(
+        "languages.th.aux_vocab_size: 1200 is more than the corpus D of language th can supply: BPE (model tiny) on "
+        "data.n_train 50 lines (about 2298 characters, 46.0 a line) reaches about 256 byte symbols + 5.6 x "
+        "characters^0.65 = "
     )
     # no cell trains an auxiliary tokenizer: nothing to check
     config["methods"] = [{"init": "none", "procedure": "none"}, {"init": "none"}]
     assert planning_errors(config) == []
+
+
+def test_the_default_configs_auxiliary_vocabulary_beyond_its_corpus_is_refused():
+    # 2,000 Thai UI sentences: the tokenizer step stops at about 8,556 tokens ("corpus too small")
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config["tokenizer"]["aux_vocab_size"] = 10000
+    assert only_error(config) == (
+        "tokenizer.aux_vocab_size: 10000 is more than the corpus D of language th can supply: BPE (model smollm2) on "
+        "data.n_train 2000 lines (about 91921 characters, 46.0 a line) reaches about 256 byte symbols + 5.6 x "
+        "characters^0.65 = 9683; lower tokenizer.aux_vocab_size to at most 9683 or raise data.n_train to at least 2105"
+    )
+
+
+def test_an_auxiliary_vocabulary_beyond_a_local_text_corpus_is_refused(tmp_path):
+    (tmp_path / "th.txt").write_bytes(thai_lines_text(500))  # 500 lines of 24.8 characters on average
+    config = cc100_config("th.txt")
+    config["languages"]["th"]["corpus"]["kind"] = "text"
+    config["tokenizer"]["aux_vocab_size"] = 5000
+    assert only_error(config, tmp_path).startswith(
+        "tokenizer.aux_vocab_size: 5000 is more than the corpus D of language th can supply: BPE (model tiny) on "
+        "data.n_train 400 lines (about 9912 characters, 24.8 a line) reaches about 256 byte symbols + 5.6 x "
+        "characters^0.65 = 2472; lower tokenizer.aux_vocab_size to at most 2472 or raise data.n_train to at least 1290"
+    )
+
+
+def test_corpus_too_small_in_the_tokenizer_step_is_a_user_error(smollm2_tokenizer_dir):
+    from workflow_scripts.io import UserError
+    from workflow_scripts.vocab.aux import train_aux_tokenizer
+
+    with pytest.raises(UserError, match="corpus too small for an aux vocabulary of 5000"):
+        train_aux_tokenizer(["ภาษาไทย", "สวัสดีครับ"], smollm2_tokenizer_dir, 5000)
 
 
 def test_the_corpus_rule_follows_the_source_tokenizers_family(tmp_path, smollm2_tokenizer_dir):
@@ -250,16 +409,18 @@ def test_the_corpus_rule_follows_the_source_tokenizers_family(tmp_path, smollm2_
     assert planning_errors(config) == []  # a hub model's tokenizer: left to the job
     (tmp_path / "sp" / "config.json").write_text("{}")
     config["models"]["tiny"] = {"kind": "local", "path": str(tmp_path / "sp"), "size": "demo"}
-    config["tokenizer"]["replace_vocab_size"] = 80300  # SentencePiece: 256 + 40 tokens a sentence = 80256
+    config["tokenizer"]["replace_vocab_size"] = 80300  # SentencePiece: 256 + 25.5 x 91921^0.65 = about 43000
     assert only_error(config).startswith(
         "tokenizer.replace_vocab_size: 80300 is more than the corpus D of language th can supply: SentencePiece BPE "
-        "(model tiny) on data.n_train 2000 sentences reaches about 256 byte symbols + at most 40 tokens a sentence"
+        "(model tiny) on data.n_train 2000 lines (about 91921 characters, 46.0 a line) reaches about 256 byte symbols "
+        "+ 25.5 x characters^0.65"
     )
 
 
 def test_the_corpus_rule_holds_on_the_committed_corpora(tmp_path, smollm2_tokenizer_dir):
     """The planning bound is never below what the tokenizer step reaches: trained to exhaustion on l10n sentences
-    (Thai and Sinhala, 50 and 400 lines), each family's tokenizer stops at or below ``bpe_vocab_ceiling``."""
+    (Thai and Sinhala, 50 and 400 random lines), each family's tokenizer stops at or below ``bpe_vocab_ceiling`` of
+    their characters."""
     from tests.conftest import l10n_pairs, sentencepiece_source
     from workflow_scripts.config_checks.cells import bpe_vocab_ceiling
     from workflow_scripts.pieces import BYTE_LEVEL_BPE, SENTENCEPIECE_BPE
@@ -269,8 +430,9 @@ def test_the_corpus_rule_holds_on_the_committed_corpora(tmp_path, smollm2_tokeni
     for family, source in sources.items():
         for lang in ("th", "si"):
             lines = [target for _, target in l10n_pairs(lang)]
+            random.Random(0).shuffle(lines)
             for n in (50, 400):
-                ceiling = bpe_vocab_ceiling(n, family)
+                ceiling = bpe_vocab_ceiling(sum(map(len, lines[:n])), family)
                 with pytest.raises(ValueError, match="corpus too small") as err:
                     train_aux_tokenizer(lines[:n], source, ceiling + 1)
                 reached = int(re.search(r"(?:stopped at|at most) (\d+)", str(err.value)).group(1))

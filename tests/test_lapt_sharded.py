@@ -1,8 +1,8 @@
 """LAPT sharded over processes with FSDP (workflow_scripts/lapt/shard.py), on the CPU with the gloo backend.
 
-Two processes launched as rules/train.smk launches N (``torchrun --standalone --nproc-per-node``) against one process
-on the same global batch: the same parameters within fp32 summation-order tolerance, frozen parameters and frozen rows
-bit-identical, and a checkpoint that resumes on another number of processes.
+Two processes launched as rule lapt (rules/lapt.smk) launches N (``torchrun --standalone --nproc-per-node``) against
+one process on the same global batch: the same parameters within fp32 summation-order tolerance, frozen parameters
+and frozen rows bit-identical, and a checkpoint that resumes on another number of processes.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from pathlib import Path
 
 from tests.conftest import REPO
@@ -117,19 +118,67 @@ def test_a_cycle_through_a_tool_fails_the_check(tmp_path):
     assert cycles({"a": {"b"}, "b": {"c"}}) == []
 
 
-def test_byte_and_piece_helpers_are_defined_once():
+def top_level_names() -> dict[str, list[str]]:
+    """Each name a module of workflow_scripts/ or tools/ defines at its top level (a function, a class or an
+    assignment) -> the modules that define it."""
     defined: dict[str, list[str]] = {}
     for name, tree_nodes in modules().items():
         for node in tree_nodes[0].body:  # the walk starts at the module
             names = []
-            if isinstance(node, ast.FunctionDef):
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
                 names = [node.name]
             elif isinstance(node, ast.Assign):
                 names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names = [node.target.id]
             for n in names:
                 defined.setdefault(n, []).append(name)
+    return defined
+
+
+def test_byte_and_piece_helpers_are_defined_once():
+    defined = top_level_names()
     for helper in ("bytes_to_unicode", "piece_bytes", "piece_text", "is_byte_level", "detect_family", "METASPACE"):
         assert defined.get(helper) == ["workflow_scripts/pieces.py"], (helper, defined.get(helper))
+
+
+# Names of a concept several steps read, each defined in one module and imported by the others.
+ONE_HOME = {
+    "CHOICE_TASKS": "workflow_scripts/steps.py",  # the log-likelihood evaluation tasks
+    "TIMED_CHOICE_TASKS": "workflow_scripts/speed/choices.py",  # those of them the speed step times
+    "MODEL_NAMES": "workflow_scripts/paper/names.py",  # a model's configuration key -> its display name
+    "PAPER_MODELS": "workflow_scripts/paper/names.py",  # the paper's source models by configuration key
+}
+
+
+def test_shared_names_are_defined_once():
+    from workflow_scripts.speed.choices import TIMED_CHOICE_TASKS
+    from workflow_scripts.steps import CHOICE_TASKS
+
+    defined = top_level_names()
+    for concept, home in ONE_HOME.items():
+        assert defined.get(concept) == [home], (concept, defined.get(concept))
+    assert set(TIMED_CHOICE_TASKS) <= set(CHOICE_TASKS)
+
+
+# A repository path as the code names it in a docstring or comment ("rules/lapt.smk", "workflow_scripts/vocab/");
+# one with a placeholder ({name}, <run>, *) is a pattern, not a file.
+REPO_PATH = re.compile(
+    r"(?<![\w./-])((?:workflow_scripts|rules|tools|tests|docs|configs|schemas|envs|profiles)/[\w./-]*)"
+)
+
+
+def test_paths_named_in_the_code_exist():
+    missing = []
+    for path in sorted([*PACKAGE.rglob("*.py"), *(REPO / "tools").rglob("*.py"), *(REPO / "rules").glob("*.smk")]):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for match in REPO_PATH.finditer(line):
+                named = match.group(1).rstrip(".")
+                if line[match.end() : match.end() + 1] in ("{", "<", "*"):
+                    continue
+                if not (REPO / named).exists():
+                    missing.append(f"{path.relative_to(REPO)}:{number}: {named}")
+    assert not missing, missing
 
 
 # The old MT generate loop (harness/ runs mt through LightEval) and the module that held it.

@@ -1,4 +1,4 @@
-"""Auxiliary tokenizer and vocabulary expansion (workflow_scripts/vocab.py) on SmolLM2's real tokenizer and real Thai
+"""Auxiliary tokenizer and vocabulary expansion (workflow_scripts/vocab/) on SmolLM2's real tokenizer and real Thai
 and Sinhala text (LibreOffice UI translations), plus a tiny byte-level BPE whose expansion is worked out by hand."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Vocabulary expansion on the real tokenizers of the paper's other families (workflow_scripts/vocab.py): Llama-3's
+"""Vocabulary expansion on the real tokenizers of the paper's other families (workflow_scripts/vocab/): Llama-3's
 tiktoken BPE (byte-level route) and Mistral-7B v0.1's SentencePiece byte-fallback BPE (the Llama-2 kind), converted by
 workflow_scripts/tokenizer_assets.py, with real Thai and Sinhala text (LibreOffice UI translations). SmolLM2's
-byte-level BPE is covered by tests/test_vocab.py. The issue's five properties are pinned for each family."""
+byte-level BPE is covered by tests/test_vocab.py. The five properties of an expansion (``test_1`` to ``test_5``) are
+pinned for each family."""
 
 from __future__ import annotations
 

@@ -154,11 +154,6 @@ def findings_dir(root: str = RESULTS) -> str:
     return f"{root}/findings"
 
 
-def paper_file(name: str, root: str = RESULTS) -> str:
-    """One file of the paper folder."""
-    return f"{paper_dir(root)}/{name}"
-
-
 def analysis_file(name: str, root: str = RESULTS) -> str:
     """fragmentation.csv, init_analysis.csv and init_analysis/<cell>.json."""
     return f"{root}/analysis/{name}"

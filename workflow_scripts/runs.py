@@ -25,6 +25,9 @@ DOWNLOADS = "downloads"  # the one folder of results/ every run shares
 DOWNLOADS_ROOT = RESULTS / DOWNLOADS
 MARKER = ".run.json"
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+# A run folder name's most characters (the schema's run.maxLength): file systems refuse a name over 255 bytes, and
+# the run's output paths add the cell's names beneath it.
+MAX_RUN_CHARS = 100
 # The top-level folders a run writes (its tables, data, models, logs...), besides one folder per model key.
 RUN_FOLDERS = ("tables", "paper", "findings", "analysis", "data", "models", "logs", "benchmarks")
 
@@ -51,6 +54,11 @@ def run_of_configfiles(configfiles: Sequence[str | Path], run: str | None = None
 
 def run_name_problem(name: str) -> str | None:
     """Why ``name`` cannot be a run folder, or None."""
+    if len(name) > MAX_RUN_CHARS:
+        return (
+            f"run {name[:40]!r}... has {len(name)} characters; a run folder name has at most {MAX_RUN_CHARS}: set a "
+            "shorter `run:` in the config (or --config run=NAME)"
+        )
     if not RUN_NAME.match(name):
         return (
             f"run {name!r}: a run folder name is letters, digits, '.', '_', '+' and '-', starting with a letter "

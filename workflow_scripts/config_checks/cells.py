@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from workflow_scripts.grid import (
@@ -45,18 +46,25 @@ IMPLEMENTED = _implemented()
 # and so does every auxiliary tokenizer: at most |V_aux| - 256 aux tokens can be new.
 BYTE_SYMBOLS = 256
 # How many tokens beyond the byte symbols a tokenizer trained on D to exhaustion (no pair left to merge; the training
-# step, workflow_scripts/vocab/aux.py) reaches per sentence of D, by the route of the source tokenizer's family.
-# Measured 2026-12-02 on the committed LibreOffice l10n sentences (docs/vocabulary.md): byte-level BPE (SmolLM2)
-# reaches at most 8.9 per sentence (Thai, 50 lines; fewer on more lines), SentencePiece BPE at most 33.5 (its
-# pre-tokenizer splits at spaces only, and Thai has none). Each bound leaves room above the largest.
-NEW_TOKENS_PER_SENTENCE = {BYTE_LEVEL_BPE: 12, SENTENCEPIECE_BPE: 40}
+# step, workflow_scripts/vocab/aux.py) reaches, by the route of the source tokenizer's family: about K x C^0.65 for a D
+# of C characters (vocabulary grows sublinearly with text, Heaps' law). Measured 2026-12 on random subsets of the
+# committed LibreOffice l10n sentences (Thai and Sinhala, 50 to 6,053 lines, 2K to 280K characters): byte-level BPE
+# (SmolLM2) reaches at most 5.17 x C^0.65 (Thai: no spaces to split at), SentencePiece BPE at most 23.4 x C^0.65
+# (its pre-tokenizer splits at spaces only). Each K leaves about 8% above the largest.
+VOCAB_GROWTH_EXPONENT = 0.65
+NEW_TOKENS_PER_CHARS_POWER = {BYTE_LEVEL_BPE: 5.6, SENTENCEPIECE_BPE: 25.5}
 
 
-def bpe_vocab_ceiling(n_lines: int, family: str) -> int:
-    """The largest vocabulary (byte symbols included) a tokenizer of ``family`` trained on ``n_lines`` sentences of
-    D can be expected to reach (``NEW_TOKENS_PER_SENTENCE``): a size above it stops the tokenizer job with "corpus
-    too small"."""
-    return BYTE_SYMBOLS + NEW_TOKENS_PER_SENTENCE[family] * n_lines
+def bpe_vocab_ceiling(chars: float, family: str) -> int:
+    """The largest vocabulary (byte symbols included) a tokenizer of ``family`` trained on ``chars`` characters of
+    D can be expected to reach (``NEW_TOKENS_PER_CHARS_POWER``): a size above it stops the tokenizer job with
+    "corpus too small"."""
+    return BYTE_SYMBOLS + int(NEW_TOKENS_PER_CHARS_POWER[family] * chars**VOCAB_GROWTH_EXPONENT)
+
+
+def chars_for(size: int, family: str) -> float:
+    """The characters of D that ``bpe_vocab_ceiling`` needs for a vocabulary of ``size``."""
+    return ((size - BYTE_SYMBOLS) / NEW_TOKENS_PER_CHARS_POWER[family]) ** (1 / VOCAB_GROWTH_EXPONENT)
 
 
 def check_methods(methods: list[Method]) -> list[str]:
@@ -195,33 +203,40 @@ def trained_vocabularies(config: dict) -> dict[tuple[str, str], list[str]]:
 
 
 def _check_corpus_size(config: dict, workdir: Path) -> list[str]:
-    """Each vocabulary trained on D against what D's data.n_train sentences can supply (``bpe_vocab_ceiling``).
+    """Each vocabulary trained on D against what D's data.n_train lines can supply (``bpe_vocab_ceiling`` of their
+    characters, n_train times the mean line of the source).
 
-    Only for l10n corpora, whose lines are single sentences (a CC-100 line is a paragraph, which supplies more), and
-    for source tokenizers planning can read (a hub model's is downloaded later); the job reports the others."""
-    from workflow_scripts.config_checks.inputs import tokenizer_family
+    Where planning reads D's source whole (an l10n package, a local corpus file up to inputs.CORPUS_COUNT_BYTES) and
+    the source tokenizer (a hub model's is downloaded later); the job reports the others."""
+    from workflow_scripts.config_checks.inputs import mean_line_chars, tokenizer_family
 
     n_train = config.get("data", {}).get("n_train")
     if n_train is None:
         return []
-    errors, families = [], {}
+    errors, families, means = [], {}, {}
     for (model, lang), kinds in trained_vocabularies(config).items():
-        if config["languages"][lang]["corpus"]["kind"] != "l10n":
+        if lang not in means:
+            means[lang] = mean_line_chars(config, lang, workdir)
+        if means[lang] is None:
             continue
         if model not in families:
             families[model] = tokenizer_family(config["models"][model], workdir)
-        if families[model] is None:
+        family = families[model]
+        if family is None:
             continue
-        per, ceiling = NEW_TOKENS_PER_SENTENCE[families[model]], bpe_vocab_ceiling(n_train, families[model])
-        route = "BPE" if families[model] == BYTE_LEVEL_BPE else "SentencePiece BPE"
+        chars = n_train * means[lang]
+        ceiling = bpe_vocab_ceiling(chars, family)
+        route = "BPE" if family == BYTE_LEVEL_BPE else "SentencePiece BPE"
+        k = NEW_TOKENS_PER_CHARS_POWER[family]
         for kind in kinds:
             size, key = vocab_size(config, lang, kind)
             if size > ceiling:
                 errors.append(
                     f"{key}: {size} is more than the corpus D of language {lang} can supply: {route} (model {model}) "
-                    f"on data.n_train {n_train} sentences reaches about {BYTE_SYMBOLS} byte symbols + at most {per} "
-                    f"tokens a sentence = {ceiling}; lower {key} to at most {ceiling} or raise data.n_train to at "
-                    f"least {-(-(size - BYTE_SYMBOLS) // per)}"
+                    f"on data.n_train {n_train} lines (about {round(chars)} characters, {means[lang]:.1f} a line) "
+                    f"reaches about {BYTE_SYMBOLS} byte symbols + {k} x characters^{VOCAB_GROWTH_EXPONENT} = "
+                    f"{ceiling}; lower {key} to at most {ceiling} or raise data.n_train to at least "
+                    f"{math.ceil(chars_for(size, family) / means[lang])}"
                 )
     return errors
 

@@ -1,29 +1,68 @@
 """Planning-time checks of a config's input files: local models, Debian l10n packages, local CC-100 files, ORCHID's
 language and size.
 
-Called by ``config_checks.check_config``; cheap (a .deb read once and cached, the first MiB of a CC-100 file), no
-torch.
+Called by ``config_checks.check_config``; cheap (a .deb read once and cached, a local corpus file read whole when
+small, else its first MiBs), no torch.
 """
 
 from __future__ import annotations
 
 import functools
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 
 from workflow_scripts.io import UserError
 from workflow_scripts.pieces import BYTE_LEVEL_BPE, SENTENCEPIECE_BPE
 
-CC100_PEEK_BYTES = 1 << 20  # decompressed bytes of a local CC-100 file read at planning time
+# A local corpus file (kinds cc100, text) at planning: one of at most CORPUS_COUNT_BYTES on disk is read whole and its
+# usable lines counted (a few seconds at most); of a larger one, the first CORPUS_HEAD_BYTES decompressed bytes.
+CORPUS_COUNT_BYTES = 64 << 20
+CORPUS_HEAD_BYTES = 4 << 20
+CORPUS_JUDGE_LINES = 1000  # usable lines kept to judge the script
 DEFAULT_MIN_WORDS = 4  # the schema's default data.l10n_min_english_words
 
 
 @functools.lru_cache(maxsize=32)
-def _l10n_pair_count(deb: Path, mtime_ns: int, size: int, lang: str, min_words: int) -> int:
-    """Pairs that extract_l10n_pairs will keep (under a second: the .deb is read and cleaned as the job does)."""
+def _l10n_pairs(deb: Path, mtime_ns: int, size: int, lang: str, min_words: int) -> tuple[int, float]:
+    """Pairs that extract_l10n_pairs will keep and their target side's mean characters (under a second: the .deb is
+    read and cleaned as the job does)."""
     from workflow_scripts import l10n
 
-    return len(l10n.extract(deb, lang, min_words)[0])
+    pairs = l10n.extract(deb, lang, min_words)[0]
+    return len(pairs), sum(len(t) for _, t in pairs) / len(pairs)
+
+
+def _l10n_pair_count(deb: Path, mtime_ns: int, size: int, lang: str, min_words: int) -> int:
+    return _l10n_pairs(deb, mtime_ns, size, lang, min_words)[0]
+
+
+def mean_line_chars(config: dict, lang: str, workdir: Path) -> float | None:
+    """The mean characters of a line of D's source where planning reads it whole: an l10n package's target
+    sentences, a local corpus file counted at planning (kinds cc100, text, up to CORPUS_COUNT_BYTES); else None."""
+    corpus = config["languages"][lang]["corpus"]
+    try:
+        if corpus["kind"] == "l10n" and "deb" in corpus:
+            deb = workdir / corpus["deb"]
+            st = deb.stat()
+            min_words = config.get("data", {}).get("l10n_min_english_words", DEFAULT_MIN_WORDS)
+            return _l10n_pairs(deb.resolve(), st.st_mtime_ns, st.st_size, lang, min_words)[1]
+        if corpus["kind"] in ("cc100", "text") and "path" in corpus:
+            path = workdir / corpus["path"]
+            st = path.stat()
+            if st.st_size > CORPUS_COUNT_BYTES:
+                return None
+            usable, chars = _counted(path.resolve(), st.st_mtime_ns, st.st_size)
+            return chars / usable if usable else None
+    except Exception:  # the input checks name what is wrong with the file
+        return None
+    return None
+
+
+@functools.lru_cache(maxsize=32)
+def _counted(path: Path, mtime_ns: int, size: int) -> tuple[int, int]:
+    scan = scan_corpus(path, True)
+    return scan.usable, scan.chars
 
 
 def check_l10n_deb(deb: Path, lang: str, config: dict, key: str = "", n_train: int | None = None) -> list[str]:
@@ -74,51 +113,138 @@ def check_l10n_deb(deb: Path, lang: str, config: dict, key: str = "", n_train: i
     ]
 
 
-_MAGIC = {".xz": b"\xfd7zXZ\x00", ".gz": b"\x1f\x8b"}
+@dataclass
+class CorpusScan:
+    """What planning read of a local corpus file, cleaned as the sampling step cleans it (corpus.sample_lines)."""
+
+    whole: bool  # the whole file was read (else its first CORPUS_HEAD_BYTES decompressed bytes)
+    usable: int  # usable lines: non-blank, valid UTF-8, no NUL byte, at most MAX_LINE_CHARS characters
+    distinct: int  # distinct usable lines, counted up to ``distinct_cap``
+    chars: int  # characters of the usable lines
+    skipped: str  # what was skipped, in words
+    texts: list[str]  # the first usable lines (up to CORPUS_JUDGE_LINES)
 
 
-def check_cc100_file(path: Path, lang: str) -> list[str]:
-    """What is cheap to check in a local CC-100 file: it is not empty, its compression matches its suffix, its first
-    MiB decompresses into UTF-8 lines, some of them in the language's script. The line count needs the whole stream:
-    sample_cc100 checks it."""
-    from workflow_scripts.corpus import open_text_stream
+def scan_corpus(path: Path, whole: bool, distinct_cap: int = 0, what: str = "corpus") -> CorpusScan:
+    """Read a local corpus file (plain, gzip or xz, told by its magic bytes) line by line as the sampling step does:
+    all of it with ``whole``, else its first CORPUS_HEAD_BYTES decompressed bytes, never holding more than an
+    over-long line's MAX_LINE_CHARS (a 30 GB file of one line plans in a fraction of a second). UTF-16 text inside
+    a compressed file is a UserError, as in the step."""
+    from workflow_scripts.corpus import _Counts, _usable_lines, open_text_stream
+    from workflow_scripts.io import MAX_LINE_CHARS, check_text_head
+
+    counts, texts, seen, chars = _Counts(), [], set(), 0
+    too_long = 4 * MAX_LINE_CHARS + 8  # bytes of a line in progress that must be over MAX_LINE_CHARS characters
+
+    def take(block: bytes) -> None:
+        nonlocal chars
+        lines = _usable_lines(block, counts, 1, MAX_LINE_CHARS)
+        chars += sum(map(len, lines))
+        texts.extend(lines[: CORPUS_JUDGE_LINES - len(texts)])
+        for line in lines:
+            if len(seen) >= distinct_cap:
+                break
+            seen.add(line)
+
+    read, carry, skipping, ended = 0, b"", False, False
+    with open_text_stream(path, external=False) as f:
+        while whole or read < CORPUS_HEAD_BYTES:
+            chunk = f.read(1 << 20)
+            if not chunk:
+                ended = True
+                break
+            if not read:
+                check_text_head(path, chunk[:4096], what=f"decompressed {what}")
+            read += len(chunk)
+            if skipping:  # the rest of an over-long line
+                cut = chunk.find(b"\n")
+                if cut < 0:
+                    continue
+                counts.long += 1
+                counts.total += 1
+                skipping, chunk = False, chunk[cut + 1 :]
+            chunk = carry + chunk
+            cut = chunk.rfind(b"\n") + 1
+            carry = chunk[cut:]
+            if cut:
+                take(chunk[:cut])
+            if len(carry) > too_long:
+                skipping, carry = True, b""
+    if ended and skipping:
+        counts.long += 1
+        counts.total += 1
+    elif ended and carry:
+        take(carry)
+    skipped = (
+        f"{counts.total} line(s): {counts.empty} blank, {counts.invalid} not valid UTF-8, {counts.nul} with NUL "
+        f"bytes, {counts.long} longer than {MAX_LINE_CHARS} characters"
+    )
+    return CorpusScan(ended, counts.total - counts.empty - counts.invalid - counts.nul - counts.long, len(seen), chars,
+                      skipped, texts)  # fmt: skip
+
+
+def corpus_file_problems(
+    path: Path, lang: str, config: dict, kind: str = "cc100"
+) -> tuple[list[str], CorpusScan | None]:
+    """A local corpus file (kinds cc100 and text) as the sampling step (rule sample_cc100) will read it: not empty,
+    in a compression it reads (gzip or xz by magic bytes, whatever the suffix), UTF-8 text with usable lines, some
+    in the language's script; a file of at most CORPUS_COUNT_BYTES is read whole and its distinct usable lines
+    counted against data.n_train + data.n_heldout. Never refuses a file the step accepts. Returns the problems and
+    what was read (None where nothing could be)."""
+    from workflow_scripts.corpus import compression
+    from workflow_scripts.io import check_text_head
     from workflow_scripts.languages import in_script
 
-    key = f"languages.{lang}.corpus.path"
+    key, shown = f"languages.{lang}.corpus.path", str(path)
     if path.stat().st_size == 0:
-        return [f"{key}: file {str(path)!r} is empty"]
-    magic = _MAGIC.get(path.suffix)
-    if magic is not None:
-        with open(path, "rb") as f:
-            if f.read(len(magic)) != magic:
-                return [f"{key}: file {str(path)!r} is not {path.suffix[1:]}-compressed, as its name says"]
+        return [f"{key}: file {shown!r} is empty"], None
     try:
-        with open_text_stream(path, external=False) as f:
-            head = f.read(CC100_PEEK_BYTES)
-    except Exception as e:
-        return [f"{key}: cannot decompress {str(path)!r}: {e}"]
-    if b"\x00" in head:
-        return [f"{key}: {str(path)!r} contains NUL bytes: a CC-100 file is UTF-8 text (is this one UTF-16 or binary?)"]
-    lines = head.split(b"\n")[:-1] if len(head) == CC100_PEEK_BYTES else head.split(b"\n")  # drop a cut line
-    texts = []
-    for raw in lines:
-        try:
-            text = raw.decode("utf-8").strip()
-        except UnicodeDecodeError:
-            continue
-        if text:
-            texts.append(text)
-    if not texts:
+        with open(path, "rb") as f:
+            check_text_head(path, f.read(4096), what=f"{kind} corpus", expect=compression(path))
+    except UserError as e:
+        return [f"{key}: {e}"], None
+    data = config.get("data", {})
+    want = data.get("n_train", 0) + data.get("n_heldout", 0)
+    whole = path.stat().st_size <= CORPUS_COUNT_BYTES
+    try:
+        scan = scan_corpus(path, whole, distinct_cap=want, what=f"{kind} corpus")
+    except UserError as e:
+        return [f"{key}: {e}"], None
+    except (OSError, EOFError, ValueError) as e:  # lzma.LZMAError and gzip.BadGzipFile are OSError or ValueError
+        return [f"{key}: cannot decompress {shown!r}: {e}"], None
+    if scan.whole and not scan.usable:
         return [
-            f"{key}: the start of {str(path)!r} holds no usable line ({len(lines)} lines, blank or not UTF-8): "
-            "a CC-100 file is UTF-8 text, one paragraph a line"
-        ]
-    if not any(in_script(t, lang) for t in texts):
+            f"{key}: {shown!r} holds no usable line ({scan.skipped}): a corpus is UTF-8 text, one sentence or "
+            "paragraph a line"
+        ], scan
+    if scan.texts and not any(in_script(t, lang) for t in scan.texts):
         return [
-            f"{key}: none of the first {len(texts)} lines of {str(path)!r} is in the script of {lang!r} "
-            f"(e.g. {texts[0][:60]!r}): is it the file of another language?"
-        ]
-    return []
+            f"{key}: none of the first {len(scan.texts)} usable lines of {shown!r} is in the script of {lang!r} "
+            f"(e.g. {scan.texts[0][:60]!r}): is it the file of another language?"
+        ], scan
+    if scan.whole and want and scan.distinct < want:
+        return [
+            f"data.n_train: n_train {data['n_train']} + n_heldout {data['n_heldout']} = {want} distinct lines asked "
+            f"for, but {key} {shown!r} holds {scan.usable} usable lines, {scan.distinct} of them distinct (of "
+            f"{scan.skipped}); lower data.n_train or data.n_heldout, or give a larger file"
+        ], scan
+    return [], scan
+
+
+def check_cc100_file(path: Path, lang: str, config: dict | None = None, kind: str = "cc100") -> list[str]:
+    """``corpus_file_problems``' problems alone."""
+    return corpus_file_problems(path, lang, config or {}, kind)[0]
+
+
+def repo_id_problem(repo_id: str) -> str | None:
+    """Why ``repo_id`` is not a Hugging Face repository id (huggingface_hub's own validator), or None."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as e:
+        return str(e).split(": '")[0].removesuffix(".")
+    return None
 
 
 def check_model(name: str, spec: dict, workdir: Path) -> list[str]:
@@ -139,6 +265,13 @@ def check_model(name: str, spec: dict, workdir: Path) -> list[str]:
             errors.append(
                 f"models.{name}.path: folder {spec['path']!r} has no config.json; a local model must be a "
                 "save_pretrained folder (config.json, weights, tokenizer)"
+            )
+    if kind == "hub" and "path" in spec:
+        problem = repo_id_problem(spec["path"])
+        if problem:
+            errors.append(
+                f"models.{name}.path: {spec['path']!r} is not a Hugging Face repository id ({problem}); give "
+                "'namespace/name', e.g. HuggingFaceTB/SmolLM2-135M, or use kind 'local' for a folder"
             )
     if kind in ("gguf_package", "random_llama") and "package" in spec and "file" in spec:
         problem = package_file_problem(spec["package"], spec["file"])
@@ -177,6 +310,12 @@ def check_sources(config: dict, workdir: Path) -> list[str]:
             errors += _check_mt_deb(config, lang, spec, workdir)
         if mt["kind"] == "flores" and "root" not in mt:
             errors.append(f"languages.{lang}.mt.root is required for mt kind 'flores'")
+        elif mt["kind"] == "flores" and not (workdir / mt["root"]).is_dir() and repo_id_problem(mt["root"]):
+            errors.append(
+                f"languages.{lang}.mt.root: {mt['root']!r} is neither an existing folder nor a Hugging Face dataset "
+                "id; give the folder of the flores_plus parquet files or a dataset id such as "
+                "openlanguagedata/flores_plus"
+            )
         if mt["kind"] in ("tsv", "jsonl"):
             errors += check_own_pairs(lang, mt, workdir)
     return errors
@@ -211,10 +350,11 @@ def _check_mt_deb(config: dict, lang: str, spec: dict, workdir: Path) -> list[st
             ]
         return []
     if deb is None:
+        shipped = sorted((workdir / "resources" / "l10n").glob(f"libreoffice-l10n-{lang}_*.deb"))
+        example = f"e.g. {shipped[0].relative_to(workdir)}" if shipped else f"a libreoffice-l10n-{lang}_*.deb file"
         return [
             f"{key} is required for mt kind 'l10n' with corpus kind {corpus['kind']!r} (that corpus has no MT pairs): "
-            "name a libreoffice-l10n package, e.g. resources/l10n/libreoffice-l10n-th_4_7.4.7-1+deb12u14_all.deb, "
-            "or use mt kind 'flores'"
+            f"name the libreoffice-l10n package of {lang!r}, {example}, or use mt kind 'flores'"
         ]
     if not (workdir / deb).is_file():
         return [f"{key}: file {deb!r} does not exist"]
@@ -254,10 +394,19 @@ def _check_corpus(config: dict, lang: str, corpus: dict, workdir: Path) -> list[
         return check_l10n_deb(workdir / corpus["deb"], lang, config)
     if ("path" in corpus) == ("url" in corpus):
         return [f"languages.{lang}.corpus: give exactly one of path and url for corpus kind {corpus['kind']!r}"]
+    if "url" in corpus:
+        from urllib.parse import urlparse
+
+        url = urlparse(corpus["url"])
+        if url.scheme not in ("http", "https", "ftp") or not url.netloc:
+            return [
+                f"languages.{lang}.corpus.url: {corpus['url']!r} is not an http(s) or ftp URL; give one such as "
+                f"https://data.statmt.org/cc-100/{lang}.txt.xz, or a local file as path"
+            ]
     if "path" in corpus and not (workdir / corpus["path"]).is_file():
         return [f"languages.{lang}.corpus.path: file {corpus['path']!r} does not exist"]
     if "path" in corpus:
-        return check_cc100_file(workdir / corpus["path"], lang)
+        return check_cc100_file(workdir / corpus["path"], lang, config, corpus["kind"])
     return []
 
 

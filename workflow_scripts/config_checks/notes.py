@@ -3,6 +3,8 @@ the checks of the data and models that happen later, in a job or in preflight (`
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from workflow_scripts.grid import expand_grid, first_entries, hparam
 
 
@@ -26,7 +28,29 @@ def config_warnings(config: dict) -> list[str]:
                 f"model {model}): the only checkpoint is written {when}, so a job killed before then loses all its "
                 f"training; lower checkpoint_every"
             )
-    return list(dict.fromkeys([*warnings, *evaluation_sizes(config)]))
+    return list(dict.fromkeys([*warnings, *_curve_beyond_steps(config), *evaluation_sizes(config)]))
+
+
+def _curve_beyond_steps(config: dict) -> list[str]:
+    """training.curve_points above what a LAPT job can measure: one point before the first step and one after each
+    (lapt.curve.curve_steps drops the rest)."""
+    from workflow_scripts.grid import curve_points
+    from workflow_scripts.lapt import PROCEDURES
+
+    points, first, capped = curve_points(config), first_entries(config), {}
+    for model, _, m in expand_grid(config):
+        if not points or not m.trains or m.procedure not in PROCEDURES:
+            continue
+        max_steps, steps_key = hparam(config, model, first[m.slug], "max_steps")
+        if max_steps is not None and points > max_steps + 1:
+            capped.setdefault((steps_key.split(" ")[0], max_steps), []).append(f"{m.slug} ({model})")
+    return [
+        f"training.curve_points: {points} is more than {key} {steps} allows (methods "
+        f"{', '.join(dict.fromkeys(cells))}): the curve gets a point before the first step and one after each, "
+        f"{steps + 1} in all; lower curve_points "
+        f"to at most {steps + 1}"
+        for (key, steps), cells in capped.items()
+    ]
 
 
 def evaluation_sizes(config: dict) -> list[str]:
@@ -55,16 +79,25 @@ def evaluation_sizes(config: dict) -> list[str]:
     return warnings
 
 
-def deferred_checks(config: dict) -> list[str]:
-    """What cannot be checked at planning time without downloading or streaming, and when it is checked."""
+def deferred_checks(config: dict, workdir: Path | None = None) -> list[str]:
+    """What cannot be checked at planning time without downloading or streaming, and when it is checked (a local
+    corpus file, relative to ``workdir``, is counted whole at planning up to inputs.CORPUS_COUNT_BYTES)."""
+    from workflow_scripts.config_checks.inputs import CORPUS_COUNT_BYTES
+
+    workdir = workdir or Path.cwd()
     data = config.get("data", {})
     want = f"n_train + n_heldout = {data.get('n_train', '?')} + {data.get('n_heldout', '?')}"
     notes = []
     by_source = {"url": [], "path": []}
     for lang, spec in config["languages"].items():
         corpus = spec["corpus"]
-        if corpus["kind"] == "cc100":
-            by_source["url" if "url" in corpus else "path"].append(lang)
+        if corpus["kind"] in ("cc100", "text"):
+            if "url" in corpus:
+                by_source["url"].append(lang)
+                continue
+            path = workdir / corpus.get("path", "")
+            if path.is_file() and path.stat().st_size > CORPUS_COUNT_BYTES:
+                by_source["path"].append(lang)
     if by_source["url"]:
         notes.append(
             f"languages.*.corpus.url ({', '.join(by_source['url'])}): download_cc100 fetches each file when the run "
@@ -73,8 +106,9 @@ def deferred_checks(config: dict) -> list[str]:
         )
     if by_source["path"]:
         notes.append(
-            f"languages.*.corpus.path ({', '.join(by_source['path'])}): the start of each file was checked now; "
-            f"sample_cc100 checks the whole stream (decompression, {want} distinct usable lines)"
+            f"languages.*.corpus.path ({', '.join(by_source['path'])}): each file is over "
+            f"{CORPUS_COUNT_BYTES >> 20} MB, so only its start was checked now; sample_cc100 checks the whole stream "
+            f"(decompression, {want} distinct usable lines)"
         )
     orchid = [lang for lang, spec in config["languages"].items() if spec["corpus"]["kind"] == "orchid"]
     if orchid:

@@ -149,7 +149,7 @@ def check_plan(config: dict, configfiles: Sequence[str | Path], workdir: Path, r
     cells = expand_grid(config)
     _stop("invalid configuration", layer_problems(cells, models))
     _warn([*unset, *config_warnings(config), *language_notes(config)])
-    _warn(deferred_checks(config), "checked later")
+    _warn(deferred_checks(config, workdir), "checked later")
     try:
         run, outside = plan_run(config, configfiles, workdir)
     except ValueError as e:

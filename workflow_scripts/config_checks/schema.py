@@ -163,6 +163,16 @@ def schema_errors(config: dict, schema_path: str | Path) -> list[str]:
         if error.validator == "uniqueItems" and error.validator_value:
             repeated = next(v for i, v in enumerate(error.instance) if v in error.instance[:i])
             message = f"{error.instance!r} gives {repeated!r} twice; list each value once"
+        if error.validator == "maxLength":  # the value itself may be very long: its start and its length
+            message = (
+                f"{error.instance[:40]!r}... has {len(error.instance)} characters, more than the "
+                f"{error.validator_value} allowed; give a shorter one"
+            )
+        if error.validator == "required":  # name what the missing key admits, where the schema lists it
+            missing = next((k for k in error.validator_value if k not in error.instance), None)
+            admits = error.schema.get("properties", {}).get(missing, {})
+            if "enum" in admits:
+                message += f"; give {missing}: one of {admits['enum']}"
         if isinstance(error.instance, float) and error.instance.is_integer() and "integer" in message:
             message += f"; {WHOLE_NUMBER_POLICY} ({int(error.instance)}, not {error.instance})"
         lines.append(f"{path or '<top level>'}: {message}")

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from workflow_scripts.findings.numbers import Panel, relative
 from workflow_scripts.languages import PAPER_LANGUAGES
-from workflow_scripts.paper.names import MODEL_NAMES, model_name
+from workflow_scripts.paper.names import PAPER_MODELS, model_name
 
 MISSING = "–"
-PAPER_MODELS = ("llama2", "llama3", "gemma2")  # the paper's 7–9B source models (config keys)
 FIT_WORDS = "a power law, bits per character = a + b · tokens^(−c), fitted by least squares to the curve after step 0"
 
 
@@ -89,7 +88,7 @@ def scope(models: list[str], labels: list[str], n_seeds: int, langs: list[str]) 
     """What the run can and cannot say about the paper's models and data, from the models, data labels and
     languages it has."""
     small = stand_in_models(models, langs)
-    paper = ", ".join(MODEL_NAMES[m] for m in PAPER_MODELS)
+    paper = ", ".join(model_name(m) for m in PAPER_MODELS)
     parts = []
     if small:
         parts.append(f"{' and '.join(small)} stand{'s' if len(small) == 1 else ''} in for the paper's 7–9B models "

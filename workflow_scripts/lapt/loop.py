@@ -138,7 +138,7 @@ def prepare_run(
     if ranks.sharded and adds_lora(procedure, hp):
         raise ValueError(
             f"procedure {procedure!r} (eeve_layers {hp['eeve_layers']!r}) adds LoRA modules between stages, which a "
-            f"sharded run cannot do; run it as one process (it fits one GPU: tools/gpu_estimate)"
+            f"sharded run cannot do; run it as one process (it fits one GPU: python -m tools.gpu_estimate)"
         )
     device = shard.device(ranks)
     low_precision = weights_dtype_on(hp["weights_dtype"], device.type) == "bf16"

@@ -3,8 +3,8 @@ PyTorch FSDP (``torch.distributed.fsdp.fully_shard``, the FSDP2 API PyTorch reco
 
 The loop (``loop.py``) is the same for one process and for N: ``Ranks`` says which process this is; with one process
 every function here is the identity, so a one-process run computes exactly what it computed before. Launched by
-``torchrun --standalone --nproc-per-node N`` (rules/train.smk), which sets RANK, LOCAL_RANK and WORLD_SIZE; the
-backend is NCCL on GPUs and gloo on the CPU (the tests). Any torchrun launch takes the FSDP path, also with one
+``torchrun --standalone --nproc-per-node N`` (rule lapt, rules/lapt.smk), which sets RANK, LOCAL_RANK and WORLD_SIZE;
+the backend is NCCL on GPUs and gloo on the CPU (the tests). Any torchrun launch takes the FSDP path, also with one
 process (the GPU check on a single GPU, tools/gpu_fsdp_check.py); a plain ``python -m`` launch never does.
 
 Sharding follows FSDP2's layout: every transformer layer is its own FSDP unit, the root (embeddings, final norm, LM

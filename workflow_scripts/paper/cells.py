@@ -12,8 +12,8 @@ from typing import Any
 import pandas as pd
 
 from workflow_scripts.languages import PAPER_LANGUAGES
-from workflow_scripts.paper.names import language_name, model_name, task_metric, training_text
-from workflow_scripts.paper.specs import MODEL_NAMES, PAPER_MODELS, ROUGE_SCRIPT, SUM, Row, TableSpec, cell_metric
+from workflow_scripts.paper.names import PAPER_MODELS, language_name, model_name, task_metric, training_text
+from workflow_scripts.paper.specs import ROUGE_SCRIPT, SUM, Row, TableSpec, cell_metric
 
 MISSING = "–"
 ROUGE_NOTE = "ROUGE-L"  # how the note on the ROUGE-L segmentation starts
@@ -284,7 +284,7 @@ def trim(filled: Filled) -> tuple[Filled | None, list[str]]:
     if not any(r.label in spec.subject_rows for r in rows):
         return None, []
     left = [
-        ("models", [MODEL_NAMES.get(b.model, b.model) for b in filled.blocks if b not in blocks]),
+        ("models", [model_name(b.model) for b in filled.blocks if b not in blocks]),
         ("rows", [r.label for r in spec.rows if r not in rows]),
         ("languages", [language_name(lang) for i, lang in enumerate(spec.languages) if i not in langs]),
         ("columns", list(dict.fromkeys(c.header for k, c in enumerate(spec.columns) if k not in cols))),
@@ -353,8 +353,7 @@ def fill(spec: TableSpec, frame: pd.DataFrame, models: Mapping[str, str] | None 
         _mark_source(block, spec)
         if results_model != model:
             notes.append(
-                f"{model_name(results_model)} stands in for {MODEL_NAMES.get(model, model)}: its numbers are not the "
-                "paper's."
+                f"{model_name(results_model)} stands in for {model_name(model)}: its numbers are not the paper's."
             )
         langs_of = {n: ", ".join(language_name(lg) for lg in sorted(langs)) for n, langs in settings_notes.items()}
         notes += [f"{n.split(': ', 1)[0]} on {langs_of[n]}: {n.split(': ', 1)[1]}" for n in settings_notes]

@@ -16,6 +16,7 @@ MODEL_NAMES = {
     "smollm2": "SmolLM2-135M",
     "tiny": "a tiny test model",
 }
+PAPER_MODELS = ("llama2", "llama3", "gemma2")  # the paper's 7–9B source models (config keys), in its tables' order
 TASK_NAMES = {
     "mt": "translation",
     "sum": "summarization",

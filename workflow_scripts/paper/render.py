@@ -12,7 +12,6 @@ import io
 
 from workflow_scripts.paper.cells import MISSING, Cell, Filled
 from workflow_scripts.paper.names import language_name, model_name
-from workflow_scripts.paper.specs import MODEL_NAMES
 
 BETTER = "↑"
 
@@ -70,7 +69,7 @@ def markdown(filled: Filled, data_labels: list[str] = ()) -> str:
     lines += [f"> Data: {label}." for label in data_labels] + ([""] if data_labels else [])
     for block in filled.blocks:
         if len(filled.blocks) > 1 or block.results_model != block.model:
-            name = MODEL_NAMES.get(block.model, block.model)
+            name = model_name(block.model)
             stand = f" (results of {model_name(block.results_model)})" if block.results_model != block.model else ""
             lines += [f"**{name}**{stand}", ""]
         head = ["", "Model"] if groups else ["Model"]
@@ -91,7 +90,7 @@ def plain_rows(filled: Filled) -> list[list[str]]:
     out = [["model", "results_model", "group", "row", *headers(filled)]]
     for block in filled.blocks:
         for row, cells in block.rows:
-            names = [MODEL_NAMES.get(block.model, block.model), model_name(block.results_model)]
+            names = [model_name(block.model), model_name(block.results_model)]
             out.append([*names, row.group, row.label, *(c.text for c in cells)])
     return out
 
@@ -147,7 +146,7 @@ def latex(filled: Filled) -> str:
         if len(filled.blocks) > 1 or block.results_model != block.model:
             if i:
                 lines.append(r"\midrule")
-            name = tex_escape(MODEL_NAMES.get(block.model, block.model))
+            name = tex_escape(model_name(block.model))
             if block.results_model != block.model:
                 name += tex_escape(f" (results of {model_name(block.results_model)})")
             lines.append(rf"\multicolumn{{{lead + ncols * len(spec.languages)}}}{{l}}{{\textit{{{name}}}}} \\")
@@ -190,7 +189,7 @@ def to_html(filled: Filled, data_labels: list[str] = ()) -> str:
     parts.append(f"<h3>{html.escape(spec.title)}</h3><p>{html.escape(spec.caption)}</p>")
     parts += [f"<p><i>Data: {html.escape(label)}.</i></p>" for label in data_labels]
     for block in filled.blocks:
-        name = MODEL_NAMES.get(block.model, block.model)
+        name = model_name(block.model)
         if block.results_model != block.model:
             name += f" (results of {model_name(block.results_model)})"
         parts.append(f"<p><b>{html.escape(name)}</b></p><table><tr><th class='label'></th><th class='label'>Model</th>")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workflow_scripts import languages
+from workflow_scripts.paper.names import PAPER_MODELS
 
 # Metric names, one field each: (task, metric) as the evaluation steps write them into results.csv.
 MT = ("mt", "chrF")
@@ -34,8 +35,6 @@ PAIRED_VARIANT = {"mt": "teacher_forced.greedy.b1", "sum": "teacher_forced.greed
                   "mc": "loglikelihood.choices.b1", "gmmlu": "loglikelihood.choices.b1"}  # fmt: skip
 
 LANGUAGES = tuple(languages.PAPER_LANGUAGES)  # the paper's ten, in its tables' order
-MODEL_NAMES = {"llama2": "Llama2", "llama3": "Llama3", "gemma2": "Gemma2"}
-PAPER_MODELS = tuple(MODEL_NAMES)
 NO_GMMLU = ("my", "th")  # Global-MMLU has no Burmese or Thai
 
 # The paper's recipes: §7.1 (LoRA + clm + 2048) for Tables 1-4; §7.3 (2x2 LS + mtp + 512) for Tables 6-11.

@@ -14,11 +14,9 @@ from workflow_scripts.io import read_pairs, set_threads, setup_logging, write_js
 from workflow_scripts.languages import language_arg
 from workflow_scripts.prompts import mt_query
 from workflow_scripts.speed import __doc__ as PACKAGE_DOC
-from workflow_scripts.speed.choices import run_choice_task
+from workflow_scripts.speed.choices import TIMED_CHOICE_TASKS, run_choice_task
 from workflow_scripts.speed.decoders import HFDecoder
 from workflow_scripts.speed.measure import Item, Settings, hardware, run_generation, run_teacher_forced
-
-CHOICE_TASKS = ("mc", "gmmlu")
 
 log = logging.getLogger("vocabexp")
 
@@ -86,8 +84,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     choice_data = {}
     for entry in a.choice_data:
         task, sep, folder = entry.partition("=")
-        if not sep or task not in CHOICE_TASKS or not folder:
-            p.error(f"--choice-data takes TASK=FOLDER with TASK one of {', '.join(CHOICE_TASKS)}, got {entry!r}")
+        if not sep or task not in TIMED_CHOICE_TASKS or not folder:
+            p.error(f"--choice-data takes TASK=FOLDER with TASK one of {', '.join(TIMED_CHOICE_TASKS)}, got {entry!r}")
         choice_data[task] = folder
     a.choice_data = choice_data
     fewshot = {}
@@ -270,7 +268,7 @@ def main(argv: list[str] | None = None) -> None:
         started = time.perf_counter()
         if phase == "generate":
             records = run_generation(decoder, tokenizer, source_tokenizer, task, items[task], settings)
-        elif task in CHOICE_TASKS:
+        elif task in TIMED_CHOICE_TASKS:
             records = run_choice_task(decoder, tokenizer, source_tokenizer, task, items[task], repeats=a.repeats,
                                       warmup=a.warmup, source_decoder=source_decoder, max_length=lengths["model"],
                                       source_max_length=lengths["source"])  # fmt: skip

@@ -37,6 +37,9 @@ from pathlib import Path
 from workflow_scripts.speed.decoders import Decoder
 from workflow_scripts.speed.units import TextCounts, bound, summary
 
+# the log-likelihood tasks the speed step times (Table 4b): of workflow_scripts.steps.CHOICE_TASKS, the target-language
+# ones, not the English retention checks mc_en and gmmlu_en
+TIMED_CHOICE_TASKS = ("mc", "gmmlu")
 VARIANT = {"mode": "loglikelihood", "decoding": "choices", "batch_size": 1}
 
 

@@ -30,6 +30,7 @@ from workflow_scripts.gpu.estimate import GPUS as CARDS
 from workflow_scripts.gpu.shape import GIB, ModelShape
 from workflow_scripts.models import Model, describe_models
 from workflow_scripts.resources import GPU_CLASSES, gpu_model_class
+from workflow_scripts.speed.choices import TIMED_CHOICE_TASKS
 
 PROMPT_TOKENS = {"mt": 512, "sum": 4096, "mc": 4096, "gmmlu": 4096}  # caps: Table 13 truncates prompts at 4,096
 # Teacher-forced reference tokens per item: 3 per character of the cut reference (byte fallback of a 3-byte script),
@@ -37,7 +38,6 @@ PROMPT_TOKENS = {"mt": 512, "sum": 4096, "mc": 4096, "gmmlu": 4096}  # caps: Tab
 TOKENS_PER_CHAR, UNCUT_TARGET_TOKENS = 3, 384
 CHOICES = 4  # Belebele and Global-MMLU: four options, each scored as its own sequence (as LightEval scores them)
 GENERATION_TASKS = ("mt", "sum")
-CHOICE_TASKS = ("mc", "gmmlu")
 BEAMS = {"greedy": 1, "paper": 5}  # evaluation.DECODING: the paper's decoding keeps 5 beams (Table 13 b)
 DTYPE_BYTES = 2  # bf16 weights, activations and cache on a GPU (evaluation.load_model)
 LAYER_OVERHEAD_S = 6e-4
@@ -115,7 +115,7 @@ def paired_memory(shape: ModelShape, task: str, paired: bool, targets: int = UNC
     """GiB of one paired measurement: teacher forcing (one sequence, the last prompt position's logits in the prefill)
     or the log-likelihood pass (``CHOICES`` sequences, logits of the scored positions only), Source beside."""
     prompt = PROMPT_TOKENS[task]
-    if task in CHOICE_TASKS:
+    if task in TIMED_CHOICE_TASKS:
         sequences, positions, cached = CHOICES, 2, 0
     else:
         sequences, positions, cached = 1, 1, prompt + targets
@@ -166,9 +166,9 @@ def workload(speed: Mapping[str, Any], tasks: list[str], shape: ModelShape, gpu_
                 memory = generation_memory(shape, task, decoding, batch, speed["max_new_tokens"])
                 rows.append({"phase": "generation", "task": task, "decoding": decoding, "batch_size": batch,
                              "memory_gib": memory, "seconds": seconds})  # fmt: skip
-        if (task in GENERATION_TASKS and speed["teacher_forced"]) or task in CHOICE_TASKS:
+        if (task in GENERATION_TASKS and speed["teacher_forced"]) or task in TIMED_CHOICE_TASKS:
             models = 2 if speed["paired"] else 1
-            if task in CHOICE_TASKS:
+            if task in TIMED_CHOICE_TASKS:
                 per_item = _prefill_seconds(shape, gpu, PROMPT_TOKENS[task]) + step  # lettered answers: one pass
             else:
                 per_item = _prefill_seconds(shape, gpu, PROMPT_TOKENS[task]) + target_tokens(speed) * step
@@ -184,7 +184,7 @@ def workload(speed: Mapping[str, Any], tasks: list[str], shape: ModelShape, gpu_
 
 def speed_tasks(tasks: list[str]) -> list[str]:
     """The tasks a speed job times, from ``evaluation.tasks`` (mt always)."""
-    return ["mt", *(t for t in ("sum", "mc", "gmmlu") if t in tasks)]
+    return ["mt", *(t for t in ("sum", *TIMED_CHOICE_TASKS) if t in tasks)]
 
 
 def runtime_minutes(config: Mapping[str, Any], model: Model, attempt: int = 1, gpu_class: str = "80GB") -> int | None:

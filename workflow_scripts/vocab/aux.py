@@ -19,7 +19,7 @@ from typing import Any
 
 from tokenizers import Tokenizer, pre_tokenizers, trainers
 
-from workflow_scripts.io import seed_everything
+from workflow_scripts.io import UserError, seed_everything
 from workflow_scripts.pieces import METASPACE, SENTENCEPIECE_BPE, SP_CONTROL, SP_UNKNOWN
 from workflow_scripts.tokenizer_assets import (
     load_sentencepiece_proto,
@@ -76,7 +76,7 @@ def _train_byte_level_aux(lines: list[str], tj: dict, vocab_size: int) -> Tokeni
     aux.train_from_iterator(lines, trainer=trainer, length=len(lines))
     reached = aux.get_vocab_size()
     if reached < vocab_size:
-        raise ValueError(
+        raise UserError(
             f"corpus too small for an aux vocabulary of {vocab_size}: BPE training on {len(lines)} lines stopped at "
             f"{reached} tokens (no pair left to merge); use aux vocab size <= {reached} (config aux_vocab_size) "
             "or more text"
@@ -199,7 +199,7 @@ def train_sentencepiece_aux(
         m = re.search(r"Vocabulary size too high \((\d+)\)\. Please set it to a value <= (\d+)", str(e))
         if m is None:
             raise
-        raise ValueError(
+        raise UserError(
             f"corpus too small for an aux vocabulary of {vocab_size}: SentencePiece BPE on {len(lines)} lines supports "
             f"at most {m.group(2)} pieces; use aux vocab size <= {m.group(2)} (config aux_vocab_size) or more text"
         ) from e

@@ -21,7 +21,7 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
-from workflow_scripts.io import atomic_path
+from workflow_scripts.io import UserError, atomic_path
 from workflow_scripts.pieces import SENTENCEPIECE_BPE
 from workflow_scripts.vocab.aux import train_aux_tokenizer
 from workflow_scripts.vocab.source import load_source, tokenizer_json_path
@@ -124,7 +124,7 @@ def train_replacement_tokenizer(
         if limit is None:
             raise
         most = int(limit.group(1)) + reserve
-        raise ValueError(
+        raise UserError(
             f"tokenizer.replace_vocab_size: corpus too small for a replacement vocabulary of {vocab_size} "
             f"({reserve} special tokens included): BPE on {len(lines)} lines reaches at most {most}; use "
             f"replace_vocab_size <= {most} or more text"
