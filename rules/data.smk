@@ -183,8 +183,8 @@ rule own_mt:
     conda:
         "../envs/workflow.yaml"
     resources:
-        mem_mb=sized("flores_mt", "mem_mb"),
-        runtime=sized("flores_mt", "runtime"),
+        mem_mb=sized("own_mt", "mem_mb"),
+        runtime=sized("own_mt", "runtime"),
     params:
         label=mt_label_of,
     shell:

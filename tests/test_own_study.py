@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
+from safetensors import safe_open
 
 from tests.conftest import REPO, l10n_pairs, planned_jobs, require_tokenizer_package, snakemake, tiny_config
 
@@ -170,8 +172,6 @@ def test_own_study_end_to_end(tmp_path, smollm2_tokenizer_dir):
     # the Qwen2-style model keeps its padded rows: the expanded model has 50 more rows than Source, embedding and head
     source = json.loads((results / "models/qwen2/source_info.json").read_text())
     assert source["vocab_size"] % 64 == 0 and not source["tied_embeddings"]
-    from safetensors import safe_open
-
     adapted = results / "qwen2/km/Mean.k50.2x2LS.clm.L64/model"
     tokens = len(json.loads((adapted / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"])
     with safe_open(str(next(adapted.glob("*.safetensors"))), "pt") as f:
@@ -180,8 +180,6 @@ def test_own_study_end_to_end(tmp_path, smollm2_tokenizer_dir):
     mt = (results / "data/km/tsv/mt.tsv").read_text(encoding="utf-8").splitlines()
     assert len(mt) == 40
     # the adapted model is a product of the run: deleted after its evaluation, it is planned again
-    import shutil
-
     shutil.rmtree(adapted)
     again = snakemake(["-n", "--quiet", "rules", "--configfile", str(config)], tmp_path)
     assert again.returncode == 0 and planned_jobs(again.stdout)["lapt"] == 1, again.stdout[-2000:]

@@ -14,7 +14,7 @@ import functools
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,9 +73,6 @@ class Language:
         """``--lang``'s value for a step: the code alone, or JSON with the facts the config gave."""
         given = self.given()
         return json.dumps({"code": self.code, **given}, ensure_ascii=False, sort_keys=True) if given else self.code
-
-    def describe(self) -> dict[str, Any]:
-        return {**asdict(self), "inferred": list(self.inferred)}
 
 
 @functools.cache
@@ -192,10 +189,6 @@ def language_arg(value: str) -> str:
     return value
 
 
-def flores_code(lang: str) -> str:
-    return language(lang).flores
-
-
 def language_name(lang: str) -> str:
     """English name of a language code (the code itself where CLDR has none)."""
     try:
@@ -209,23 +202,16 @@ def language_name(lang: str) -> str:
 
 
 @functools.cache
-def script_pattern(script: str):
-    """A compiled ``regex`` matching one character of ISO 15924 ``script`` (by Unicode's Script property)."""
+def script_pattern(script: str, run: bool = False):
+    """A compiled ``regex`` matching one character of ISO 15924 ``script`` (by Unicode's Script property), or with
+    ``run`` one or more of them."""
     import regex
 
-    parts = SCRIPT_UNION.get(script, (script,))
+    chars = "[" + "".join(rf"\p{{sc={p}}}" for p in SCRIPT_UNION.get(script, (script,))) + "]"
     try:
-        return regex.compile("|".join(rf"\p{{sc={p}}}" for p in parts))
+        return regex.compile(chars + ("+" if run else ""))
     except regex.error as e:
         raise UserError(f"script {script!r}: not an ISO 15924 script Unicode knows ({e})") from e
-
-
-@functools.cache
-def _whole_pattern(script: str):
-    import regex
-
-    parts = SCRIPT_UNION.get(script, (script,))
-    return regex.compile("(?:" + "|".join(rf"\p{{sc={p}}}" for p in parts) + ")+")
 
 
 # The share of lines in a language's script: English text given as the Thai corpus is valid UTF-8, so only the script
@@ -246,7 +232,7 @@ def in_script(text: str, lang: str) -> bool:
 
 def all_in_script(text: str, lang: str) -> bool:
     """Whether ``text`` is non-empty and every character of it is in ``lang``'s script."""
-    return bool(text) and _whole_pattern(script_name(lang)).fullmatch(text) is not None
+    return bool(text) and script_pattern(script_name(lang), run=True).fullmatch(text) is not None
 
 
 def script_share(lines: list[str], lang: str) -> float | None:

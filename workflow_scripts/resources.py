@@ -63,6 +63,7 @@ SIZE_RESOURCES: dict[str, Cost] = {
     "sample_cc100": Cost((4000, 240)),  # streams a whole CC-100 file (tens of GB of xz for some languages)
     "sample_orchid": Cost((2000, 15)),  # parses the 11 MB ORCHID file in memory (about 2 s)
     "flores_mt": Cost((4000, 30)),
+    "own_mt": Cost((2000, 15)),  # reads your pairs file (a few MB at most) in memory
     "select_sum_items": Cost((8000, 30)),  # tokenizes test + validation (up to ~18K articles: Hindi) once
     # rule: base (MB, min), per billion parameters (MB, min), tests' models (MB, min)
     # the checkpoint loaded in fp32 and written in its save dtype: 8.5 bytes per parameter

@@ -131,9 +131,11 @@ STEP_NAMES = {
     "init_analysis_cell": "initialization analysis",
     "fragmentation": "fragmentation analysis",
     "sample_cc100": "data: CC-100 sample",
+    "sample_text": "data: your text sample",
     "extract_l10n_pairs": "data: translation pairs",
     "split_l10n": "data: split",
     "flores_mt": "data: FLORES",
+    "own_mt": "data: your MT pairs",
     "mc_proxy": "data: reading-comprehension proxy",
     "select_sum_items": "data: summarization items",
 }
