@@ -4,12 +4,14 @@ The site profile `slurm` is written into a throwaway HOME by the README's comman
 overlay profiles/ci-slurm is added for the test cluster (status by squeue, fast polling, two jobs); what the workflow
 needs (GPUs, memory, time limits, retries) comes from the rules and profiles/default. Runs against the single-node
 cluster that .ci/slurm/start.sh starts (ClusterName vocabci, one fake GPU), never against another cluster. One
-scenario, checked by the tests below: a local reference run; a Slurm run whose first LAPT job is cancelled with
-scancel (Snakemake resubmits it with a longer time limit) and which is then stopped with SIGINT while a job runs
-(Snakemake cancels it); a second Slurm run that completes. The job cancelled and the job running at the SIGINT are
-suspended first (`scontrol suspend`), so neither can finish before the test acts, however loaded the machine. Evidence
-comes from the executor's log (Slurm job ids) and `scontrol show job -d` (state, time limit, allocated GRES), not from
-sacct: the test cluster has no accounting database.
+scenario, checked by the tests below: a local reference run; a Slurm run whose first LAPT job is killed by Slurm at
+its time limit after its step-2 checkpoint (Snakemake resubmits it with a longer time limit; the retry resumes from
+that checkpoint and ends with the local run's weights) and which is then stopped with SIGINT while a job runs
+(Snakemake cancels it); a second Slurm run that completes. Nothing races a timer: the first LAPT job holds after its
+step-2 checkpoint (lapt's test-only hold hook) until Slurm kills it, its time limit lowered to one minute with
+`scontrol update`; the job running at the SIGINT is suspended first (`scontrol suspend`), so it cannot finish before
+the test acts, however loaded the machine. Evidence comes from the executor's log (Slurm job ids) and `scontrol show
+job -d` (state, time limit, allocated GRES), not from sacct: the test cluster has no accounting database.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, assert_mc_speed_records, tiny_config
+from workflow_scripts import lapt
 from workflow_scripts.models import describe_models
 from workflow_scripts.resources import GPU_RULES, sized_resources
 
@@ -68,7 +71,11 @@ TIMING_METRICS = re.compile(r"per_second|speedup|seconds")
 # the hardware and thread count of the machine that ran the job. Everything upstream (data, tokenizers, weights) and
 # every other task must be equal.
 UNCOMPARED_TASKS = ("mt", "speed")
-VOLATILE_KEYS = re.compile(r"seconds|per_second|peak_memory")
+# resumed_from: the steps a training job resumed at (the retry of the job killed at its time limit), run history.
+VOLATILE_KEYS = re.compile(r"seconds|per_second|peak_memory|resumed_from")
+HOLD_STEP = 2  # configs/test.yaml: 6 steps, a checkpoint every 2
+# The time limit the held LAPT job is given (minutes, the least Slurm has): Slurm then ends it with TIMEOUT.
+SHORT_LIMIT = 1
 SUBMITTED = re.compile(r"submitted with SLURM jobid (\d+) \(log: (\S+)\)")
 
 
@@ -178,12 +185,14 @@ def wait_for(predicate, timeout: float, proc: subprocess.Popen, what: str, log: 
 
 @dataclass
 class Scenario:
-    """What the runs did: the submissions of both Slurm runs, the cancelled and retried jobs, and the work folders."""
+    """What the runs did: the submissions of both Slurm runs, the timed-out and retried jobs, and the work folders."""
 
     local: Path
     slurm: Path
     submissions: list[tuple[str, str, Path]] = field(default_factory=list)  # (rule, Slurm job id, Slurm log)
-    cancelled: str = ""  # the LAPT job cancelled with scancel
+    timed_out: str = ""  # the LAPT job killed by Slurm at its (lowered) time limit
+    submitted_limit: str = ""  # that job's time limit as submitted, before the test lowered it
+    held_cell: Path | None = None  # its cell folder (results/<run>/<model>/<lang>/<method>)
     retried: str = ""  # its resubmission
     interrupted: str = ""  # the job running when Snakemake got SIGINT
     sigint_rc: int | None = None
@@ -228,26 +237,38 @@ def scenario(tmp_path_factory) -> Scenario:
     config = scenario_config(s.slurm)
     home = base / "home"
     install_site_profile(home)
-    slurm_env = env(home)
+    held = base / "held_at_step"
+    slurm_env = env(home) | {lapt.HOLD_AT_STEP_ENV: f"{HOLD_STEP}:{held}"}
     log_path = s.slurm / "first_run.log"
     log = open(log_path, "w")
     proc = subprocess.Popen(
         snakemake_cmd(s.slurm, config, *PROFILES), cwd=s.slurm, env=slurm_env, stdout=log, stderr=subprocess.STDOUT
     )
     try:
-        # The first LAPT job: frozen as soon as it runs, then cancelled; the retries resubmit it (attempt 2).
-        s.cancelled = freeze_running(
-            lambda _, comment: comment.startswith("rule_lapt_"), 900, proc, "a running LAPT job", log_path
+        # The first LAPT job to reach step 2 holds there after its checkpoint; its time limit is then lowered to a
+        # minute, so that Slurm kills it (TIMEOUT) and the retries resubmit it (attempt 2, more time).
+        wait_for(held.exists, 900, proc, f"a LAPT job holding at step {HOLD_STEP}", log_path)
+        s.held_cell = Path(held.read_text(encoding="utf-8")).parent
+        s.timed_out = wait_for(
+            lambda: next(
+                (j for j, c in running_jobs() if c.startswith("rule_lapt_") and c.endswith(s.held_cell.name)), None
+            ),
+            60,
+            proc,
+            f"the held LAPT job of {s.held_cell.name} in squeue",
+            log_path,
         )
-        subprocess.run(["scancel", s.cancelled], check=True, timeout=20)
+        s.submitted_limit = job_info(s.timed_out)["TimeLimit"]
+        limit = ["scontrol", "update", f"JobId={s.timed_out}", f"TimeLimit={SHORT_LIMIT}"]
+        subprocess.run(limit, check=True, timeout=20)
         retry = wait_for(
             lambda: next(
-                (j for r, j, _ in submissions(log_path.read_text()) if r == "lapt" and int(j) > int(s.cancelled)),
+                (j for r, j, _ in submissions(log_path.read_text()) if r == "lapt" and int(j) > int(s.timed_out)),
                 None,
             ),
             600,
             proc,
-            "the cancelled LAPT job's resubmission",
+            "the timed-out LAPT job's resubmission",
             log_path,
         )
         s.retried = retry
@@ -334,14 +355,25 @@ def test_gpu_rules_were_allocated_a_gpu_and_no_other_rule_was(scenario):
     assert seen & set(GPU_RULES) == set(GPU_RULES) & CLUSTER_RULES  # the GPU rules this grid runs
 
 
-def test_cancelled_job_is_resubmitted_with_more_time(scenario):
-    cancelled, retried = job_info(scenario.cancelled), job_info(scenario.retried)
-    assert cancelled["JobState"] == "CANCELLED"
+def test_job_killed_at_its_time_limit_is_resubmitted_with_more_time_and_resumes(scenario):
+    timed_out, retried = job_info(scenario.timed_out), job_info(scenario.retried)
+    assert timed_out["JobState"] == "TIMEOUT"  # Slurm's kill at the time limit, not a failure of the job
+    assert minutes(timed_out["TimeLimit"]) == SHORT_LIMIT
     assert retried["JobState"] == "COMPLETED"
-    assert cancelled["Comment"] == retried["Comment"]  # same rule and wildcards
+    assert timed_out["Comment"] == retried["Comment"]  # same rule and wildcards
     tiny = describe_models(yaml.safe_load((REPO / "configs" / "test.yaml").read_text()))["tiny"].parameters
-    assert minutes(cancelled["TimeLimit"]) == sized_resources("lapt", tiny, 1)["runtime"]
+    assert minutes(scenario.submitted_limit) == sized_resources("lapt", tiny, 1)["runtime"]
     assert minutes(retried["TimeLimit"]) == sized_resources("lapt", tiny, 2)["runtime"]
+    # The retry resumed from the killed job's step-2 checkpoint, and trained to the uninterrupted local run's weights.
+    stats = json.loads((scenario.held_cell / "train_stats.json").read_text())
+    assert stats["resumed_from"] == [HOLD_STEP], stats
+    cell = scenario.held_cell.relative_to(scenario.slurm)
+    local = json.loads((scenario.local / cell / "train_stats.json").read_text())
+    assert local["resumed_from"] == [] and local["final_loss"] == stats["final_loss"]
+    weights = sorted((scenario.held_cell / "model").glob("*.safetensors"))
+    assert weights
+    for f in weights:
+        assert f.read_bytes() == (scenario.local / cell / "model" / f.name).read_bytes(), f.name
 
 
 def test_sigint_cancels_running_jobs_and_the_next_run_completes(scenario):

@@ -75,6 +75,9 @@ AccountingStorageType=accounting_storage/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 MinJobAge=3600
+# KillWait: seconds between SIGTERM and SIGKILL at a job's time limit (default 30); tests/test_slurm.py waits them out
+# once, for a LAPT job that holds until Slurm kills it.
+KillWait=5
 MailProg=/bin/true
 ReturnToService=2
 SchedulerType=sched/backfill

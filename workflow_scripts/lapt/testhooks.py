@@ -16,8 +16,10 @@ from workflow_scripts.io import write_text
 
 # "N" makes the process SIGKILL itself at the end of step N (after that step's checkpoint, if it writes one).
 KILL_AT_STEP_ENV = "LAPT_TEST_KILL_AT_STEP"
-# "N:FILE": at the end of step N, write the checkpoint folder into FILE and wait for a signal, so that a test can
-# interrupt the whole workflow (Ctrl-C) at a known step of a known run.
+# "N:FILE": at the end of step N, write the checkpoint folder into FILE and wait until a signal ends the process, so
+# that a test can interrupt the whole workflow (Ctrl-C, a Slurm time limit) at a known step of a known run. Only the
+# first process to reach step N holds (it claims FILE.claimed, created exclusively): LAPT jobs running side by side
+# (a cluster) pass on, and so does a resumed run that meets step N again.
 HOLD_AT_STEP_ENV = "LAPT_TEST_HOLD_AT_STEP"
 # "N:SIGNAME" sends the process that signal (USR1, TERM) right after optimizer step N, as Slurm's --signal would at
 # some moment during a step; "N:SIGNAME:group" sends it to the whole process group (the rule's shell too), as Slurm
@@ -40,7 +42,16 @@ def step_end(step: int, checkpoint_dir: Path) -> Iterator[None]:
     if os.environ.get(KILL_AT_STEP_ENV) == str(step):
         os.kill(os.getpid(), signal.SIGKILL)
     hold_step, _, marker = os.environ.get(HOLD_AT_STEP_ENV, "").partition(":")
-    if hold_step == str(step) and marker:
+    if hold_step == str(step) and marker and _claim(Path(f"{marker}.claimed")):
         write_text(marker, str(checkpoint_dir.resolve()))
-        while True:  # until a signal ends the process (SIGINT raises KeyboardInterrupt here)
-            signal.pause()
+        while True:  # until a signal ends the process: SIGINT raises KeyboardInterrupt here, SIGKILL at a time limit
+            signal.pause()  # LAPT's own stop signals (TERM, USR1) only record a stop request: it keeps holding
+
+
+def _claim(path: Path) -> bool:
+    """Create ``path`` if no process has: True for the one process that did."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return False
+    return True
