@@ -27,6 +27,7 @@ include: "rules/data_inputs.smk"
 include: "rules/training_inputs.smk"
 include: "rules/evaluate_inputs.smk"
 include: "rules/tables_inputs.smk"
+include: "rules/publish_inputs.smk"
 include: "rules/data.smk"
 include: "rules/items.smk"
 include: "rules/model.smk"
@@ -39,6 +40,7 @@ include: "rules/tables.smk"
 include: "rules/analysis.smk"
 include: "rules/mumo.smk"
 include: "rules/export.smk"
+include: "rules/publish.smk"
 
 
 rule all:
@@ -46,3 +48,5 @@ rule all:
     input:
         all_targets(),
         export_targets(),
+        card_targets(),
+        publish_targets(),

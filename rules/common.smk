@@ -38,10 +38,12 @@ from workflow_scripts.grid import (
     cell_hparams,
     curve_points,
     first_entries,
+    init_gate,
     slug_regex,
     tasks_of,
 )  # noqa: E402
 from workflow_scripts.config_checks import unwritable_output  # noqa: E402
+from workflow_scripts.lapt.tracking import cell_spec as cell_tracking  # noqa: E402
 from workflow_scripts.config_checks.plan import ConfigError, check_plan  # noqa: E402
 from workflow_scripts.runs import DOWNLOADS_ROOT, claim, start_problem  # noqa: E402
 from workflow_scripts.resources import (

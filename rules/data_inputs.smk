@@ -81,7 +81,13 @@ def download_splits(wc):
 def model_role_spec(wc):
     """The models entry (role source) or its chat sibling (role chat) as JSON."""
     spec = config["models"][wc.model]
-    return json.dumps(spec["chat"] if wc.role == "chat" else spec, sort_keys=True)
+    if wc.role == "chat":
+        return json.dumps(spec["chat"], sort_keys=True)
+    # the model cards' facts (base_model, license) change no download
+    return json.dumps(
+        {k: v for k, v in spec.items() if k not in ("base_model", "license")},
+        sort_keys=True,
+    )
 
 
 def hub_id_of_repo(wc):

@@ -63,15 +63,14 @@ rule check_gguf:
 
 
 rule serve_speed:
-    """Teacher forcing of the mt references in llama.cpp, the cell's GGUF and Source's timed item by item in one job
-    (the speed step's measurement with llama.cpp as the engine): paired speed-up and its bound.
+    """The cell and Source timed item by item in one job: teacher forcing of the mt references in llama.cpp (their
+    GGUF files), or fixed-length greedy generation in vLLM (export.speed.engine): paired speed-up and its bound.
     """
     input:
-        gguf=cell_gguf,
-        source_gguf=source_gguf,
         model=gguf_model,
         source=source_model_of,
         pairs=mt_file,
+        ggufs=serve_ggufs,
     output:
         paths.eval_file(name="serve_speed.json"),
     log:
@@ -91,8 +90,10 @@ rule serve_speed:
         n=config["export"]["speed"]["n"],
         repeats=config["export"]["speed"]["repeats"],
         reference_chars=config["export"]["speed"]["reference_chars"] or 0,
+        engine=serve_engine_args,
+    # unquoted: params.engine (serve_engine_args: fixed flags and shlex-quoted file paths)
     shell:
-        "python -m workflow_scripts.serve.speed --gguf {input.gguf:q} --source-gguf {input.source_gguf:q}"
+        "python -m workflow_scripts.serve.speed {params.engine}"
         " --model {input.model:q} --source {input.source:q} --pairs {input.pairs:q} --lang {wildcards.lang:q}"
         " --n {params.n:q} --repeats {params.repeats:q} --reference-chars {params.reference_chars:q}"
         " --threads {threads} --cell {params.cell:q} --out {output:q} --log {log:q}"

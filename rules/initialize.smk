@@ -61,3 +61,35 @@ rule initialize_replace:
         " --target-tokenizer {input.tokenizer:q} --corpus {input.corpus:q}"
         " --method {wildcards.init:q} --seed {params.seed:q} --pad-to-multiple-of {params.pad:q}"
         " --out {output.model:q} --report {output.report:q} --threads {threads} 2>> {log:q}"
+
+
+# A training seed other than the config's (a methods entry's `seed`, workflow_scripts/grid.py) initializes its own
+# model: <init>.<vocab>.s<seed> (grid.SEED_SUFFIX), drawn with that seed.
+use rule initialize as initialize_seeded with:
+    output:
+        model=directory(paths.initialized_model(vocab="aux{aux}.k{k}.s{seed}")),
+        report=paths.report(paths.initialized_model(vocab="aux{aux}.k{k}.s{seed}")),
+    log:
+        "<results>/logs/initialize/{model}.{lang}.{init}.aux{aux}.k{k}.s{seed}.log",
+    benchmark:
+        "<results>/benchmarks/initialize/{model}.{lang}.{init}.aux{aux}.k{k}.s{seed}.tsv"
+    wildcard_constraints:
+        seed=r"\d+",
+    params:
+        seed=init_seed,
+        pad=config["tokenizer"]["pad_to_multiple_of"],
+
+
+use rule initialize_replace as initialize_replace_seeded with:
+    output:
+        model=directory(paths.initialized_model(vocab="replace{size}.s{seed}")),
+        report=paths.report(paths.initialized_model(vocab="replace{size}.s{seed}")),
+    log:
+        "<results>/logs/initialize_replace/{model}.{lang}.{init}.replace{size}.s{seed}.log",
+    benchmark:
+        "<results>/benchmarks/initialize_replace/{model}.{lang}.{init}.replace{size}.s{seed}.tsv"
+    wildcard_constraints:
+        seed=r"\d+",
+    params:
+        seed=init_seed,
+        pad=config["tokenizer"]["pad_to_multiple_of"],

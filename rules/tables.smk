@@ -26,10 +26,12 @@ rule tables:
         "<results>/logs/tables/tables.log",
     conda:
         "../envs/workflow.yaml"
+    params:
+        seed=config["seed"],
     shell:
         "python -m workflow_scripts.tables --inputs {input.results:q} --losses {input.losses:q}"
         " --csv {output.csv:q} --markdown {output.markdown:q} --figure {output.figure:q} --html {output.html:q}"
-        " 2>> {log:q}"
+        " --seed {params.seed:q} 2>> {log:q}"
 
 
 rule paper_tables:
@@ -64,12 +66,14 @@ rule paper_tables:
 
 rule findings:
     """The findings page (docs/findings.md): quality against speed, learning curves, the number of new tokens, a table
-    per language and a paragraph generated from the numbers, from results.csv and the cells' curves.
+    per language and a paragraph generated from the numbers, from results.csv, the cells' curves and their GGUF
+    checks.
     """
     input:
         results=paths.table("results.csv"),
         markdown=paths.table("results.md"),
         curves=curve_files(),
+        fidelity=gguf_fidelity_files(),
     output:
         findings=report(
             directory(paths.findings_dir()),

@@ -85,8 +85,10 @@ def paper_sizes(wc):
 
 # rules/export.smk (docs/serving.md): the GGUF export of each non-MuMo cell, its check and serving speed in llama.cpp.
 from workflow_scripts.grid import Method
+from workflow_scripts.serve.export import GgufType
 
-GGUF_TYPES = config["export"]["gguf"]
+# each export.gguf entry by its name (f16, q4_0+emb_q8_0), the name of its file
+GGUF_TYPES = [GgufType.of(entry).name for entry in config["export"]["gguf"]]
 # Source: exported as a cell of its own, also where the grid does not list it (serve_speed times it next to each cell)
 SOURCE_METHOD = Method(
     init="none",
@@ -139,9 +141,27 @@ def cell_gguf(wc):
     return paths.gguf_file(wc.model, wc.lang, wc.method, GGUF_TYPES[0], RESULTS)
 
 
+SERVE_ENGINE = config["export"]["speed"]["engine"]
+
+
+def serve_ggufs(wc):
+    """The cell's and Source's GGUF of the first export.gguf type, which llama.cpp times (none: vLLM serves the
+    transformers folders)."""
+    return [cell_gguf(wc), source_gguf(wc)] if SERVE_ENGINE == "llama.cpp" else []
+
+
+def serve_engine_args(wc):
+    """The engine's own arguments of workflow_scripts.serve.speed (its files: serve_ggufs)."""
+    if SERVE_ENGINE == "vllm":
+        return f"--engine vllm --max-new-tokens {config['export']['speed']['max_new_tokens']}"
+    gguf, source = serve_ggufs(wc)
+    return f"--engine llama.cpp --gguf {shlex.quote(gguf)} --source-gguf {shlex.quote(source)}"
+
+
 def serve_speed_files():
-    """The llama.cpp serving speed of every non-MuMo cell but Source (export.gguf set), read by rule tables."""
-    if not GGUF_TYPES:
+    """The serving speed of every non-MuMo cell but Source (export.gguf set, or export.speed.engine vllm, which
+    serves the transformers folders), read by rule tables."""
+    if not GGUF_TYPES and SERVE_ENGINE != "vllm":
         return []
     return [
         paths.eval_file(model, lang, m.slug, "serve_speed.json", RESULTS)
@@ -150,12 +170,18 @@ def serve_speed_files():
     ]
 
 
-def export_targets():
-    """The GGUF checks of every non-MuMo cell (MuMo's head beside the source model has no single-model GGUF)."""
+def gguf_fidelity_files():
+    """The GGUF checks of every non-MuMo cell (MuMo's head beside the source model has no single-model GGUF), read by
+    rule findings."""
     if not GGUF_TYPES:
         return []
     return [
         paths.gguf_fidelity(model, lang, m.slug, RESULTS)
         for model, lang, m in CELLS
         if not m.is_mumo
-    ] + serve_speed_files()
+    ]
+
+
+def export_targets():
+    """The GGUF checks and the serving speed of every non-MuMo cell."""
+    return gguf_fidelity_files() + serve_speed_files()

@@ -3,8 +3,13 @@
 
 
 def model_spec_json(wc):
-    # without the chat sibling: naming one must not change the source model's params (and rerun the grid)
-    spec = {k: v for k, v in config["models"][wc.model].items() if k != "chat"}
+    # without the chat sibling and the model cards' facts (base_model, license): naming one must not change the
+    # source model's params (and rerun the grid)
+    spec = {
+        k: v
+        for k, v in config["models"][wc.model].items()
+        if k not in ("chat", "base_model", "license")
+    }
     # saved in bf16 where the model trains with bf16 frozen weights (workflow_scripts/source_model.py SAVE_DTYPES)
     weights = spec.get("hparams", {}).get(
         "weights_dtype", config["training"].get("weights_dtype", "fp32")
@@ -16,6 +21,11 @@ def model_spec_json(wc):
 
 def chat_spec_json(wc):
     return json.dumps(config["models"][wc.model]["chat"], sort_keys=True)
+
+
+def init_seed(wc):
+    """The seed of a seeded initialization (initialize_seeded, initialize_replace_seeded): its .s<seed> suffix."""
+    return int(wc.seed)
 
 
 def chat_model_dir(wc):
@@ -85,16 +95,32 @@ def lapt_curve_text(wc):
 
 
 def lapt_options(wc):
-    """The lapt job's optional flags: EEVE's init report (lapt_rows_arg), and the curve's when it is on."""
+    """The lapt job's optional flags: the init report (lapt_rows_arg), the gate's off switch, the curve's and the
+    tracking's when on."""
     curve = lapt_curve(wc).command() if CURVE_POINTS else ""
-    return " ".join(x for x in (lapt_rows_arg(wc), curve) if x)
+    flags = (lapt_rows_arg(wc), lapt_gate_arg(wc), curve, lapt_tracking(wc))
+    return " ".join(x for x in flags if x)
+
+
+def lapt_gate_arg(wc):
+    """--no-init-gate for an initialized cell where training.init_gate is false (workflow_scripts/lapt/gate.py)."""
+    return "--no-init-gate" if lapt_init_report(wc) and not init_gate(config) else ""
+
+
+def lapt_tracking(wc):
+    """--tracking with the cell's tracker run (workflow_scripts/lapt/tracking.py); none without a tracking block,
+    so that the lapt jobs' commands are those of a config without it."""
+    seed = METHOD_BY_SLUG[wc.method].train_seed(config["seed"])
+    spec = cell_tracking(config, RESULTS, wc.model, wc.lang, wc.method, seed)
+    return f"--tracking {shlex.quote(spec.to_json())}" if spec else ""
 
 
 def hparams_json(wc):
-    """The LAPT job's hparams (grid.cell_hparams, the precedence the planning checks read too) and the seed."""
+    """The LAPT job's hparams (grid.cell_hparams, the precedence the planning checks read too) and the cell's
+    training seed (the config's, or the method's own seed from the grid)."""
     m = METHOD_BY_SLUG[wc.method]
     hparams = cell_hparams(config, wc.model, m, FIRST_ENTRY[m.slug])
-    return json.dumps({**hparams, "seed": config["seed"]}, sort_keys=True)
+    return json.dumps({**hparams, "seed": m.train_seed(config["seed"])}, sort_keys=True)
 
 
 def lapt_checkpoints(wc):

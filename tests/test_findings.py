@@ -4,6 +4,7 @@ data left out, and the page of a default run (a subset of a finished default run
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -275,3 +276,59 @@ def test_captions_say_when_the_curves_read_other_sentences():
     assert (
         curve_note(panels) == " The curves are measured on 40 held-out sentences, the final values on 50: other text."
     )
+
+
+SERVED = "@llama.cpp-f16.teacher_forced.greedy.b1"
+
+
+def _fidelity(agreement: float, equal: int, embd: str, blocks: str = "q4_0") -> dict:
+    return {"token_mismatches": 0, "greedy_prompts": 4, "greedy_tokens": 16, "greedy_equal_prompts": equal,
+            "greedy_token_agreement": agreement,
+            "tensor_types": {"token_embd": embd, "output": None, "blocks": {blocks: 210}}}  # fmt: skip
+
+
+def test_served_cells_get_their_llama_cpp_ratio_and_agreement_tables(tmp_path):
+    """Fabricated serve_speed records (the llama.cpp variant of results.csv) and GGUF checks of two Thai cells: the
+    table's llama.cpp column is the served speed-up over its own bound; the served section lists each type."""
+    frame = results_frame()
+    served = []
+    for name, (paired, bound) in {"Mean": (2.4, 2.5), "Align": (1.8, 2.0)}.items():
+        speed = {"model": "smollm2", "language": "th", "posthoc": "none", **_cell("th", name), "task": "mt"}
+        spread = {"min": paired - 0.1, "max": paired + 0.1}
+        served += [{**speed, "metric": f"paired_speedup{SERVED}", "value": paired, **spread},
+                   {**speed, "metric": f"token_ratio_bound{SERVED}", "value": bound}]  # fmt: skip
+    csv = write_run(tmp_path / "run", pd.concat([frame, pd.DataFrame(served, columns=COLUMNS)], ignore_index=True))
+    for name, (f16, q4, q4_kept) in {"Source": (1.0, 0.5, 0.75), "Mean": (1.0, 0.25, 0.5)}.items():
+        path = Path(paths.gguf_fidelity("smollm2", "th", _cell("th", name)["method"], str(tmp_path / "run")))
+        path.parent.mkdir(parents=True)
+        files = {"model.f16.gguf": _fidelity(f16, 4, "f16", "f16"), "model.q4_0.gguf": _fidelity(q4, 1, "q4_0"),
+                 "model.q4_0+emb_q8_0.gguf": _fidelity(q4_kept, 2, "q8_0")}  # fmt: skip
+        path.write_text(json.dumps({"lang": "th", "cell": {}, "files": files}), encoding="utf-8")
+    main(["--results", str(csv), "--out", str(tmp_path / "run" / "findings"), "--data-label", LABEL])
+    md = (tmp_path / "run" / "findings" / "findings.md").read_text(encoding="utf-8")
+    thai = md.split("## Sinhala")[0]
+    assert "| speed-up ÷ bound | llama.cpp speed-up ÷ its bound | training tokens" in thai
+    assert "| Mean | 6.000 | 3.100 | +3.3% | 1.90x [1.80–2.00] | 2.00x | 0.95 | 0.96 | 1.5K | 4.5 |" in thai
+    assert "| Align | 5.500 | 3.060 | +2.0% | 1.96x [1.86–2.06] | 2.00x | 0.98 | 0.90 | 3.2K | 4.8 |" in thai
+    assert "| Random | 9.000 | 3.300 | +10.0% | 1.95x [1.85–2.05] | 2.00x | 0.97 | – |" in thai  # not served
+    assert "llama.cpp speed-up ÷ its bound: the same paired teacher-forced speed-up measured in llama.cpp" in thai
+    assert "| Method | f16 | q4_0 | q4_0+emb_q8_0 |" in thai
+    assert "| Source | 1.00 (4/4) | 0.50 (1/4) | 0.75 (2/4) |" in thai
+    assert "| Mean | 1.00 (4/4) | 0.25 (1/4) | 0.50 (2/4) |" in thai
+    assert "q4_0+emb_q8_0: token embeddings q8_0, output tied to the embeddings, block matrices q4_0 ×210" in thai
+    sinhala = md.split("## Sinhala")[1]
+    assert "llama.cpp" not in sinhala and "served in llama.cpp" not in sinhala
+
+
+def test_the_ranking_says_better_or_worse_only_outside_the_interval():
+    from workflow_scripts.intervals import Interval
+
+    thai = _panels()["th"]
+    _row(thai, "Align")["vs_cpt"] = Interval(0.06, -0.01, 0.13, 50)  # holds zero
+    _row(thai, "Mean")["vs_cpt"] = Interval(0.4, 0.3, 0.5, 50)
+    best, _ = paragraph.best_sentence(thai, False)
+    assert best.endswith("within 5%. Against CPT-only, in bits per character, it is within noise (95% interval "
+                         "[-0.010, +0.130]).")  # fmt: skip
+    order = paragraph.order_sentence(thai, False)
+    assert order.endswith("Against CPT-only, in bits per character: Align within noise (95% interval [-0.010, "
+                          "+0.130]); Mean worse (95% interval [+0.300, +0.500]).")  # fmt: skip

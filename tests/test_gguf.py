@@ -168,8 +168,12 @@ def test_export_refuses_an_adapter_folder_and_unknown_types(tmp_path):
         E.export(tmp_path, tmp_path, ["f16"], tmp_path / "out")
     (tmp_path / "adapter_config.json").unlink()
     (tmp_path / "config.json").write_text("{}")
-    with pytest.raises(UserError, match=r"export.gguf: unknown type\(s\) \['q4_k'\]"):
+    with pytest.raises(UserError, match=r"export.gguf: unknown type 'q4_k'"):
         E.export(tmp_path, tmp_path, ["f16", "q4_k"], tmp_path / "out")
+    with pytest.raises(UserError, match=r"export.gguf q4_0: unknown embeddings type 'q2_k'"):
+        E.GgufType.of({"type": "q4_0", "embeddings": "q2_k"})
+    with pytest.raises(UserError, match=r"export.gguf f16: embeddings apply to the quantizer's types"):
+        E.GgufType.of("f16+emb_q8_0")
 
 
 def test_serve_speed_pairs_the_cell_with_source_in_llama_cpp_on_the_speed_steps_counts(models, ggufs, source_gguf):
@@ -197,8 +201,19 @@ def test_llama_cpp_teacher_forcing_predicts_what_greedy_decoding_emits(ggufs):
     assert forced.seconds > 0 and forced.prefill_seconds > 0
 
 
+def test_the_schema_allows_the_export_modules_types():
+    import yaml
+
+    schema = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text(encoding="utf-8"))
+    plain, kept = schema["properties"]["export"]["properties"]["gguf"]["items"]["oneOf"]
+    assert set(plain["enum"]) == set(kept["properties"]["type"]["enum"]) == {*E.CONVERTED, *E.QUANTIZED}
+    assert kept["properties"]["embeddings"]["enum"] == list(E.EMBEDDING_TYPES)
+    assert E.GgufType.of({"type": "q4_0", "embeddings": "q8_0"}) == E.GgufType.of("q4_0+emb_q8_0")
+    assert E.GgufType.of("q4_0+emb_q8_0").name == "q4_0+emb_q8_0" and not E.GgufType.of("q4_0").converted
+
+
 def test_export_rules_plan_every_non_mumo_cell_and_source(tmp_path):
-    config = tiny_config(tmp_path, export={"gguf": ["f16", "q8_0"]})
+    config = tiny_config(tmp_path, export={"gguf": ["f16", {"type": "q4_0", "embeddings": "q8_0"}]})
     done = snakemake(["-n", "--configfile", str(config), "--quiet", "rules"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     counts = dict(
@@ -213,6 +228,11 @@ def test_export_rules_plan_every_non_mumo_cell_and_source(tmp_path):
         ["-n", "--configfile", str(tiny_config(tmp_path / "off")), "--quiet", "rules"], cwd=tmp_path / "off"
     )
     assert off.returncode == 0 and "export_gguf" not in off.stdout
+    (tmp_path / "bad").mkdir()
+    bad = tiny_config(tmp_path / "bad", export={"gguf": [{"type": "q4_0", "embeddings": "q2_k"}]})
+    refused = snakemake(["-n", "--configfile", str(bad)], cwd=tmp_path / "bad")
+    message = refused.stdout + refused.stderr
+    assert refused.returncode != 0 and "export" in message and "q2_k" in message, message[-2000:]
 
 
 @pytest.mark.e2e
@@ -234,3 +254,91 @@ def test_the_export_rules_run_on_the_tiny_grid(tmp_path):
     }
     assert set(bounds) == {"Mean.k50.2x2LS.clm.L64"} and bounds["Mean.k50.2x2LS.clm.L64"] > 1  # Source: none to pair
     assert speeds["Mean.k50.2x2LS.clm.L64"]["cell"]["init"] == "Mean"
+
+
+@pytest.fixture(scope="module")
+def untied(models, tmp_path_factory) -> Path:
+    """The expanded tiny Llama with an output layer of its own (a copy of the embeddings, the new rows scaled), so
+    that the GGUF has both token_embd and output."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    _, expanded = models
+    out = tmp_path_factory.mktemp("untied") / "model"
+    shutil.copytree(expanded, out)
+    config = AutoConfig.from_pretrained(expanded)
+    config.tie_word_embeddings = False
+    model = AutoModelForCausalLM.from_pretrained(expanded, config=config)
+    with torch.no_grad():
+        model.lm_head.weight = torch.nn.Parameter(model.get_input_embeddings().weight.clone())
+        model.lm_head.weight[SOURCE_VOCAB:] *= 2
+    model.save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def quantized(models, untied, tmp_path_factory) -> dict[str, Path]:
+    """q4_0 and q4_0 with the embeddings and output kept at q8_0, of the tied and the untied model; f16 only for
+    the untied one, so that the tied export quantizes from an f16 file it removes afterwards."""
+    source, expanded = models
+    out = {"tied": tmp_path_factory.mktemp("q_tied"), "untied": tmp_path_factory.mktemp("q_untied")}
+    done = export(expanded, source, out["tied"], "q4_0", "q4_0+emb_q8_0")
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = export(untied, source, out["untied"], "f16", "q4_0", "q4_0+emb_q8_0")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def tensor_types(path: Path) -> dict[str, str]:
+    from gguf import GGUFReader
+
+    return {t.name: t.tensor_type.name for t in GGUFReader(path).tensors}
+
+
+def test_quantized_gguf_keeps_token_embeddings_and_output_at_q8_0_and_the_blocks_at_4_bit(quantized):
+    assert sorted(p.name for p in quantized["tied"].iterdir()) == ["model.q4_0+emb_q8_0.gguf", "model.q4_0.gguf"]
+    for kind in ("tied", "untied"):
+        types = tensor_types(quantized[kind] / "model.q4_0+emb_q8_0.gguf")
+        blocks = {v for k, v in types.items() if k.startswith("blk.") and k.endswith("weight") and "norm" not in k}
+        assert blocks == {"Q4_0"}, kind
+        assert types["token_embd.weight"] == "Q8_0", kind
+        assert types.get("output.weight") == ("Q8_0" if kind == "untied" else None)  # tied: token_embd is the head
+    plain = tensor_types(quantized["untied"] / "model.q4_0.gguf")  # llama.cpp's own choice for a 64-wide model
+    assert (plain["token_embd.weight"], plain["output.weight"]) == ("Q4_0", "Q8_0")
+    assert F.tensor_types(quantized["untied"] / "model.q4_0+emb_q8_0.gguf") == {
+        "token_embd": "q8_0", "output": "q8_0", "blocks": {"q4_0": 42}}  # fmt: skip
+
+
+def test_quantized_gguf_keeps_the_expanded_vocabulary(quantized):
+    for name in ("model.q4_0.gguf", "model.q4_0+emb_q8_0.gguf"):
+        meta = fields(quantized["untied"] / name)
+        assert meta["tokenizer.ggml.tokens"][SOURCE_VOCAB:] == NEW and meta["tokenizer.ggml.pre"] == "smollm"
+
+
+def test_greedy_agreement_is_reported_for_plain_and_kept_embeddings(untied, quantized, thai_lines, tmp_path):
+    text = tmp_path / "heldout.txt"
+    text.write_text("\n".join(thai_lines[:8]) + "\n", encoding="utf-8")
+    out = tmp_path / "fidelity.json"
+    files = [quantized["untied"] / f"model.{t}.gguf" for t in ("f16", "q4_0", "q4_0+emb_q8_0")]
+    F.main(["--gguf", *map(str, files), "--model", str(untied), "--text", str(text), "--n", "8", "--prompts", "4",
+            "--tokens", "8", "--lang", "th", "--out", str(out)])  # fmt: skip
+    result = json.loads(out.read_text(encoding="utf-8"))["files"]
+    assert [r["gguf"] for r in result.values()] == ["f16", "q4_0", "q4_0+emb_q8_0"]
+    assert result["model.f16.gguf"]["greedy_token_agreement"] == 1.0
+    for name in ("model.q4_0.gguf", "model.q4_0+emb_q8_0.gguf"):  # measured, not ranked (docs/measurements.md)
+        assert 0 <= result[name]["greedy_token_agreement"] <= 1 and result[name]["token_mismatches"] == 0
+    assert result["model.q4_0+emb_q8_0.gguf"]["tensor_types"]["token_embd"] == "q8_0"
+
+
+def test_quantize_params_set_the_file_type_and_the_embeddings_type():
+    llama_cpp = F.llama_cpp()
+    params = E.quantize_params(E.GgufType.of({"type": "q4_k_m", "embeddings": "q8_0"}), llama_cpp, threads=2)
+    assert (params.ftype, params.nthread) == (llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_K_M, 2)
+    assert params.token_embedding_type == params.output_tensor_type == llama_cpp.GGML_TYPE_Q8_0
+    plain = E.quantize_params(E.GgufType.of("q4_0"), llama_cpp)
+    default = llama_cpp.llama_model_quantize_default_params()
+    assert (plain.token_embedding_type, plain.output_tensor_type) == (
+        default.token_embedding_type, default.output_tensor_type)  # fmt: skip
+    # every name the schema allows has its llama.cpp constant
+    assert all(hasattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{name.upper()}") for name in E.QUANTIZED)
+    assert all(hasattr(llama_cpp, f"GGML_TYPE_{name.upper()}") for name in E.EMBEDDING_TYPES)

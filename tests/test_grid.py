@@ -280,3 +280,35 @@ def test_defaults_are_filled_as_snakemakes_validate_fills_them(name):
     schema = load_schema(SCHEMA)
     config["evaluation"]["tasks"].append("changed")
     assert "changed" not in schema["properties"]["evaluation"]["properties"]["tasks"]["default"]
+
+
+def test_seed_is_a_grid_dimension_whose_config_seed_keeps_its_slug():
+    methods = expand_methods(
+        [{"init": "none", "procedure": "none", "seed": [42, 43]}, {"init": "Random", "seed": [42, 43, 44]}],
+        {"procedure": "2x2LS", "seq_len": 128},
+        base_seed=42,
+    )
+    assert [m.slug for m in methods] == [
+        "Source",  # Source draws nothing: one cell whatever the seeds
+        "Random.k100.2x2LS.clm.L128",
+        "Random.k100.2x2LS.clm.L128.s43",
+        "Random.k100.2x2LS.clm.L128.s44",
+    ]
+    assert {m.label for m in methods[1:]} == {"Random"} and [m.train_seed(42) for m in methods[1:]] == [42, 43, 44]
+    assert methods[3].unseeded == methods[1] and "train_seed" not in methods[1].cell("m", "th", 8000)
+    assert methods[3].cell("m", "th", 8000)["train_seed"] == 44
+    # method_defaults may carry the seeds; the config's seed is read from the config
+    config = {"seed": 43, "models": {"m": {}}, "languages": {"th": {}}, "method_defaults": {"seed": [42, 43]},
+              "methods": [{"init": "Mean", "procedure": "2x2LS"}]}  # fmt: skip
+    assert [m.slug for _, _, m in expand_grid(config)] == ["Mean.k100.2x2LS.clm.L2048.s42", "Mean.k100.2x2LS.clm.L2048"]
+    with pytest.raises(ConfigError, match="MuMo cells run with the top-level seed only"):
+        expand_methods([{"init": "none", "procedure": "MuMo", "seed": [42, 43]}], base_seed=42)
+
+
+def test_a_seeds_initialized_model_has_its_own_folder():
+    from workflow_scripts.paths import Layout
+
+    (base, other) = expand_methods([{"init": "Random", "procedure": "2x2LS", "seed": [42, 43]}], base_seed=42)
+    layout = Layout({"languages": {"th": {"aux_vocab_size": 8000}}}, {}, "results/r", "downloads")
+    assert layout.init_dir("m", "th", base) == "results/r/m/th/init/Random.aux8000.k100"
+    assert layout.init_dir("m", "th", other) == "results/r/m/th/init/Random.aux8000.k100.s43"

@@ -54,6 +54,10 @@ def test_ppl_records(tiny):
     assert v["bits_per_char"] == pytest.approx(v["nll_per_char"] / math.log(2))
     assert v["perplexity"] == pytest.approx(math.exp(total / tokens), rel=1e-5)
     assert v["tokens_per_sentence"] == tokens / 4
+    # per sentence, in the text's order: what the tables' paired bootstrap resamples (workflow_scripts/intervals.py)
+    details = result["details"]
+    assert details["chars"] == [len(s) for s in sentences] and len(details["nll_nats"]) == len(sentences)
+    assert sum(details["nll_nats"]) == pytest.approx(details["total_nll_nats"])
     # A random 49K-vocabulary model is close to uniform: perplexity in the tens of thousands.
     assert 1e3 < v["perplexity"] < 1e6
 

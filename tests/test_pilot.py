@@ -17,16 +17,21 @@ TEST = yaml.safe_load((REPO / "configs/test.yaml").read_text(encoding="utf-8"))
 
 def cut_down(tmp_path):
     """configs/pilot.yaml with the test config's model, Thai l10n data (no download) and sizes: the pilot's curve and
-    findings as they are, on five of its nine methods."""
+    findings as they are, on five of its nine methods entries."""
     config = {**PILOT, "models": TEST["models"], "data": TEST["data"], "tokenizer": TEST["tokenizer"]}
     deb = str(REPO / TEST["languages"]["th"]["corpus"]["deb"])
     config["languages"] = {"th": {"corpus": {"kind": "l10n", "deb": deb}, "mt": {"kind": "l10n"}}}
     config["method_defaults"] = {**PILOT["method_defaults"], "seq_len": 64}
-    # Random, Mean and FOCUS of the five initializations (Merge and Align run the same rule with another --method, and
-    # tests/test_initialize_methods.py checks each), and the k series at two sizes (k 100 and 500 of the pilot, as 40
-    # and 80): enough for every figure and paragraph of the page
-    methods = [m for m in PILOT["methods"] if m.get("k") != 50 and m["init"] not in ("Merge", "Align")]
+    # Random, Mean and FOCUS of the five initializations (Merge and Align run the same rule with another --method,
+    # and tests/test_initialize_methods.py checks each), and the k series at two sizes (k 100 and 500 of the pilot,
+    # as 40 and 80): enough for every figure and paragraph of the page
+    skipped = ("Merge", "Align")
+    methods = [m for m in PILOT["methods"] if m.get("k") != 50 and m["init"] not in skipped]
     config["methods"] = [{**m, "k": {100: 40, 500: 80}[m["k"]]} if "k" in m else m for m in methods]
+    # the pilot's training seeds on Random only, two of them: its seeded initialization and training run end to end
+    config["methods"] = [{k: v for k, v in m.items() if k != "seed"} for m in config["methods"]]
+    random = next(m for m in config["methods"] if m["init"] == "Random")
+    random["seed"] = [PILOT["seed"], PILOT["seed"] + 1]
     config["method_defaults"]["k"] = 40
     config["training"] = {
         **PILOT["training"],
@@ -67,7 +72,8 @@ def test_pilot_grid_runs_and_fills_the_findings_page(tmp_path):
     # every trained cell measured its curve on the ppl step's sentences: step 0 (the initialized model) to the end
     curves = sorted(root.glob("tiny/th/*/curve.tsv"))
     trained = [m for m in config["methods"] if m.get("procedure") != "none"]
-    assert len(curves) == len(trained) == 5
+    assert len(curves) == len(trained) + 1 == 6  # Random's second seed: a cell of its own
+    assert (root / f"tiny/th/Random.k40.2x2LS.clm.L64.s{PILOT['seed'] + 1}/curve.tsv") in curves
     for curve in curves:
         rows = pd.read_csv(curve, sep="\t")
         assert list(rows["step"]) == [0, 2, 4] and set(rows["n_sentences"]) == {20}, curve
@@ -89,7 +95,7 @@ def test_pilot_grid_runs_and_fills_the_findings_page(tmp_path):
     assert "Not in this run" not in page
     # training before evaluation: every job on the way to a trained model ran at the training priority, no other
     priorities = job_priorities(run.stdout + run.stderr)
-    training = {"train_aux_tokenizer", "expand_tokenizer", "initialize", "lapt"}
+    training = {"train_aux_tokenizer", "expand_tokenizer", "initialize", "initialize_seeded", "lapt"}
     assert {rule: priorities[rule] for rule in training} == {rule: {1} for rule in training}
     assert {p for rule, found in priorities.items() if rule not in training for p in found} == {0}
     again = snakemake(["-n", "--configfile", str(path)], tmp_path)

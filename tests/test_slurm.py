@@ -119,6 +119,21 @@ def running_jobs() -> list[tuple[str, str]]:
     return [tuple(line.split("|", 1)) for line in out.splitlines() if "|" in line]
 
 
+def trainer_pids(jobid: str) -> list[int]:
+    """The LAPT trainer processes of a running job (`scontrol listpids`, on this one-node cluster)."""
+    out = subprocess.run(["scontrol", "listpids", jobid], capture_output=True, text=True, timeout=20).stdout
+    pids = [int(line.split()[0]) for line in out.splitlines()[1:] if line.split() and line.split()[0].isdigit()]
+    return [pid for pid in pids if is_trainer(pid)]
+
+
+def is_trainer(pid: int) -> bool:
+    """Whether process ``pid`` is alive and runs the LAPT module (a reused pid runs something else)."""
+    try:
+        return b"workflow_scripts.lapt" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 def env(home: Path | None = None) -> dict[str, str]:
     """The tests' environment with their interpreter's bin/ first on PATH; with `home`, a throwaway HOME (and so
     ~/.config/snakemake) for the Slurm runs."""
@@ -193,6 +208,7 @@ class Scenario:
     timed_out: str = ""  # the LAPT job killed by Slurm at its (lowered) time limit
     submitted_limit: str = ""  # that job's time limit as submitted, before the test lowered it
     held_cell: Path | None = None  # its cell folder (results/<run>/<model>/<lang>/<method>)
+    held_pids: list[int] = field(default_factory=list)  # its trainer's processes (scontrol listpids)
     retried: str = ""  # its resubmission
     interrupted: str = ""  # the job running when Snakemake got SIGINT
     sigint_rc: int | None = None
@@ -259,6 +275,7 @@ def scenario(tmp_path_factory) -> Scenario:
             log_path,
         )
         s.submitted_limit = job_info(s.timed_out)["TimeLimit"]
+        s.held_pids = trainer_pids(s.timed_out)
         limit = ["scontrol", "update", f"JobId={s.timed_out}", f"TimeLimit={SHORT_LIMIT}"]
         subprocess.run(limit, check=True, timeout=20)
         retry = wait_for(
@@ -315,6 +332,10 @@ def scenario(tmp_path_factory) -> Scenario:
     )
     (s.slurm / "second_run.log").write_text(s.second.stdout + s.second.stderr)
     s.seconds["second Slurm run"] = time.time() - start
+    # The held trainer outlives its job on the test cluster (.ci/slurm/start.sh, proctrack/linuxproc): end it.
+    for pid in s.held_pids:
+        if is_trainer(pid):
+            os.kill(pid, signal.SIGKILL)
     try:
         local_rc = local.wait(timeout=600)
     finally:
@@ -402,13 +423,17 @@ def stable(obj):
 
 def compared_files(results: Path) -> list[Path]:
     """Every output under the run folder, less logs, benchmarks (timings), checkpoints and hidden marker files, and the
-    paper's tables and figures and the findings page: views of results.csv (compared below without its timing rows)
-    that show timings (Table 4, costs, the paired speed-ups) and carry creation dates (PDF)."""
-    skip = {"logs", "benchmarks", "checkpoints", "paper", "findings"}
+    paper's tables and figures, the findings page and the model cards (card/README.md, and its copy in model/): views
+    of results.csv (compared below without its timing rows) that show timings (Table 4, costs, the paired speed-ups)
+    and carry creation dates (PDF) or the config file's path."""
+    skip = {"logs", "benchmarks", "checkpoints", "paper", "findings", "card"}
     return sorted(
         p.relative_to(results)
         for p in results.rglob("*")
-        if p.is_file() and not skip & set(p.relative_to(results).parts) and not p.name.startswith(".")
+        if p.is_file()
+        and not skip & set(p.relative_to(results).parts)
+        and not p.name.startswith(".")
+        and not (p.name == "README.md" and p.parent.name == "model")
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 import pytest
@@ -98,6 +99,16 @@ def test_markdown(results):
     assert "0.90x" not in md
 
 
+CHARS = [20, 30, 50, 40]
+
+
+def _sentences(bpc, noise=0.0, shift=0):
+    """Per-sentence NLL (nats) whose total is ``bpc`` bits per character over CHARS, ± ``noise`` nats alternating
+    from sentence ``shift`` on (the totals stay the same): the ppl step's details."""
+    nll = [bpc * math.log(2) * c + noise * (-1) ** (i + shift) for i, c in enumerate(CHARS)]
+    return {"nll_nats": nll, "chars": CHARS}
+
+
 def _lead(tmp_path, extra=()):
     """Source and Mean with held-out tokens, bits per character and the paired teacher-forced speed-up."""
     root = tmp_path / "lead"
@@ -106,7 +117,8 @@ def _lead(tmp_path, extra=()):
     bound = {"task": "mt", "metric": f"token_ratio_bound{tf}", "value": 1.8}
     source = [("ppl", "tokens_per_sentence", 77.0), ("ppl", "bits_per_char", 3.2), ("ppl", "perplexity", 6.0)]
     mean = [("ppl", "tokens_per_sentence", 42.5), ("ppl", "bits_per_char", 3.3), ("ppl", "perplexity", 360.0)]
-    paths = [_write(root / "s/ppl.json", SOURCE, source, data_label=LABEL), _write(root / "m/ppl.json", MEAN, mean)]
+    paths = [_write(root / "s/ppl.json", SOURCE, source, data_label=LABEL, **_sentences(3.2)),
+             _write(root / "m/ppl.json", MEAN, mean, **_sentences(3.3, noise=0.5))]  # fmt: skip
     paths += list(extra)
     speed = root / "m/speed.json"
     speed.write_text(json.dumps({"cell": MEAN, "records": [paired, bound], "details": {}}), encoding="utf-8")
@@ -119,7 +131,8 @@ def test_the_page_leads_with_tokens_paired_speed_up_and_bits_per_character(tmp_p
     assert lead < md.index("## All results") < md.index("## Token perplexity")
     row = next(line for line in md.splitlines() if line.startswith("| SmolLM2-135M | Thai | Mean | 77.0"))
     assert row == "| SmolLM2-135M | Thai | Mean | 77.0 → 42.5 | 2.50x [2.20–2.90] | 1.80x | 1.39 | 3.200 → 3.300 |"
-    assert "Mean ends 0.10 bits per character above Source on Thai (3.200 → 3.300): quality is not held." in md
+    assert ("Mean ends 0.10 bits per character above Source on Thai (3.200 → 3.300): worse (95% interval [+0.079, "
+            "+0.121]), quality is not held.") in md  # fmt: skip
     assert "![" in md and "](results.png)" in md  # the figure beside the table
     # perplexity 360 against 6: shown only under the heading that says it cannot be compared
     assert md.index("360.00") > md.index("## Token perplexity (not comparable across vocabularies)")
@@ -211,3 +224,28 @@ def test_cli_writes_the_lead_figure_and_the_reports_first_page(tmp_path):
     # the report is one self-contained file: the figure is embedded, the tables are HTML tables
     assert 'src="data:image/png;base64,' in page and "<table>" in page and "<h2>At a glance</h2>" in page
     assert "77.0 → 42.5" in page
+
+
+def test_training_seeds_group_into_one_row_with_their_spread_and_interval(tmp_path):
+    """Three seeds of Mean (the config's 42 without a suffix, 43 and 44 with one) are one row of the page: mean ±
+    sd over seeds, their number, and one pooled interval against Source, here within noise."""
+    root = tmp_path / "seeds"
+    paths = [_write(root / "s/ppl.json", SOURCE, [("ppl", "bits_per_char", 3.2)], data_label=LABEL,
+                    **_sentences(3.2, noise=2.0))]  # fmt: skip
+    for seed, bpc in ((None, 3.19), (43, 3.21), (44, 3.23)):
+        extra = {"method": MEAN["method"] + f".s{seed}", "train_seed": seed} if seed else {}
+        cell = {**MEAN, **extra}
+        paths.append(_write(root / f"m{seed}/ppl.json", cell, [("ppl", "bits_per_char", bpc)],
+                            **_sentences(bpc, noise=2.0, shift=1)))  # fmt: skip
+    frame, md = tables.build_tables(paths, seed=42)
+    bpc = frame[frame["metric"] == "bits_per_char"]
+    seeds = {"source": pd.NA, MEAN["method"]: 42, MEAN["method"] + ".s43": 43, MEAN["method"] + ".s44": 44}
+    assert dict(zip(bpc["method"], bpc["train_seed"].astype(object), strict=True)) == seeds
+    diff = frame[frame["metric"] == "bits_per_char_diff@Source"]
+    assert len(diff) == 3 and diff["min"].nunique() == 1 and diff["value"].iloc[0] == pytest.approx(0.01)
+    assert "| Language | Method | Settings | Seeds | bits per character (held-out) |" in md
+    assert "| Thai | Mean | 2x2 LS, mtp, sequence length 512; 100 new tokens | 3 | 3.210 ± 0.020 |" in md
+    assert tables.SEEDS_NOTE in md
+    line = next(x for x in md.splitlines() if x.startswith("- Mean ends"))
+    assert line == ("- Mean ends 0.01 bits per character above Source on Thai (3.200 → 3.210) (mean of 3 seeds, sd "
+                    "0.020): within noise (95% interval [-0.155, +0.175]), quality is held.")  # fmt: skip

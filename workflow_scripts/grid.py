@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-METHOD_FIELDS = ("init", "vocab", "k", "procedure", "objective", "seq_len", "posthoc")
+METHOD_FIELDS = ("init", "vocab", "k", "procedure", "objective", "seq_len", "posthoc", "seed")
 # MuMo (workflow_scripts/mumo): a target-language head on the frozen source model, decoded with verification. A
 # procedure of the grid ({init: none, procedure: MuMo}); posthoc noverify is its decoding ablation (MuMo Table 6).
 MUMO = "MuMo"
@@ -32,7 +32,12 @@ BUILTIN_DEFAULTS = {
     "objective": "clm",
     "seq_len": 2048,
     "posthoc": "none",
+    "seed": None,  # the config's top-level seed
 }
+# A training seed other than the config's top-level one is part of the cell's name: Mean.k100.2x2LS.clm.L128.s43
+# (and of its initialized model's folder). The config's own seed adds nothing, so its cells keep their paths.
+SEED_SUFFIX = ".s{seed}"
+SEED_DEFAULT = 42  # the schema's default of the top-level seed, for a config read before the schema fills it in
 
 
 class ConfigError(ValueError):
@@ -51,6 +56,9 @@ class Method:
     seq_len: int | None
     posthoc: str
     hparams: tuple = field(default=(), compare=False)
+    # The training seed where it is not the config's top-level one (None: that one): LAPT's data order and its
+    # initialization's draws (Random) take it; the data sampled per language does not (docs/findings.md, "Seeds").
+    seed: int | None = None
 
     @property
     def is_mumo(self) -> bool:
@@ -96,7 +104,16 @@ class Method:
             parts.append("notrain")
         if self.posthoc != "none":
             parts.append(self.posthoc)
-        return ".".join(parts)
+        return ".".join(parts) + seed_suffix(self.seed)
+
+    @property
+    def unseeded(self) -> Method:
+        """The method with the config's seed: the cell that its other seeds are repeats of (tables group them)."""
+        return dataclasses.replace(self, seed=None)
+
+    def train_seed(self, base: int) -> int:
+        """The seed this method's jobs take, ``base`` being the config's top-level ``seed``."""
+        return base if self.seed is None else self.seed
 
     def cell(self, model: str, language: str, aux_vocab_size: int) -> dict[str, Any]:
         """The cell dictionary that result files carry (see workflow_scripts/tables.py): every method field, so that
@@ -115,15 +132,32 @@ class Method:
             # For vocab: replace, the size of the replacement tokenizer (trained on D like T_aux).
             "aux_vocab_size": aux_vocab_size if self.expands else None,
             "posthoc": self.posthoc,
+            # only another seed than the config's is recorded: the cells of that seed keep their evaluation commands
+            **({"train_seed": self.seed} if self.seed is not None else {}),
         }
+
+
+def seed_suffix(seed: int | None) -> str:
+    """The slug's (and initialized model folder's) suffix of a training seed other than the config's: ".s43"."""
+    return "" if seed is None else SEED_SUFFIX.format(seed=seed)
+
+
+def unseeded_slug(slug: str, seed: int | None) -> str:
+    """A cell's slug without its training seed's suffix: the name its seeds share (the config's seed has none)."""
+    return slug.removesuffix(seed_suffix(seed))
 
 
 def _as_list(value: Any) -> list:
     return value if isinstance(value, list) else [value]
 
 
-def expand_methods(entries: list[dict], defaults: dict | None = None) -> list[Method]:
-    """Expand config ``methods`` entries (list values → cartesian product) into unique methods, in config order."""
+def expand_methods(entries: list[dict], defaults: dict | None = None, base_seed: int | None = None) -> list[Method]:
+    """Expand config ``methods`` entries (list values → cartesian product) into unique methods, in config order.
+
+    ``seed`` is a dimension like the others; a seed equal to ``base_seed`` (the config's top-level ``seed``) is that
+    seed's cell, with no suffix. Source and MuMo draw nothing seeded of their own: Source ignores a seed list, MuMo
+    refuses another seed than the config's (its head's folder is shared by its cells).
+    """
     base = {**BUILTIN_DEFAULTS, **{k: v for k, v in (defaults or {}).items() if k != "hparams"}}
     base_hparams = (defaults or {}).get("hparams", {})
     out: dict[str, Method] = {}
@@ -135,6 +169,12 @@ def expand_methods(entries: list[dict], defaults: dict | None = None) -> list[Me
             s = dict(zip(keys, combo, strict=True))
             expands, trains = s["init"] != "none" and s["procedure"] != MUMO, s["procedure"] != "none"
             trains_lapt = trains and s["procedure"] != MUMO  # MuMo has no LAPT objective or sequence length
+            seed = None if s["seed"] == base_seed or not (expands or trains) else s["seed"]
+            if seed is not None and s["procedure"] == MUMO:
+                raise ConfigError(
+                    f"methods[{i}].seed: {seed} is not the config's seed ({base_seed}); MuMo cells run with the "
+                    "top-level seed only: remove the seed from this entry"
+                )
             m = Method(
                 init=s["init"],
                 vocab=s["vocab"],
@@ -144,6 +184,7 @@ def expand_methods(entries: list[dict], defaults: dict | None = None) -> list[Me
                 seq_len=s["seq_len"] if trains_lapt else None,
                 posthoc=s["posthoc"],
                 hparams=tuple(sorted(hparams.items())) if trains else (),
+                seed=seed,
             )
             if m.slug in out and out[m.slug].hparams != m.hparams:
                 raise ConfigError(f"methods[{i}]: method {m.slug} appears twice with different hparams")
@@ -158,7 +199,8 @@ def expand_grid(config: dict) -> list[tuple[str, str, Method]]:
     (a table of the paper covers only some of them, e.g. Table 5: Llama-2 on six languages).
     """
     defaults = config.get("method_defaults")
-    by_slug = {m.slug: m for m in expand_methods(config["methods"], defaults)}  # also checks hparams conflicts
+    base_seed = config.get("seed", SEED_DEFAULT)
+    by_slug = {m.slug: m for m in expand_methods(config["methods"], defaults, base_seed)}  # checks hparams conflicts
     cells: dict[tuple[str, str, str], tuple[str, str, Method]] = {}
     for i, entry in enumerate(config["methods"]):
         scope = {}
@@ -168,7 +210,7 @@ def expand_grid(config: dict) -> list[tuple[str, str, Method]]:
             if unknown:
                 raise ConfigError(f"methods[{i}].{key}: {unknown} not configured under {key} (have {sorted(known)})")
             scope[key] = names
-        for m in expand_methods([entry], defaults):
+        for m in expand_methods([entry], defaults, base_seed):
             for model in scope["models"]:
                 for lang in scope["languages"]:
                     cells.setdefault((model, lang, m.slug), (model, lang, by_slug[m.slug]))
@@ -180,7 +222,8 @@ def first_entries(config: dict) -> dict[str, int]:
     with: a later entry with other hparams is refused by ``expand_methods``); a method that only a post-hoc method
     starts from (``with_adapted``) takes the entry of the first such post-hoc method."""
     first: dict[str, int] = {}
-    expanded = [expand_methods([entry], config.get("method_defaults")) for entry in config["methods"]]
+    defaults, base_seed = config.get("method_defaults"), config.get("seed", SEED_DEFAULT)
+    expanded = [expand_methods([entry], defaults, base_seed) for entry in config["methods"]]
     for i, methods in enumerate(expanded):
         for m in methods:
             first.setdefault(m.slug, i)
@@ -192,7 +235,7 @@ def first_entries(config: dict) -> dict[str, int]:
 
 # Keys of `training` that are no LAPT hparam: they change no trained weight, so they stay out of the cell's hparams
 # (its training job's arguments and checkpoint fingerprint).
-TRAINING_NOT_HPARAMS = ("curve_points",)
+TRAINING_NOT_HPARAMS = ("curve_points", "init_gate")
 
 
 def hparam_layers(config: dict, model: str, i: int) -> list[tuple[str, dict]]:
@@ -210,6 +253,11 @@ def hparam_layers(config: dict, model: str, i: int) -> list[tuple[str, dict]]:
 def curve_points(config: dict) -> int:
     """Points of the held-out curve each LAPT job measures (``training.curve_points``; 0: none)."""
     return int(config.get("training", {}).get("curve_points", 0))
+
+
+def init_gate(config: dict) -> bool:
+    """Whether LAPT jobs check the initialization at step 0 (``training.init_gate``; workflow_scripts/lapt/gate.py)."""
+    return bool(config.get("training", {}).get("init_gate", True))
 
 
 def cell_hparams(config: dict, model: str, m: Method, i: int) -> dict[str, Any]:

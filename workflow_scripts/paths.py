@@ -123,6 +123,16 @@ def eval_file(model: str = MODEL, lang: str = LANG, method: str = METHOD, name: 
     return f"{cell_dir(model, lang, method, root)}/eval/{name}"
 
 
+def model_card(model: str = MODEL, lang: str = LANG, method: str = METHOD, root: str = RESULTS) -> str:
+    """An adapted cell's Hugging Face model card (rule model_card; also its own model folder's README.md)."""
+    return f"{cell_dir(model, lang, method, root)}/card/README.md"
+
+
+def publish_record(model: str = MODEL, lang: str = LANG, method: str = METHOD, root: str = RESULTS) -> str:
+    """What publishing a cell uploaded: repository, commit, files (rule publish)."""
+    return f"{cell_dir(model, lang, method, root)}/publish.json"
+
+
 def gguf_dir(model: str = MODEL, lang: str = LANG, method: str = METHOD, root: str = RESULTS) -> str:
     return f"{cell_dir(model, lang, method, root)}/gguf"
 
@@ -253,12 +263,16 @@ class Layout:
         return self.source_model(model) if chat == "source" else source_model(model, "chat", self.results)
 
     def init_dir(self, model: str, lang: str, method) -> str:
+        """A method's initialized model; a training seed other than the config's has its own (rules/initialize.smk
+        initialize_seeded), since the draws of an initialization (Random's) take it."""
+        from workflow_scripts.grid import seed_suffix
+
         vocab = (
             f"replace{self.vocab(lang, 'replace')}"
             if method.vocab == "replace"
             else f"aux{self.vocab(lang)}.k{method.k}"
         )
-        return initialized_model(model, lang, method.init, vocab, self.results)
+        return initialized_model(model, lang, method.init, vocab + seed_suffix(method.seed), self.results)
 
     def mumo_init(self, method) -> str:
         """A MuMo method's head initialization: its init (Random), or mumo.init for init none (Multi by default)."""

@@ -94,6 +94,10 @@ def evaluate_ppl(model, tokenizer, sentences: list[str], *, batch_size: int = 8)
         "batch_size": batch_size,
         # The unscored first token of every sequence: the tokenizer's BOS, or the context token we prepended.
         "context_token": tokenizer.convert_ids_to_tokens(token_ids[0][0]),
+        # per sentence, in the order of the held-out file: what the paired bootstrap of the tables resamples
+        # (workflow_scripts/intervals.py); sums of these are the totals above
+        "nll_nats": [float(x) for x in nll],
+        "chars": [len(s) for s in sentences],
     }
     return {"records": records, "details": details}
 

@@ -200,6 +200,11 @@ def _rule_resources(resource_settings: Any, rule: str) -> dict[str, Any]:
     return {**default, **dict(resource_settings.overwrite_resources.get(rule) or {})}
 
 
+def workflow_rule_gpus(resource_settings: Any, rule: str) -> int:
+    """The GPUs a Snakemake run's profiles ask for `rule` (set-resources over default-resources)."""
+    return gpus_requested(_rule_resources(resource_settings, rule))
+
+
 def workflow_gpu_class(resource_settings: Any, rule: str = "lapt") -> str:
     """The GPU class a Snakemake run's profiles ask for `rule` (set-resources over default-resources)."""
     return gpu_class(_rule_resources(resource_settings, rule))

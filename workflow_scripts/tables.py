@@ -10,16 +10,26 @@ Derived rows (Table 4), per model, language and task, relative to the Source row
 ``speedup_over_bound`` (that speed-up ÷ the token-count bound), each per speed variant with its spread
 (workflow_scripts/speed/table.py), and ``prompt_token_ratio`` and ``generated_token_ratio`` (mean prompt and
 generated tokens / Source's). Means over seeds are taken before dividing. No Source row, no derived rows.
+
+Training seeds (a methods entry's ``seed`` list, workflow_scripts/grid.py) are cells of their own, one row set each
+with column ``train_seed``; the Markdown groups a row name's seeds into one row: the mean ± sd over seeds and their
+number. Derived rows ``bits_per_char_diff@Source`` and ``bits_per_char_diff@CPT-only`` (task ppl) give a cell's
+difference in held-out bits per character to Source's and to CPT-only's (same model, language and training) with its
+95% paired bootstrap interval in ``min``/``max`` (workflow_scripts/intervals.py), a row name's seeds pooled: every
+seed's cell carries its row name's interval.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
+from workflow_scripts import intervals
+from workflow_scripts.grid import unseeded_slug
 from workflow_scripts.io import atomic_path, read_json, setup_logging, write_text
 from workflow_scripts.paper import headline, names
 from workflow_scripts.paper.headline import DATA_PREFIX, DATA_SUFFIX, markdown_data_labels
@@ -42,10 +52,12 @@ CELL_COLUMNS = [
     # the method's other fields (grid.METHOD_FIELDS), so that no reader parses them back out of the slug
     "vocab",
     "posthoc",
+    # the training seed (empty for Source); ``seed`` below is a record's evaluation seed (sampled generation runs)
+    "train_seed",
 ]
 # min / max: the spread of a speed measurement's repeats (workflow_scripts/speed/table.py); empty elsewhere
 COLUMNS = [*CELL_COLUMNS, "task", "metric", "value", "seed", "run", "min", "max"]
-INT_COLUMNS = ["seq_len", "k", "aux_vocab_size", "seed", "run"]
+INT_COLUMNS = ["seq_len", "k", "aux_vocab_size", "train_seed", "seed", "run"]
 
 # (derived metric, metric it divides by Source's); the speed-ups in each unit: speed.table.derived_speedups
 DERIVED = [
@@ -68,6 +80,8 @@ MARKDOWN_COLUMNS = [
 ]
 PPL_COLUMN = ("perplexity (per own token)", "ppl", "perplexity", "{:.2f}")
 MISSING = "–"
+SEEDS_NOTE = ("Seeds: the row's training seeds (each a cell of its own); where there are several, each number is the "
+              'mean ± sd over seeds (docs/findings.md, "Seeds, intervals and noise").')  # fmt: skip
 # Why a task can be absent (said in the "not run by this configuration" list when it has no result at all).
 NOT_RUN_NOTES = {
     "sum": "no target-language document/summary pairs for this data are reachable offline; the task runs on "
@@ -116,7 +130,88 @@ def load_results(paths: list[str | Path], *, strict: bool = True) -> tuple[pd.Da
 
 
 def _cell_key(row: pd.Series) -> tuple:
-    return tuple(None if _missing(row[c]) else row[c] for c in CELL_COLUMNS)
+    # .get: a frame from a results.csv written before a column was added (train_seed) reads it as empty
+    return tuple(None if _missing(row.get(c)) else row.get(c) for c in CELL_COLUMNS)
+
+
+def method_group(method: object, train_seed: object) -> str:
+    """A cell's method slug without its training seed (grid.unseeded_slug): the name its seeds share."""
+    return unseeded_slug(str(method), None if _missing(train_seed) else int(train_seed))
+
+
+def _group_key(row: pd.Series | dict) -> tuple:
+    """A cell's key with its seed left out: the key of its row name's group of seeds."""
+    key = dict(zip(CELL_COLUMNS, _cell_key(row), strict=True))
+    key.update(method=method_group(key["method"], key["train_seed"]), train_seed=None)
+    return tuple(key[c] for c in CELL_COLUMNS)
+
+
+def fill_train_seed(frame: pd.DataFrame, seed: int | None) -> pd.DataFrame:
+    """The config's seed (``seed``) in ``train_seed`` where a cell that is not Source records none (a cell of the
+    config's seed keeps its evaluation command: grid.Method.cell)."""
+    if seed is None or frame.empty:
+        return frame
+    adapted = [not is_source(m, lb) for m, lb in zip(frame["method"], frame["label"], strict=True)]
+    frame.loc[frame["train_seed"].isna() & pd.Series(adapted, index=frame.index), "train_seed"] = seed
+    return frame
+
+
+def read_sentence_nll(paths: list[str | Path]) -> dict[tuple[str, str, str], tuple[list[float], list[int]]]:
+    """Each ppl result's per-sentence NLL (nats) and characters (workflow_scripts/perplexity.py), by (model,
+    language, method slug); results written without them are left out (they get no interval)."""
+    out = {}
+    for path in paths:
+        obj = read_json(path)
+        details = obj.get("details") if isinstance(obj, dict) else None
+        if not isinstance(details, dict) or "nll_nats" not in details or "chars" not in details:
+            continue
+        cell = obj["cell"]
+        out[(cell["model"], cell["language"], cell["method"])] = (details["nll_nats"], details["chars"])
+    return out
+
+
+def _is_cpt_for(gkey: tuple) -> Callable[[tuple], bool]:
+    """Whether a group key is the CPT-only of ``gkey``'s training (procedure, objective, sequence length)."""
+    col = {c: i for i, c in enumerate(CELL_COLUMNS)}
+    same = ("procedure", "objective", "seq_len", "posthoc")
+    return lambda k: k[col["label"]] == "CPT-only" and all(k[col[c]] == gkey[col[c]] for c in same)
+
+
+def add_intervals(frame: pd.DataFrame, sentences: dict[tuple[str, str, str], tuple[list[float], list[int]]]
+                  ) -> pd.DataFrame:  # fmt: skip
+    """Append each cell's ``bits_per_char_diff@Source`` and ``@CPT-only`` rows (module docstring): the difference in
+    held-out bits per character, its seeds' per-sentence NLL averaged (intervals.pool), and its 95% paired bootstrap
+    interval in min/max. CPT-only is the one with the cell's training (procedure, objective, sequence length)."""
+    if frame.empty:
+        return frame
+    ppl = frame[(frame["task"] == "ppl") & (frame["metric"] == "bits_per_char")]
+    groups: dict[tuple, list[tuple]] = {}
+    for _, row in ppl.iterrows():
+        groups.setdefault(_group_key(row), []).append(_cell_key(row))
+    pooled = {}
+    for gkey, keys in groups.items():
+        keys = list(dict.fromkeys(keys))
+        if any((k[0], k[1], k[2]) not in sentences for k in keys):
+            continue  # a seed without per-sentence NLL (a result written before they were kept): no interval
+        data = [sentences[(k[0], k[1], k[2])] for k in keys]
+        if any(list(chars) != list(data[0][1]) for _, chars in data):
+            log.warning("%s: its seeds scored different held-out sentences; no interval", gkey[2])
+            continue
+        pooled[gkey] = (intervals.pool([nll for nll, _ in data]), list(data[0][1]), keys)
+    derived = []
+    for gkey, (nll, chars, keys) in pooled.items():
+        for ref, match in (("Source", lambda k: is_source(k[2], k[3])), ("CPT-only", _is_cpt_for(gkey))):
+            other = next((g for g in pooled if g[:2] == gkey[:2] and g != gkey and match(g)), None)
+            if other is None or match(gkey) or pooled[other][1] != chars:
+                continue  # no reference, the reference itself, or other sentences: no paired interval
+            iv = intervals.paired_bpc_diff(nll, pooled[other][0], chars)
+            for key in keys:
+                row = dict(zip(CELL_COLUMNS, key, strict=True))
+                row.update(task="ppl", metric=headline.BPC_DIFF + ref, value=iv.diff, min=iv.low, max=iv.high)
+                derived.append(row)
+    if not derived:
+        return frame
+    return _typed(pd.concat([frame, _typed(pd.DataFrame(derived, columns=COLUMNS))], ignore_index=True))
 
 
 def _missing(value: object) -> bool:
@@ -183,15 +278,28 @@ def settings_text(row: dict) -> str:
     return "; ".join(p for p in parts if p) or MISSING
 
 
-def _grouped(frame: pd.DataFrame) -> tuple[dict, dict]:
-    """Per cell key: its fields, and its values per (task, metric)."""
-    values: dict[tuple, dict[tuple, list]] = {}
+def _grouped(frame: pd.DataFrame) -> tuple[dict, dict, dict]:
+    """Per row of the page (a cell, its training seeds together): its fields, its values per (task, metric) and its
+    number of seeds. Over several seeds the values are each seed's mean (their ± sd is over seeds); over one seed,
+    each run's value (± sd over runs)."""
+    per_cell: dict[tuple, dict[tuple, list]] = {}
+    members: dict[tuple, list[tuple]] = {}
     cells: dict[tuple, dict] = {}
     for _, row in frame.iterrows():
-        key = _cell_key(row)
-        cells.setdefault(key, dict(zip(CELL_COLUMNS, key, strict=True)))
-        values.setdefault(key, {}).setdefault((row["task"], row["metric"]), []).append(row["value"])
-    return cells, values
+        key, gkey = _cell_key(row), _group_key(row)
+        if key not in per_cell:
+            members.setdefault(gkey, []).append(key)
+        cells.setdefault(gkey, dict(zip(CELL_COLUMNS, gkey, strict=True)))
+        per_cell.setdefault(key, {}).setdefault((row["task"], row["metric"]), []).append(row["value"])
+    values: dict[tuple, dict[tuple, list]] = {}
+    for gkey, keys in members.items():
+        if len(keys) == 1:
+            values[gkey] = per_cell[keys[0]]
+            continue
+        metrics = dict.fromkeys(m for k in keys for m in per_cell[k])
+        values[gkey] = {m: [sum(per_cell[k][m]) / len(per_cell[k][m]) for k in keys if m in per_cell[k]]
+                        for m in metrics}  # fmt: skip
+    return cells, values, {gkey: len(keys) for gkey, keys in members.items()}
 
 
 def not_run(tasks: set) -> list[str]:
@@ -217,7 +325,7 @@ def markdown(
     if frame.empty:
         return "\n".join([*lines, "No results.", ""])
     lines += headline.markdown(headline.lead_rows(frame, is_source, headline.row_name), figure, steps)
-    cells, values = _grouped(frame)
+    cells, values, seeds = _grouped(frame)
     present = {(t, m) for t, m in zip(frame["task"], frame["metric"], strict=True)}
     columns = [c for c in MARKDOWN_COLUMNS if (c[1], c[2]) in present]
     proxy = any(headline.label_task(lb) == "mc" and "proxy" in lb for lb in labels)
@@ -228,7 +336,11 @@ def markdown(
     for model in dict.fromkeys(c["model"] for c in cells.values()):
         keys = [k for k in ordered if cells[k]["model"] == model]
         lines += [f"## All results: {names.model_name(model)}", ""]
-        lines += _table(["Language", "Method", "Settings"], columns, keys, cells, values)
+        several = any(seeds[k] > 1 for k in keys)
+        lead = ["Language", "Method", "Settings", *(["Seeds"] if several else [])]
+        lines += _table(lead, columns, keys, cells, values, seeds)
+        if several:
+            lines += [SEEDS_NOTE, ""]
     missing = not_run(tasks)
     if missing:
         lines += ["Not run by this configuration: " + "; ".join(missing) + ".", ""]
@@ -237,20 +349,20 @@ def markdown(
         lines += ["## Token perplexity (not comparable across vocabularies)", "",
                   "Per token of each model's own vocabulary: an expanded model's token covers more text, so its "
                   "perplexity is not comparable with Source's; bits per character (above) is.", ""]  # fmt: skip
-        lines += _table(["Model", "Language", "Method"], [PPL_COLUMN], ppl_keys, cells, values)
+        lines += _table(["Model", "Language", "Method"], [PPL_COLUMN], ppl_keys, cells, values, seeds)
     lines += speed_table.markdown_section(frame)
     lines += [f"- {note}" for note in notes] + ([""] if notes else [])
     return "\n".join(lines)
 
 
-def _table(lead: list[str], columns: list, keys: list, cells: dict, values: dict) -> list[str]:
-    """A Markdown table: the ``lead`` columns of each cell, then ``columns``' mean (± sd) per cell."""
+def _table(lead: list[str], columns: list, keys: list, cells: dict, values: dict, seeds: dict) -> list[str]:
+    """A Markdown table: the ``lead`` columns of each row, then ``columns``' mean (± sd) per row."""
     header = [*lead, *(c[0] for c in columns)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for key in keys:
         c = cells[key]
         first = {"Model": names.model_name(c["model"]), "Language": names.language_name(c["language"]),
-                 "Method": headline.row_name(c), "Settings": settings_text(c)}  # fmt: skip
+                 "Method": headline.row_name(c), "Settings": settings_text(c), "Seeds": str(seeds[key])}  # fmt: skip
         row = [first[name] for name in lead]
         for _, task, metric, fmt in columns:
             v = values[key].get((task, metric))
@@ -269,14 +381,17 @@ def _mean_sd(values: list[float], fmt: str) -> str:
 
 
 def build_tables(
-    paths: list[str | Path], *, strict: bool = True, figure: str | None = None, losses: list[Path] = ()
-) -> tuple[pd.DataFrame, str]:
+    paths: list[str | Path], *, strict: bool = True, figure: str | None = None, losses: list[Path] = (),
+    seed: int | None = None,
+) -> tuple[pd.DataFrame, str]:  # fmt: skip
     """The long table with derived rows and its Markdown rendering (naming ``figure`` beside the lead), from result
-    JSON files and the training runs' ``losses`` (their last step: how long each model trained)."""
+    JSON files and the training runs' ``losses`` (their last step: how long each model trained); ``seed``: the
+    config's, the training seed of the cells that record none."""
     from workflow_scripts.paper.figures import read_losses
 
     frame, labels = load_results(paths, strict=strict)
-    frame = add_derived(frame)
+    frame = fill_train_seed(frame, seed)
+    frame = add_intervals(add_derived(frame), read_sentence_nll(paths))
     curves = read_losses(losses)
     steps = {} if curves.empty else curves.groupby(["model", "language", "method"])["step"].max().to_dict()
     return frame, markdown(frame, labels, figure, {k: int(v) for k, v in steps.items()})
@@ -309,13 +424,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--figure", type=Path, help="output PNG of the lead (a PDF is written beside it)")
     p.add_argument("--html", type=Path, help="output HTML of the page, figure embedded (the report's first page)")
     p.add_argument("--losses", nargs="*", default=[], help="training runs' loss.tsv files (the lead's loss curves)")
+    p.add_argument("--seed", type=int, help="the config's seed: the training seed of cells that record none")
     p.add_argument("--log")
     a = p.parse_args(argv)
     setup_logging(a.log)
     paths = [Path(x) for x in a.inputs] if a.inputs else find_results(a.results_dir)
     figure_name = a.figure.name if a.figure else None
     losses = [Path(x) for x in a.losses]
-    frame, md = build_tables(paths, strict=bool(a.inputs), figure=figure_name, losses=losses)
+    frame, md = build_tables(paths, strict=bool(a.inputs), figure=figure_name, losses=losses, seed=a.seed)
     with atomic_path(a.csv) as tmp:
         frame.to_csv(tmp, index=False)
     write_text(a.markdown, md)

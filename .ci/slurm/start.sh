@@ -68,13 +68,16 @@ SlurmctldPidFile=$STATE/slurmctld.pid
 SlurmdPidFile=$STATE/slurmd.pid
 SlurmctldLogFile=$STATE/slurmctld.log
 SlurmdLogFile=$STATE/slurmd.log
-ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 MinJobAge=3600
+# proctrack/linuxproc follows parent links: a process whose parent died (a trainer whose rule shell died of a time
+# limit's SIGTERM) is no longer the job's, and its SIGKILL misses it; tests/test_slurm.py ends that one itself. Real
+# clusters use proctrack/cgroup, which a container here cannot; proctrack/pgid ends such a job FAILED, not TIMEOUT.
+ProctrackType=proctrack/linuxproc
 # KillWait: seconds between SIGTERM and SIGKILL at a job's time limit (default 30); tests/test_slurm.py waits them out
 # once, for a LAPT job that holds until Slurm kills it.
 KillWait=5

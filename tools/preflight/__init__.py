@@ -8,7 +8,9 @@ with the page where its licence is accepted), what it weighs, whether the disk u
 cache has room for it, and, for each dataset, whether the subset, split and columns the tasks read exist (on the first
 rows only). One table, one row per item, each with its fix: ready; not checked; or why it failed (missing; no access:
 gated or refused credentials; not found: a wrong id or URL; unreachable: no connection or no DNS; timed out; http error:
-any other HTTP status). The exit status is 1 when any row failed; network errors are rows, never a traceback.
+any other HTTP status). With publish.repo_prefix set, a row per hub repository the cells are uploaded to: ready, no
+token or no write access (tools/preflight/publish.py). The exit status is 1 when any row failed; network errors are
+rows, never a traceback.
 
 Offline (``HF_HUB_OFFLINE=1`` or ``--offline``) it checks what is local (packages, files, mirrors already downloaded,
 the Hugging Face cache) and marks everything else "not checked", saying what was not checked. The hub is read with
@@ -31,6 +33,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from tools.preflight.evaluation import dataset_rows, items_tokenizer_rows, sum_asset_rows
+from tools.preflight.publish import publish_rows
 from tools.preflight.rows import (
     FAILED,
     HTTP_ERROR,
@@ -416,6 +419,7 @@ def preflight(config: dict, *, online: bool, results: Path, max_read: int) -> li
     rows += items_tokenizer_rows(config, online, results / "downloads")
     rows += sum_asset_rows(config, online, results / "downloads")
     rows += disk_rows(rows, results, hf_cache_dir())
+    rows += publish_rows(config, online)
     return rows
 
 

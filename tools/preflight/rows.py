@@ -16,7 +16,8 @@ from workflow_scripts.hub_cache import (
 )
 
 READY, MISSING, NOT_CHECKED = "ready", "missing", "not checked"
-STATUSES = (READY, MISSING, NO_ACCESS, NOT_FOUND, UNREACHABLE, TIMED_OUT, HTTP_ERROR, NOT_CHECKED)
+NO_TOKEN, NO_WRITE = "no token", "no write access"  # a repository publish uploads to (tools/preflight/publish.py)
+STATUSES = (READY, MISSING, NO_ACCESS, NOT_FOUND, UNREACHABLE, TIMED_OUT, HTTP_ERROR, NO_TOKEN, NO_WRITE, NOT_CHECKED)
 FAILED = frozenset(STATUSES) - {READY, NOT_CHECKED}  # any of these blocks the run (exit status 1)
 OFFLINE_NOTE = "offline (HF_HUB_OFFLINE=1 or --offline)"
 OFFLINE_FIX = "run preflight where downloads run (the login node), without --offline and HF_HUB_OFFLINE=1"

@@ -39,15 +39,16 @@ from workflow_scripts.config_checks.inputs import check_sources
 from workflow_scripts.config_checks.languages import language_notes, language_problems
 from workflow_scripts.config_checks.notes import config_warnings, deferred_checks
 from workflow_scripts.config_checks.schema import schema_errors
-from workflow_scripts.grid import ConfigError, Method, expand_methods
+from workflow_scripts.grid import SEED_DEFAULT, ConfigError, Method, expand_methods
 from workflow_scripts.languages import script_name
+from workflow_scripts.lapt.tracking import tracking_problems
 
 
 def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
     """Semantic checks beyond the JSON schema; raise ConfigError naming the key. Returns the expanded methods.
 
     Cheap checks of the data and models (reading a .deb's catalogue, the head of a local CC-100 file, installed
-    packages), but no torch import: planning stays fast."""
+    packages, the tracking backend's), but no torch import: planning stays fast."""
     workdir = Path(workdir)
     errors = language_problems(config)
     if errors:  # the checks of the files read each language's script
@@ -61,8 +62,9 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
                 f"evaluation.tasks: task {task!r} is not implemented yet (implemented: {sorted(IMPLEMENTED['tasks'])})"
             )
     errors += rouge_route_problems(config)
+    errors += tracking_problems(config)
     try:
-        methods = expand_methods(config["methods"], config.get("method_defaults"))
+        methods = expand_methods(config["methods"], config.get("method_defaults"), config.get("seed", SEED_DEFAULT))
     except ConfigError as e:
         errors.append(str(e))
         methods = []

@@ -9,6 +9,7 @@ from workflow_scripts.grid import (
     MUMO,
     MUMO_INITS,
     MUMO_POSTHOC,
+    SEED_DEFAULT,
     ConfigError,
     Method,
     expand_grid,
@@ -105,7 +106,7 @@ def repeated_entries(config: dict) -> list[str]:
     for i, entry in enumerate(config["methods"]):
         cells = [
             (model, lang, m.slug)
-            for m in expand_methods([entry], defaults)
+            for m in expand_methods([entry], defaults, config.get("seed", SEED_DEFAULT))
             for model in entry.get("models", list(config["models"]))
             for lang in entry.get("languages", list(config["languages"]))
         ]
@@ -245,7 +246,7 @@ def _check_posthoc(config: dict) -> list[str]:
     """ElChat needs an adapted model (an initialization or a procedure) and the model's instruction-tuned sibling."""
     errors = []
     for i, entry in enumerate(config["methods"]):
-        methods = expand_methods([entry], config.get("method_defaults"))
+        methods = expand_methods([entry], config.get("method_defaults"), config.get("seed", SEED_DEFAULT))
         if any(m.posthoc != "none" and not (m.expands or m.trains) for m in methods):
             errors.append(f"methods[{i}].posthoc: a post-hoc method needs an adapted model (an init or a procedure)")
     for model, _, m in expand_grid(config):

@@ -38,6 +38,7 @@ from workflow_scripts.resources import (
     workflow_gpu_partitions,
     workflow_gpu_problems,
     workflow_node_gpus,
+    workflow_rule_gpus,
 )
 from workflow_scripts.runs import plan_run, run_root
 from workflow_scripts.speed.plan import problems as speed_plan_problems
@@ -106,6 +107,35 @@ def layer_problems(cells: list[tuple[str, str, Method]], models: dict[str, Model
     ]
 
 
+def vllm_problems(config: dict, resource_settings: Any, installed: bool | None = None,
+                  local_gpu: bool | None = None) -> list[str]:  # fmt: skip
+    """export.speed.engine vllm needs vLLM where the jobs run and a GPU for rule serve_speed: the profile's
+    set-resources (a cluster's GPU partition), or a CUDA device on this machine for a local run. ``installed`` and
+    ``local_gpu`` default to what this machine has."""
+    if config.get("export", {}).get("speed", {}).get("engine") != "vllm":
+        return []
+    if installed is None:
+        import importlib.util
+
+        installed = importlib.util.find_spec("vllm") is not None
+    problems = []
+    if not installed:
+        problems.append("export.speed.engine vllm: vllm is not installed in this environment; install it on a machine "
+                        "with an NVIDIA GPU (`pip install vllm`, tools/gpu_vllm.sh) or set export.speed.engine: "
+                        "llama.cpp")  # fmt: skip
+    if not workflow_rule_gpus(resource_settings, "serve_speed"):
+        if local_gpu is None:
+            import torch
+
+            local_gpu = torch.cuda.is_available()
+        if not local_gpu:
+            problems.append("export.speed.engine vllm: rule serve_speed has no GPU: this machine has no CUDA device "
+                            "and the profile gives the rule none; on a cluster, `set-resources: serve_speed: {gpu: 1, "
+                            "slurm_partition: <gpu partition>}` in the site profile; or set export.speed.engine: "
+                            "llama.cpp")  # fmt: skip
+    return problems
+
+
 def gpu_problems(config: dict, resource_settings: Any, models: dict[str, Model] | None = None) -> None:
     """The profiles' GPU requests against the rules, the models that need a GPU and the partitions (one sinfo shows
     without GPUs; a warning for GPU rules left on default-resources' partition, and for a GPU model whose memory is
@@ -123,6 +153,7 @@ def gpu_problems(config: dict, resource_settings: Any, models: dict[str, Model] 
     _stop("LAPT jobs do not fit the GPU", gpu_fit_problems(config, gpu_class, node_gpus, models))
     speed_gpu = workflow_gpu_class(resource_settings, "measure_speed")
     _stop("speed settings do not fit the GPU", speed_plan_problems(config, speed_gpu, models))
+    _stop("serving speed cannot run on vLLM here", vllm_problems(config, resource_settings))
 
 
 def items_problem(config: dict) -> list[str]:

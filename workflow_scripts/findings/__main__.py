@@ -58,15 +58,20 @@ def page(panels: list[Panel], drawn: dict[str, bool], labels: list[str], models:
         several = len({r["k"] for r in panel.expanded()}) > 1
         caption = (text.CAPTIONS["table_k"].format(k=panel.main_k()) if several else "") + text.CAPTIONS["table"]
         caption += text.CAPTIONS["table_curves"] + note if panel.curves() else ""
+        if any(r.get("served", (None,))[0] is not None for r in panel.rows):
+            caption += text.CAPTIONS["table_served"]
         lines += [f"## {panel_name(panel.model, panel.language, multi)}", "", *text.table(panel),
                   f"{caption} {caveat}", ""]  # fmt: skip
+        if panel.fidelity:
+            lines += [f"### {panel_name(panel.model, panel.language, multi)}: served in llama.cpp", "",
+                      *text.fidelity_table(panel), text.CAPTIONS["fidelity"], ""]  # fmt: skip
     return "\n".join(lines)
 
 
 def build(frame: pd.DataFrame, root: Path, out: Path, labels: list[str]) -> str:
     """Write the page's figures and findings.md / findings.html under ``out``; returns the Markdown."""
     out.mkdir(parents=True, exist_ok=True)
-    panels = numbers.panels(frame, numbers.read_curves(root))
+    panels = numbers.panels(frame, numbers.read_curves(root), numbers.read_fidelity(root))
     own = labels_for(labels, ["ppl", "mt"])
     drawn = {name: bool(getattr(plots, name)(panels, out / name, own)) for name in FIGURES}
     models = list(dict.fromkeys(str(m) for m in frame["model"])) if not frame.empty else []

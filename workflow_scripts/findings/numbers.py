@@ -10,6 +10,7 @@ extrapolation, which the page labels as such.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections import Counter
@@ -42,6 +43,7 @@ class Panel:
     language: str
     source: dict
     rows: list[dict] = field(default_factory=list)
+    fidelity: dict[str, dict] = field(default_factory=dict)  # method slug -> its GGUF check's files (check_gguf)
 
     def expanded(self, k: int | None = None) -> list[dict]:
         """The cells with new tokens (every k, or only ``k``)."""
@@ -94,10 +96,21 @@ def read_curves(root: str | Path) -> dict[tuple[str, str, str], pd.DataFrame]:
     return curves
 
 
-def panels(frame: pd.DataFrame, curves: dict[tuple[str, str, str], pd.DataFrame] | None = None) -> list[Panel]:
+def read_fidelity(root: str | Path) -> dict[tuple[str, str, str], dict]:
+    """Every GGUF check (gguf/fidelity.json, rule check_gguf) under the run folder ``root``: its files' results by
+    (model, language, method slug)."""
+    out = {}
+    for path in paths.found(paths.gguf_fidelity("*", "*", "*", paths.glob_root(root))):
+        out[(path.parts[-5], path.parts[-4], path.parts[-3])] = json.loads(path.read_text(encoding="utf-8"))["files"]
+    return out
+
+
+def panels(frame: pd.DataFrame, curves: dict[tuple[str, str, str], pd.DataFrame] | None = None,
+           fidelity: dict[tuple[str, str, str], dict] | None = None) -> list[Panel]:  # fmt: skip
     """The run's model x language panels with every adapted cell's numbers (headline.lead_rows, and chrF, its kind,
-    its number of new tokens, its curve with the step-0 value and the crossing of Source's level)."""
-    curves = curves or {}
+    its number of new tokens, its curve with the step-0 value and the crossing of Source's level), and the GGUF
+    checks of its cells (``read_fidelity``)."""
+    curves, fidelity = curves or {}, fidelity or {}
     out = []
     cells = frame.drop_duplicates(["model", "language", "method"]).set_index(["model", "language", "method"])
     for (model, lang), part in frame.groupby(["model", "language"], sort=False):
@@ -105,6 +118,7 @@ def panels(frame: pd.DataFrame, curves: dict[tuple[str, str, str], pd.DataFrame]
         source = {"bpc": mean_of(source_part, *headline.BPC), "tokens": mean_of(source_part, *headline.TOKENS),
                   "chrf": mean_of(source_part, *CHRF)}  # fmt: skip
         panel = Panel(str(model), str(lang), source)
+        panel.fidelity = {m: files for (mo, la, m), files in fidelity.items() if (mo, la) == (str(model), str(lang))}
         for row in headline.lead_rows(part, is_source, headline.row_name):
             cell = {"method": row["method"], **cells.loc[(model, lang, row["method"])].to_dict()}
             k = cell.get("k")
@@ -212,8 +226,9 @@ def trained_tokens(row: dict) -> float | None:
 
 
 def seeds(frame: pd.DataFrame) -> int:
-    """The most training seeds any cell of the run has results for (1 where none is recorded)."""
-    if frame.empty or "seed" not in frame:
+    """The most training seeds any method of the run has results for (its cells over ``train_seed``, grouped as
+    the lead's rows are: headline.lead_rows); 1 where none is recorded."""
+    if frame.empty or "train_seed" not in frame:
         return 1
-    counts = frame.dropna(subset=["seed"]).groupby(["model", "language", "method"])["seed"].nunique()
-    return int(counts.max()) if len(counts) else 1
+    counts = [row["seeds"] for row in headline.lead_rows(frame, is_source, headline.row_name)]
+    return max(counts, default=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from workflow_scripts.findings.numbers import WITHIN, Panel, curve_fit, relative, trained_tokens
 from workflow_scripts.findings.text import FIT_WORDS, tokens_text
+from workflow_scripts.intervals import verdict
 from workflow_scripts.paper.names import panel_name
 
 
@@ -27,9 +28,25 @@ def best_sentence(panel: Panel, multi: bool) -> tuple[str, bool | None]:
     return (
         f"On {_where(panel, multi)}, {which}, {best['name']}, ends {abs(diff):.1f}% {side} CPT-only's bits per "
         f"character ({best['bpc'][1]:.3f} against {cpt['bpc'][1]:.3f}): {'' if within else 'not '}within "
-        f"{WITHIN:.0f}%.",
+        f"{WITHIN:.0f}%.{noise_clause(best, 'CPT-only')}",
         within,
     )
+
+
+def noise_clause(row: dict, reference: str) -> str:
+    """ " Against CPT-only it is worse (95% interval [+0.010, +0.040] bits per character)." from the row's paired
+    bootstrap interval (``vs_cpt``, ``vs_source``: headline.lead_rows); "" where the run has none."""
+    interval = row.get("vs_cpt" if reference == "CPT-only" else "vs_source")
+    if interval is None:
+        return ""
+    return f" Against {reference}, in bits per character, it is {verdict(interval)}."
+
+
+def against_cpt(rows: list[dict]) -> str:
+    """ " Against CPT-only, in bits per character: Align within noise (95% interval [...]); Mean worse (...)." for
+    the rows with a paired bootstrap interval; "" where none has one."""
+    parts = [f"{r['name']} {verdict(r['vs_cpt'])}" for r in rows if r.get("vs_cpt") is not None]
+    return f" Against CPT-only, in bits per character: {'; '.join(parts)}." if parts else ""
 
 
 def _order(rows: list[dict], key) -> tuple[str, float]:
@@ -44,18 +61,20 @@ def order_sentence(panel: Panel, multi: bool) -> str:
     if len(rows) < 2:
         return ""
     end, end_spread = _order(rows, lambda r: r["bpc"][1])
+    noise = against_cpt(sorted(rows, key=lambda r: r["bpc"][1]))
     start_rows = [r for r in rows if r["bpc0"] is not None]
     if len(start_rows) < 2:
-        return f"On {_where(panel, multi)}, after training the initializations order {end} in bits per character."
+        where = _where(panel, multi)
+        return f"On {where}, after training the initializations order {end} in bits per character.{noise}"
     start, start_spread = _order(start_rows, lambda r: r["bpc0"])
-    verdict = "narrows" if end_spread < start_spread else "does not narrow"
+    narrows = "narrows" if end_spread < start_spread else "does not narrow"
     same = [r["name"] for r in sorted(start_rows, key=lambda r: r["bpc0"])] == [
         r["name"] for r in sorted(start_rows, key=lambda r: r["bpc"][1])
     ]
     return (
         f"On {_where(panel, multi)}, before training (step 0) the initializations order {start} in bits per "
         f"character, a spread of {start_spread:.3f}; after training {end}, a spread of {end_spread:.3f}: training "
-        f"{verdict} the gap, and the order {'stays the same' if same else 'changes'}."
+        f"{narrows} the gap, and the order {'stays the same' if same else 'changes'}.{noise}"
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from workflow_scripts.findings.numbers import Panel, relative
 from workflow_scripts.languages import PAPER_LANGUAGES
 from workflow_scripts.paper.names import PAPER_MODELS, model_name
+from workflow_scripts.serve.fidelity import gguf_name
 
 MISSING = "–"
 FIT_WORDS = "a power law, bits per character = a + b · tokens^(−c), fitted by least squares to the curve after step 0"
@@ -35,6 +36,10 @@ def _paired(row: dict) -> str:
     return f"{value:.2f}x" + (f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else "")
 
 
+def _ratio(value: float | None, bound: float | None) -> str:
+    return f"{value / bound:.2f}" if value is not None and bound else MISSING
+
+
 def _reach(row: dict) -> str:
     if row["curve"] is None:
         return MISSING
@@ -52,10 +57,13 @@ def ordered(panel: Panel) -> list[dict]:
 def table(panel: Panel) -> list[str]:
     """The panel's Markdown table: Source, then each adapted cell; the curve columns only where a cell has a curve."""
     curves = bool(panel.curves())
+    served = any(r.get("served", (None,))[0] is not None for r in panel.rows)
     cpt = panel.cpt()
     base = cpt["bpc"][1] if cpt else None
     head = ["Method", "final bits per character", "vs CPT-only", "paired speed-up [worst–best]", "bound",
             "speed-up ÷ bound", "translation chrF"]  # fmt: skip
+    if served:
+        head[-1:-1] = ["llama.cpp speed-up ÷ its bound"]
     if curves:
         head[1:1] = ["bits per character at step 0"]
         head[-1:-1] = ["training tokens to reach Source's bits per character"]
@@ -63,17 +71,54 @@ def table(panel: Panel) -> list[str]:
     src = panel.source
     rows = [["Source", _num(src["bpc"], "{:.3f}"), _percent(relative(src["bpc"], base)), MISSING, MISSING, MISSING,
              _num(src["chrf"], "{:.1f}")]]  # fmt: skip
+    if served:
+        rows[0][-1:-1] = [MISSING]
     if curves:
         rows[0][1:1], rows[0][-1:-1] = [MISSING], [MISSING]
     for r in ordered(panel):
         value, bound = r["paired"][0], r["bound"]
-        ratio = f"{value / bound:.2f}" if value is not None and bound else MISSING
         cells = [r["name"], _num(r["bpc"][1], "{:.3f}"), _percent(relative(r["bpc"][1], base)) if r is not cpt
-                 else MISSING, _paired(r), _num(bound, "{:.2f}x"), ratio, _num(r["chrf"], "{:.1f}")]  # fmt: skip
+                 else MISSING, _paired(r), _num(bound, "{:.2f}x"), _ratio(value, bound),
+                 _num(r["chrf"], "{:.1f}")]  # fmt: skip
+        if served:
+            cells[-1:-1] = [_ratio(r.get("served", (None,))[0], r.get("served_bound"))]
         if curves:
             cells[1:1], cells[-1:-1] = [_num(r["bpc0"], "{:.3f}")], [_reach(r)]
         rows.append(cells)
     return [*lines, *("| " + " | ".join(c) + " |" for c in rows), ""]
+
+
+def _agreement(result: dict) -> str:
+    text = f"{result['greedy_token_agreement']:.2f} ({result['greedy_equal_prompts']}/{result['greedy_prompts']})"
+    return text + (f", {result['token_mismatches']} token-id mismatches" if result["token_mismatches"] else "")
+
+
+def _tensor_types(name: str, types: dict | None) -> str:
+    if not types:
+        return f"{name}: tensor types not recorded"
+    output = "tied to the embeddings" if types["output"] is None else types["output"]
+    blocks = ", ".join(f"{t} ×{n}" for t, n in types["blocks"].items())
+    return f"{name}: token embeddings {types['token_embd']}, output {output}, block matrices {blocks}"
+
+
+def fidelity_table(panel: Panel) -> list[str]:
+    """The panel's GGUF checks (rule check_gguf), one row per cell and one column per GGUF type: the share of greedy
+    positions where llama.cpp continues as transformers does (equal prompts in brackets); then each type's tensor
+    types. Empty where the run exported nothing."""
+    if not panel.fidelity:
+        return []
+    names = {r["method"]: r["name"] for r in panel.rows}
+    methods = [m for m in panel.fidelity if m not in names]  # Source
+    methods += [r["method"] for r in ordered(panel) if r["method"] in panel.fidelity]
+    files = {m: {gguf_name(f): result for f, result in panel.fidelity[m].items()} for m in methods}
+    gtypes = list(dict.fromkeys(t for m in methods for t in files[m]))
+    lines = ["| Method | " + " | ".join(gtypes) + " |", "|---|" + "---:|" * len(gtypes)]
+    for m in methods:
+        cells = [_agreement(files[m][t]) if t in files[m] else MISSING for t in gtypes]
+        lines.append(f"| {names.get(m, m)} | " + " | ".join(cells) + " |")
+    first = {t: next(files[m][t] for m in methods if t in files[m]) for t in gtypes}
+    kinds = "; ".join(_tensor_types(t, first[t].get("tensor_types")) for t in gtypes)
+    return [*lines, "", f"Tensor types (the first cell's files): {kinds}.", ""]
 
 
 def stand_in_models(models: list[str], langs: list[str]) -> list[str]:
@@ -95,8 +140,8 @@ def scope(models: list[str], labels: list[str], n_seeds: int, langs: list[str]) 
                      f"({paper}), whose numbers may differ in size and even in direction")  # fmt: skip
     parts.append(f"data: {'; '.join(labels)}" if labels else "the results record no data label")
     if n_seeds < 2:
-        parts.append("each cell is one training run (one seed), so no difference has a spread over seeds and none is "
-                     "marked as better")  # fmt: skip
+        parts.append("each cell is one training run (one seed), so its intervals are over the held-out sentences, "
+                     "not over training seeds")  # fmt: skip
     return (
         "What this run can say: how its methods compare with Source, with CPT-only and with each other on these data, "
         "at this model size and training length. What it cannot: " + "; ".join(parts) + "."
@@ -130,6 +175,14 @@ CAPTIONS = {
     "table": "Final bits per character and translation chrF: the evaluation of the finished model. vs CPT-only: "
     "relative to CPT-only's final bits per character (lower is better). Paired speed-up, bound and their ratio as in "
     "the first figure.",
+    "table_served": " llama.cpp speed-up ÷ its bound: the same paired teacher-forced speed-up measured in llama.cpp "
+    "(the cell's and Source's GGUF of the first export.gguf type, docs/serving.md) over the bound of the text it "
+    "timed.",
+    "fidelity": "Greedy continuations of held-out sentences in llama.cpp against transformers (fp32) from the same "
+    "input ids: the share of equal positions, and in brackets the prompts equal over all their tokens (f16 is "
+    "expected to agree in full). A type named +emb_<type> keeps the token embeddings and the output layer (where the "
+    "new tokens' rows are) at that type; the plain type leaves them to llama.cpp's own choice, listed below the "
+    "table.",
     "table_curves": " Step 0 and the tokens to reach Source's bits per character come from the learning curve, "
     "linearly interpolated between the measured points around the crossing.",
 }

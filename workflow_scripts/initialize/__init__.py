@@ -18,6 +18,10 @@ weight), computed once per run and applied to each matrix:
 - FOCUS: fastText CBOW on D tokenized with T_t (PyPI fasttext-wheel), sparsemax over cosine similarities to the
   overlapping tokens' vectors; a token without a fastText vector: Random, as deepfocus does.
 - EEVE: input rows as Mean, output rows the first subword's LM-head row; a tied model gets the input rule only.
+- OMP (tokensurgeon's): the Mean row's k-atom Orthogonal Matching Pursuit over the source input rows; the same atoms
+  and weights give an untied head's row.
+- TokenDistillation: input rows trained (from Mean) so that the model's last hidden states on snippets of D with the
+  new token match those on its old split (``needs_model``: the source model is handed over); output rows as Mean.
 
 Vocabulary padding (``pad_to_multiple_of``, 1 = none; 8 is the reference practice on GPU): the matrices get extra rows
 after the last target id so that their size is a multiple of N. No tokenizer id maps to them, so they must never be

@@ -227,7 +227,10 @@ def initialize_model(
             f"source tokenizer has id {max(source_ids)} but the model has only {n_rows_src} embedding rows"
         )
     tied = is_tied(model)
-    ctx = InitContext(source_tokenizer, target_tokenizer, source_ids, tokens, seed, tied, resources or {})
+    resources = dict(resources or {})
+    if METHOD_SPECS[method].needs_model:  # the source model, before resizing (MethodSpec.needs_model)
+        resources["model"] = model
+    ctx = InitContext(source_tokenizer, target_tokenizer, source_ids, tokens, seed, tied, resources)
     results, pad_rows, compared = _new_rows(model, ctx, INIT_METHODS[method], method)
 
     n_rows = padded_size(max(n_target, n_rows_src), pad_to_multiple_of)

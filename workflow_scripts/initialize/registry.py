@@ -92,7 +92,9 @@ LAST = 1000
 class MethodSpec:
     """What the package needs to know about a method besides its function, declared where the method is registered.
 
-    ``needs_corpus``: it reads D (the command line then requires --corpus). ``compared_with_mean``: the report counts
+    ``needs_corpus``: it reads D (the command line then requires --corpus). ``needs_model``: it runs the source model
+    (``initialize_model`` then puts the model, untouched, in ``resources["model"]``; it is loaded anyway, so this costs
+    the other methods nothing). ``compared_with_mean``: the report counts
     the new rows that differ from Mean's (every method built from source rows; not Random, which draws, nor Mean).
     ``stats``: its entries of the report's method_stats. ``replace``: None (expansion only), COPY_SHARED or ALL_ROWS.
     ``order``: its place in ``INIT_METHODS`` and so in reports (the paper's order, Random to EEVE).
@@ -105,6 +107,7 @@ class MethodSpec:
     stats: MethodStats | None = None
     replace: str | None = None
     order: int = LAST
+    needs_model: bool = False
 
 
 # The registries, filled by the modules of ``methods/`` as the package imports them (``methods.discover``).
@@ -122,6 +125,7 @@ def register_method(
     stats: MethodStats | None = None,
     replace: str | None = None,
     order: int = LAST,
+    needs_model: bool = False,
 ) -> Callable[[InitMethod], InitMethod]:
     """Register an initialization method under its paper name (Random, Mean, Merge, Align, FOCUS, EEVE), with what
     the package needs to know about it (``MethodSpec``)."""
@@ -131,7 +135,7 @@ def register_method(
     def deco(fn: InitMethod) -> InitMethod:
         if name in METHOD_SPECS:
             raise ValueError(f"initialization method {name!r} is registered twice")
-        METHOD_SPECS[name] = MethodSpec(name, fn, needs_corpus, compared_with_mean, stats, replace, order)
+        METHOD_SPECS[name] = MethodSpec(name, fn, needs_corpus, compared_with_mean, stats, replace, order, needs_model)
         _reorder()
         return fn
 

@@ -14,10 +14,12 @@ from workflow_scripts.io import set_threads, setup_logging, write_json
 from workflow_scripts.lapt import shard
 from workflow_scripts.lapt.checkpoint import remove_checkpoint
 from workflow_scripts.lapt.curve import CurveSpec
+from workflow_scripts.lapt.gate import gate_from_files
 from workflow_scripts.lapt.hparams import DEFAULT_HPARAMS
 from workflow_scripts.lapt.loop import train
 from workflow_scripts.lapt.objective import OBJECTIVES
 from workflow_scripts.lapt.procedures import PROCEDURES
+from workflow_scripts.lapt.tracking import TrackingSpec
 
 log = logging.getLogger("vocabexp.lapt")
 
@@ -46,13 +48,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--checkpoint-dir", required=True, help="resume folder (deleted once all outputs are written)")
     rows = p.add_mutually_exclusive_group()
     rows.add_argument("--n-source-rows", type=int, help="EEVE: source vocabulary size (rows >= it are new tokens)")
-    rows.add_argument("--init-report", help="EEVE: the initialize step's report JSON (its vocab.source_matrix_rows)")
+    rows.add_argument("--init-report", help="the initialize step's report JSON (EEVE: its vocab.source_matrix_rows)")
+    p.add_argument("--no-init-gate", action="store_true", help="skip the step-0 check (training.init_gate: false)")
     curve = p.add_argument_group("held-out curve (training.curve_points; curve.py)")
     curve.add_argument("--curve-points", type=int, default=0, help="points: step 0 and evenly spaced steps (0: none)")
     curve.add_argument("--curve-text", help="held-out text, one sentence a line (the ppl step's)")
     curve.add_argument("--curve-n", type=int, help="its first n sentences (the ppl step's n; default all)")
     curve.add_argument("--curve-batch-size", type=int, default=8, help="sentences per forward (the ppl step's)")
     curve.add_argument("--curve", help="output TSV: step, tokens, bits_per_char, n_sentences")
+    p.add_argument("--tracking", help="JSON of a tracking.TrackingSpec: send the run's numbers to a tracker")
     p.add_argument("--threads", type=int)
     p.add_argument("--log")
     a = p.parse_args(argv)
@@ -70,6 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     if int(os.environ.get("RANK", "0")):  # one log of the run: the other processes report only problems
         logging.getLogger("vocabexp").setLevel(logging.WARNING)
     set_threads(a.threads)
+    gate = None if a.no_init_gate or not a.init_report else gate_from_files(a.init_report, a.train)
     # Slurm sends SIGTERM at the time limit (or a chosen signal before it with --signal): finish the step, checkpoint,
     # exit non-zero; the rerun resumes.
     stop_requested: list[int] = []
@@ -88,6 +93,8 @@ def main(argv: list[str] | None = None) -> None:
             should_stop=lambda: bool(stop_requested),
             n_source_rows=n_source_rows,
             curve=spec,
+            init_gate=gate,
+            tracking=TrackingSpec.from_json(a.tracking) if a.tracking else None,
         )
     finally:
         for sig, handler in previous.items():

@@ -28,6 +28,7 @@ from workflow_scripts.lapt.checkpoint import (
 )
 from workflow_scripts.lapt.curve import CurvePlan, CurveSpec, bits_per_char, curve_row, curve_tsv, plan_curve, timed
 from workflow_scripts.lapt.data import build_blocks, epoch_order
+from workflow_scripts.lapt.gate import InitGate, check_init
 from workflow_scripts.lapt.hparams import (
     RESUME_NEUTRAL,
     dropout_overrides,
@@ -43,6 +44,8 @@ from workflow_scripts.lapt.micro import resolve_micro_batch, split_micro
 from workflow_scripts.lapt.objective import OBJECTIVES, LossComputer
 from workflow_scripts.lapt.outputs import run_stats, tensor_bytes, write_outputs
 from workflow_scripts.lapt.procedures import PROCEDURES, Procedure, RowLimits, StageContext, adds_lora, decoder_parts
+from workflow_scripts.lapt.tracking import Tracking, TrackingSpec, curve_points, step_points
+from workflow_scripts.lapt.tracking import start as start_tracking
 
 log = logging.getLogger("vocabexp.lapt")
 
@@ -112,6 +115,9 @@ class TrainState:
     last_save: float = field(default_factory=time.monotonic)  # when the checkpoint was last written (or the start)
     pending: list[tuple[dict[str, Any], Any]] = field(default_factory=list)  # history rows whose loss is on the device
     curve: list[dict[str, Any]] = field(default_factory=list)  # the held-out curve's rows measured so far (curve.py)
+    tracker: Tracking | None = None  # the tracking block's run (tracking.py), on the main process only
+    tracker_ref: dict[str, Any] | None = None  # the tracker run the checkpoint names: a resume continues it
+    init_gate: dict[str, Any] | None = None  # the step-0 gate's measurement (gate.py), when it ran
 
 
 def prepare_run(
@@ -187,8 +193,9 @@ def prepare_run(
     )
 
 
-def load_model(run: Run) -> TrainState:
-    """Load the model and build its loss; the state before the first stage (no parameter trainable yet)."""
+def load_model(run: Run, gate: InitGate | None = None) -> TrainState:
+    """Load the model and build its loss; the state before the first stage (no parameter trainable yet). With
+    ``gate``, the initialization's step-0 check runs first (gate.py) and refuses a broken one."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -198,12 +205,18 @@ def load_model(run: Run) -> TrainState:
     # Table 13's dropout and attention dropout, on the fields this architecture has (none of the former for Llama).
     dropout = dropout_overrides(AutoConfig.from_pretrained(run.model_dir), run.hp)
     model = AutoModelForCausalLM.from_pretrained(run.model_dir, dtype=dtype, **dropout).to(run.device)
+    checked = None
+    if gate is not None:  # before the loss's hooks and sharding: the plain model, whole rows
+        text = run.curve.sentences if run.curve else gate.fallback_sentences
+        batch = run.curve.spec.batch_size if run.curve else 8
+        checked = check_init(model, run.tokenizer, gate, text, batch_size=batch, device_type=run.device.type,
+                             bf16=run.use_bf16)  # fmt: skip
     loss_fn = LossComputer(model, run.objective, model.get_output_embeddings())
     if run.low_precision and loss_fn.extra_head is not None:
         loss_fn.extra_head.float()  # trained, so fp32 like every trainable parameter
     if run.ranks.sharded:
         shard.shard_model(model, loss_fn.extra_head, decoder_parts(model)[0])
-    return TrainState(model=model, loss_fn=loss_fn)
+    return TrainState(model=model, loss_fn=loss_fn, init_gate=checked)
 
 
 def enter_stage(run: Run, state: TrainState, i: int) -> None:
@@ -373,6 +386,9 @@ def flush_losses(state: TrainState) -> None:
         values = torch.stack([loss for _, loss in state.pending]).float().tolist()
         for (row, _), value in zip(state.pending, values, strict=True):
             row["loss"] = value
+        if state.tracker:
+            speed = state.tokens_seen / max(state.train_seconds, 1e-9)
+            state.tracker.log(step_points([row for row, _ in state.pending], speed))
         state.pending = []
 
 
@@ -390,6 +406,8 @@ def measure_curve(run: Run, state: TrainState) -> None:
                          device_type=run.device.type, bf16=run.use_bf16)  # fmt: skip
     state.loss_fn.attach(state.model.get_output_embeddings())
     state.curve.append(curve_row(state.step, state.tokens_seen, bpc, len(plan.sentences), seconds))
+    if state.tracker:
+        state.tracker.log(curve_points(state.curve[-1]))
     log.info("curve: step %d/%d held-out bits/char %.4f on %d sentences (%.1f s)", state.step, run.total_steps, bpc,
              len(plan.sentences), seconds)  # fmt: skip
 
@@ -431,6 +449,8 @@ def save(run: Run, state: TrainState) -> None:
             "resumed_from": state.resumed_from,
             "rng": rng_state(),
             "curve": {"sha256": run.curve.sha256 if run.curve else None, "rows": state.curve},
+            "tracker": state.tracker.ref if state.tracker else state.tracker_ref,
+            "init_gate": state.init_gate,  # measured before step 1 only: a resumed run's stats keep it
         },
     )
     shard.barrier(run.ranks)  # no rank runs on (or is killed) before the checkpoint is on disk
@@ -464,6 +484,8 @@ def resume(run: Run, state: TrainState) -> None:
     state.resumed_from = [*ckpt["resumed_from"], state.step]
     set_rng_state(ckpt["rng"])
     resume_curve(run, state, ckpt.get("curve") or {})
+    state.tracker_ref = ckpt.get("tracker")
+    state.init_gate = ckpt.get("init_gate")
     log.info(
         "resuming from %s at step %d of %d (stage %d)", run.ckpt_path, state.step, run.total_steps, state.stage + 1
     )
@@ -497,21 +519,46 @@ def train(
     should_stop: Callable[[], bool] | None = None,
     n_source_rows: int | None = None,
     curve: CurveSpec | None = None,
+    tracking: TrackingSpec | None = None,
+    init_gate: InitGate | None = None,
 ) -> dict[str, Any]:
     """Run LAPT (paper 002 §5, §6.6) from ``model_dir`` on ``train_file``, resuming from ``checkpoint_dir`` if present.
 
     Writes the trained HF model folder to ``out_dir`` (and the loss curve TSV, and with ``curve`` the held-out curve
     TSV: curve.py); returns the stats dictionary.
     ``n_source_rows`` (EEVE only) is the source vocabulary size: rows at or above it are the new tokens'.
+    ``tracking`` sends the steps' and the curve's numbers to a tracker (tracking.py) from the main process.
+    ``init_gate`` checks the initialization at step 0 before the first step of a fresh (not resumed) run (gate.py).
     Once ``should_stop()`` is true, the current step is finished and checkpointed and TrainingInterrupted is raised.
     """
     wall_start = time.time()
     run = prepare_run(model_dir, train_file, procedure=procedure, objective=objective, seq_len=seq_len,
                       hparams=hparams, checkpoint_dir=checkpoint_dir, n_source_rows=n_source_rows,
                       curve=curve)  # fmt: skip
-    state = load_model(run)
+    state = load_model(run, None if run.ckpt_path.exists() else init_gate)
     if run.ckpt_path.exists():
         resume(run, state)
+    if tracking is not None and run.ranks.main:
+        state.tracker = open_tracking(run, state, tracking)
+    try:
+        return _train_from(run, state, out_dir, loss_curve, should_stop, wall_start)
+    finally:
+        if state.tracker:
+            state.tracker.close()
+
+
+def open_tracking(run: Run, state: TrainState, spec: TrackingSpec) -> Tracking:
+    """The tracker run of this job: the checkpoint's where it resumes (logging on from the step after it), else a
+    new one from step 0; the run's settings are its parameters."""
+    settings = {"procedure": run.procedure, "objective": run.objective, "seq_len": run.seq_len,
+                "total_steps": run.total_steps, **run.hp}  # fmt: skip
+    return start_tracking(spec, state.tracker_ref, state.step + 1 if state.step else 0, settings)
+
+
+def _train_from(run: Run, state: TrainState, out_dir: str | Path, loss_curve: str | Path | None,
+                should_stop: Callable[[], bool] | None, wall_start: float) -> dict[str, Any]:  # fmt: skip
+    """``train`` from the loaded (or resumed) state: step until done, then write the outputs and gather the stats."""
+    procedure, objective, seq_len = run.procedure, run.objective, run.seq_len
     log.info(
         "LAPT %s/%s seq_len=%d: %d blocks, %d steps/epoch, %d steps in %d stage(s) ending at %s, %s%s",
         procedure, objective, seq_len, run.n_blocks, run.per_epoch, run.total_steps, len(run.ends), run.ends,
@@ -541,6 +588,8 @@ def train(
         write_text(run.curve.spec.out, curve_tsv(state.curve))
     shard.barrier(run.ranks)
     stats = run_stats(run, state, wall_start)
+    if state.init_gate is not None:
+        stats["init_gate"] = state.init_gate
     if run.curve is not None:
         stats["curve"] = {"steps": [r["step"] for r in state.curve], "n_sentences": len(run.curve.sentences),
                           "seconds": round(sum(r["seconds"] for r in state.curve), 3)}  # fmt: skip

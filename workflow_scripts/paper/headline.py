@@ -23,11 +23,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from workflow_scripts.grid import unseeded_slug
+from workflow_scripts.intervals import Interval, verdict
 from workflow_scripts.paper.names import language_name, model_name, panel_name
 
 TOKENS = ("ppl", "tokens_per_sentence")
 SENTENCES = ("ppl", "sentences")  # how many held-out sentences the perplexity step read (tables.load_results)
 BPC = ("ppl", "bits_per_char")
+# + Source or CPT-only: a cell's difference in bits per character and its 95% paired bootstrap interval in min/max
+# (tables.add_intervals, workflow_scripts/intervals.py)
+BPC_DIFF = "bits_per_char_diff@"
 PAIRED = "paired_speedup"  # speed/table.py PAIRED, with its variant: paired_speedup@teacher_forced.greedy.b1
 BOUND = "token_ratio_bound"
 TEACHER_FORCED = "teacher_forced"
@@ -85,8 +90,30 @@ def _served(part: pd.DataFrame, base: str) -> pd.DataFrame:
     return part[(part["task"] == "mt") & (part["metric"] == names[0])] if names else part.iloc[0:0]
 
 
+def _group(part: pd.DataFrame) -> list[str]:
+    """Each row's method without its training seed: the cells a lead row pools (results.csv ``train_seed``)."""
+    seeds = part["train_seed"] if "train_seed" in part else [None] * len(part)
+    return [unseeded_slug(str(m), None if pd.isna(s) else int(s)) for m, s in zip(part["method"], seeds, strict=True)]
+
+
+def _interval(cell: pd.DataFrame, reference: str) -> Interval | None:
+    """The cell's bits-per-character difference to ``reference`` (Source, CPT-only) with its interval, if recorded."""
+    rows = cell[(cell["task"] == BPC[0]) & (cell["metric"] == BPC_DIFF + reference)]
+    if rows.empty or "min" not in rows or pd.isna(rows["min"].iloc[0]):
+        return None
+    first = rows.iloc[0]
+    return Interval(float(first["value"]), float(first["min"]), float(first["max"]), 0)
+
+
+def _seed_sd(cell: pd.DataFrame) -> float | None:
+    """The sample standard deviation over seeds of the cells' bits per character (None with one seed)."""
+    per_seed = pd.to_numeric(_metric(cell, *BPC)["value"], errors="coerce").groupby(cell["method"]).mean().dropna()
+    return float(per_seed.std()) if len(per_seed) > 1 else None
+
+
 def lead_rows(frame: pd.DataFrame, is_source: Callable, name: Callable[[dict], str]) -> list[dict]:
-    """One row per model, language and adapted cell: the lead's quantities (module docstring), None where missing."""
+    """One row per model, language and adapted method (its training seeds pooled: means over seeds, the first
+    seed's slug as ``method``): the lead's quantities (module docstring), None where missing."""
     rows = []
     if frame.empty:
         return rows
@@ -94,8 +121,10 @@ def lead_rows(frame: pd.DataFrame, is_source: Callable, name: Callable[[dict], s
         source_mask = [is_source(m, lb) for m, lb in zip(part["method"], part["label"], strict=True)]
         source = part[source_mask]
         src_tokens, src_bpc = _mean(_metric(source, *TOKENS)), _mean(_metric(source, *BPC))
-        for method, cell in part[[not s for s in source_mask]].groupby("method", sort=False):
+        adapted = part[[not s for s in source_mask]]
+        for _, cell in adapted.groupby(_group(adapted), sort=False):
             first = cell.iloc[0].to_dict()
+            method = first["method"]
             paired, bound = _teacher_forced(cell, PAIRED), _teacher_forced(cell, BOUND)
             served, served_bound = _served(cell, PAIRED), _served(cell, BOUND)
             row = {
@@ -110,6 +139,10 @@ def lead_rows(frame: pd.DataFrame, is_source: Callable, name: Callable[[dict], s
                 "bound": _mean(bound),
                 "served": (_mean(served), _mean(served, "min"), _mean(served, "max")),
                 "served_bound": _mean(served_bound),
+                "seeds": int(cell["method"].nunique()),
+                "bpc_sd": _seed_sd(cell),
+                "vs_source": _interval(cell, "Source"),
+                "vs_cpt": _interval(cell, "CPT-only"),
             }
             if any(v is not None for v in (*row["tokens"][1:], row["bpc"][1], row["paired"][0])):
                 rows.append(row)
@@ -191,9 +224,19 @@ def markdown(rows: list[dict], figure: str | None, steps: dict[tuple, int] | Non
     return lines
 
 
+def seeds_text(r: dict) -> str:
+    """ "(mean of 3 seeds, sd 0.012)" for a lead row over several training seeds, else ""."""
+    if r.get("seeds", 1) < 2:
+        return ""
+    sd = f", sd {r['bpc_sd']:.3f}" if r.get("bpc_sd") is not None else ""
+    return f" (mean of {r['seeds']} seeds{sd})"
+
+
 def quality_lines(rows: list[dict], steps: dict[tuple, int]) -> list[str]:
-    """Whether each adapted model holds Source's quality, in words, from the bits per character: above Source's is
-    not held."""
+    """Whether each adapted model holds Source's quality, in words, from the bits per character and the paired
+    bootstrap interval of its difference to Source's (docs/findings.md): worse where the interval lies above zero
+    (not held), better where below, within noise where it holds zero (held: no difference is measured); without an
+    interval (a ppl result with no per-sentence NLL) the page does not judge."""
     lines = []
     for r in rows:
         source, model = r["bpc"]
@@ -202,13 +245,24 @@ def quality_lines(rows: list[dict], steps: dict[tuple, int]) -> list[str]:
         diff = model - source
         trained = steps.get((r["model"], r["language"], r["method"]))
         after = f" after {trained} training steps" if trained else ""
-        verdict = "quality is not held" if diff > 0 else "quality is held"
+        interval = r.get("vs_source")
+        if interval is None:
+            judged = "not judged (no interval: its held-out scores record no per-sentence NLL)"
+        else:
+            held = "quality is not held" if interval.excludes_zero and interval.low > 0 else "quality is held"
+            judged = f"{verdict(interval)}, {held}"
         lines.append(
             f"- {r['name']} ends {abs(diff):.2f} bits per character {'above' if diff > 0 else 'below'} Source on "
-            f"{language_name(r['language'])} ({source:.3f} → {model:.3f}){after}: {verdict}."
+            f"{language_name(r['language'])} ({source:.3f} → {model:.3f}){seeds_text(r)}{after}: {judged}."
         )
     return (
-        ["**Quality** (bits per character on the held-out sentences; lower is better):", "", *lines, ""]
+        [
+            "**Quality** (bits per character on the held-out sentences; lower is better; better or worse only where "
+            "the 95% paired bootstrap interval of the difference excludes zero):",
+            "",
+            *lines,
+            "",
+        ]
         if lines
         else []
     )

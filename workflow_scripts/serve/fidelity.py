@@ -82,6 +82,25 @@ def agreeing_prefix(a: list[int], b: list[int]) -> int:
     return n
 
 
+def tensor_types(path: str | Path) -> dict:
+    """The tensor types a GGUF file holds: its token embeddings', its output layer's (None: tied to the embeddings)
+    and the count of each type among the blocks' weight matrices (what llama.cpp's quantizer chose, fallbacks
+    included)."""
+    from collections import Counter
+
+    from gguf import GGUFReader
+
+    types = {t.name: t.tensor_type.name.lower() for t in GGUFReader(path).tensors}
+    blocks = Counter(v for k, v in types.items() if k.startswith("blk.") and k.endswith(".weight") and "norm" not in k)
+    return {"token_embd": types.get("token_embd.weight"), "output": types.get("output.weight"),
+            "blocks": dict(sorted(blocks.items()))}  # fmt: skip
+
+
+def gguf_name(path: str | Path) -> str:
+    """The GGUF type's name of a file ``model.<name>.gguf`` (f16, q4_0+emb_q8_0)."""
+    return Path(path).name.removeprefix("model.").removesuffix(".gguf")
+
+
 def check(
     ggufs: list[Path], model_dir: Path, sentences: list[str], n_prompts: int, n_tokens: int, threads: int = 1
 ) -> dict:
@@ -100,6 +119,8 @@ def check(
         continuations = [greedy_llama_cpp(llm, ids, n_tokens) for ids in prompts]
         agree = [agreeing_prefix(c, r) for c, r in zip(continuations, reference, strict=True)]
         files[path.name] = {
+            "gguf": gguf_name(path),
+            "tensor_types": tensor_types(path),
             "sentences": len(sentences),
             "token_mismatches": len(mismatched),
             "mismatched": mismatched[:5],

@@ -30,9 +30,11 @@ PAIRED_OVER_BOUND = "paired_speedup_over_bound"
 
 def variant_name(record: dict) -> str:
     """``mode.decoding.bBATCH`` of a speed record; ``ENGINE-TYPE.mode.decoding.bBATCH`` for one timed in another
-    engine than transformers (rule serve_speed: ``llama.cpp-f16.teacher_forced.greedy.b1``, docs/serving.md)."""
+    engine than transformers (rule serve_speed: ``llama.cpp-f16.teacher_forced.greedy.b1``, and without a GGUF type
+    ``vllm.generate_fixed.greedy.b1``; docs/serving.md)."""
     name = f"{record['mode']}.{record['decoding']}.b{record['batch_size']}"
-    return f"{record['engine']}-{record['gguf']}.{name}" if "engine" in record else name
+    engine = "-".join(str(record[key]) for key in ("engine", "gguf") if record.get(key))  # vllm: no GGUF type
+    return f"{engine}.{name}" if engine else name
 
 
 def headline_variant(records: list[dict]) -> str | None:

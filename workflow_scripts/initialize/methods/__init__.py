@@ -3,7 +3,7 @@ methods in ``INIT_METHODS`` (with what the package needs to know about each: ``r
 
 To add a method, add a module here whose function is decorated with ``@register_method("Name", ...)``; it is found by
 ``discover`` (no import line to add), its name is admitted by the config check, and ``init: Name`` in a methods entry
-runs it. Without ``order=`` it is listed after the paper's methods (which declare 10-60), in discovery order; the
+runs it. Without ``order=`` it is listed after the named methods (which declare 10-80), in discovery order; the
 tests read the registry, so a new method needs no test edit.
 """
 
