@@ -153,3 +153,32 @@ def test_model_card_rule_writes_every_adapted_cell_and_stays_done(tmp_path):
             assert owned.read_text() == (tmp_path / target).read_text()
     again = snakemake(["-n", *args], tmp_path)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+def _ppl_rows(bpc: float, source_bpc: float, low: float | None, high: float | None) -> tuple[list[dict], list[dict]]:
+    """A cell's and Source's bits-per-character rows as results.csv holds them, with the cell's difference row."""
+    row = {"task": "ppl", "metric": "bits_per_char", "value": str(bpc), "seed": "", "run": "", "min": "", "max": ""}
+    cell = [row]
+    if low is not None:
+        diff = {
+            "metric": "bits_per_char_diff@Source",
+            "value": str(bpc - source_bpc),
+            "min": str(low),
+            "max": str(high),
+        }
+        cell.append(row | diff)
+    return cell, [row | {"value": str(source_bpc)}]
+
+
+def test_quality_is_judged_by_the_interval_where_results_csv_has_one():
+    spec = {"kind": "lapt", "data": {}, "data_label": "", "base": {"kind": "hub", "license": "mit"}}
+    above_in_noise = _ppl_rows(5.1, 5.0, -0.05, 0.25)
+    assert not [line for line in card_module.limitations(*above_in_noise, spec) if "Quality not held" in line]
+    above = _ppl_rows(5.3, 5.0, 0.1, 0.5)
+    worse = [line for line in card_module.limitations(*above, spec) if "Quality not held" in line]
+    assert worse == [
+        "Quality not held vs Source: 5.300 bits per character on the held-out text against Source's 5.000 (+0.300; "
+        "lower is better; worse (95% interval [+0.100, +0.500]))."
+    ]
+    no_interval = _ppl_rows(5.1, 5.0, None, None)  # a table without the difference rows: the point estimates decide
+    assert [line for line in card_module.limitations(*no_interval, spec) if "Quality not held" in line]

@@ -13,6 +13,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from workflow_scripts.intervals import Interval, verdict
+from workflow_scripts.paper.headline import BPC_DIFF
 from workflow_scripts.tables import MARKDOWN_COLUMNS, is_source
 
 TEMPLATE = Path(__file__).with_name("card_template.md")
@@ -121,13 +123,27 @@ def headline(cell_rows: list[dict], source_rows: list[dict]) -> list[dict[str, s
     return table
 
 
+def source_interval(cell_rows: list[dict]) -> Interval | None:
+    """The cell's bits-per-character difference to Source with its paired bootstrap interval, as results.csv records
+    it (tables.add_intervals); None where the table has none."""
+    for r in cell_rows:
+        if r["task"] == "ppl" and r["metric"] == BPC_DIFF + "Source":
+            diff, low, high = (number(r.get(k)) for k in ("value", "min", "max"))
+            if None not in (diff, low, high):
+                return Interval(diff, low, high, 0)
+    return None
+
+
 def limitations(cell_rows: list[dict], source_rows: list[dict], spec: dict) -> list[str]:
     """What the model does not do, in words, from the numbers and the recipe."""
     lines = []
     bpc, source_bpc = mean(cell_rows, "ppl", BPC), mean(source_rows, "ppl", BPC)
-    if bpc is not None and source_bpc is not None and bpc > source_bpc:
+    interval = source_interval(cell_rows)
+    worse = interval.low > 0 if interval else bpc is not None and source_bpc is not None and bpc > source_bpc
+    if worse:
+        judged = f"; {verdict(interval)}" if interval else ""
         lines.append(f"Quality not held vs Source: {bpc:.3f} bits per character on the held-out text against Source's "
-                     f"{source_bpc:.3f} (+{bpc - source_bpc:.3f}; lower is better).")  # fmt: skip
+                     f"{source_bpc:.3f} (+{bpc - source_bpc:.3f}; lower is better{judged}).")  # fmt: skip
     elif bpc is None:
         lines.append("No held-out bits per character measured for this cell: its quality against Source is unknown.")
     paired = variant(cell_rows, PAIRED)
