@@ -336,6 +336,21 @@ def sentencepiece_source(out_dir: Path, byte_fallback: bool = True) -> Path:
     return save_tokenizer(tok, out_dir, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
 
 
+def byte_level_bos_source(out_dir: Path) -> Path:
+    """Byte-level BPE with a BOS: bytes at 0..255, "à¸" (E0 B8) 256, <|bos|> 257 (in the BPE vocabulary too, as in
+    real tokenizers) before every sentence."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+
+    vocab = {u(bytes([b])): b for b in range(256)}
+    vocab.update({"à¸": 256, "<|bos|>": 257})
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[("à", "¸")]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken("<|bos|>", special=True)])
+    tok.post_processor = processors.TemplateProcessing(single="<|bos|> $A", special_tokens=[("<|bos|>", 257)])
+    return save_tokenizer(tok, out_dir, bos_token="<|bos|>")
+
+
 def tiny_model(tok_dir: Path, out_dir: Path, emb: torch.Tensor, head: torch.Tensor | None) -> Path:
     """A 1-layer Llama over the tokenizer in ``tok_dir`` with the given rows (head None = tied), saved with it."""
     import torch

@@ -11,6 +11,7 @@ import torch
 
 from tests.conftest import (
     SMOL_MERGES,
+    byte_level_bos_source,
     expand_tokenizer,
     hand_rows,
     l10n_pairs,
@@ -20,7 +21,6 @@ from tests.conftest import (
     sentencepiece_source,
     thai_expansion_merges,
     tiny_model,
-    u,
 )
 from workflow_scripts.initialize import (
     align_counts,
@@ -61,17 +61,8 @@ BOS_MERGES = [("à¸", "ģ"), ("à¸ģ", "à¸"), ("ģ", "à¸")]
 
 @pytest.fixture(scope="module")
 def bos_case(tmp_path_factory) -> dict:
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
-
     root = tmp_path_factory.mktemp("bos_case")
-    vocab = {u(bytes([b])): b for b in range(256)}
-    vocab.update({"à¸": 256, "<|bos|>": 257})  # the special token is in the BPE vocabulary too, as in real tokenizers
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[("à", "¸")]))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens([AddedToken("<|bos|>", special=True)])
-    tok.post_processor = processors.TemplateProcessing(single="<|bos|> $A", special_tokens=[("<|bos|>", 257)])
-    src_tok = save_tokenizer(tok, root / "src_tok", bos_token="<|bos|>")
+    src_tok = byte_level_bos_source(root / "src_tok")
     tgt_tok = expand_tokenizer(src_tok, root / "tgt_tok", BOS_MERGES)
     emb, head = hand_rows(258, 6, 3, 29), hand_rows(258, 6, 5, 31) - 7
     with torch.no_grad():

@@ -7,10 +7,17 @@ import math
 from pathlib import Path
 
 import torch
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 from transformers import AutoTokenizer
 
-from tests.conftest import expand_tokenizer, hand_rows, load, rows, save_tokenizer, sentencepiece_source, tiny_model, u
+from tests.conftest import (
+    byte_level_bos_source,
+    expand_tokenizer,
+    hand_rows,
+    load,
+    rows,
+    sentencepiece_source,
+    tiny_model,
+)
 from workflow_scripts.initialize import initialize_model
 from workflow_scripts.initialize.methods.omp import OMP_DEFAULTS, omp
 
@@ -38,14 +45,7 @@ def test_omp_picks_and_weights_by_hand():
 def byte_level_case(root: Path) -> tuple[Path, Path]:
     """Byte-level BPE: bytes at 0..255, "à¸" (E0 B8) 256, BOS 257 before every sentence. New: 258 ก (à¸ ģ),
     259 ก + E0 B8 (à¸ ģ à¸)."""
-    vocab = {u(bytes([b])): b for b in range(256)}
-    vocab.update({"à¸": 256, "<|bos|>": 257})
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[("à", "¸")]))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens([AddedToken("<|bos|>", special=True)])
-    tok.post_processor = processors.TemplateProcessing(single="<|bos|> $A", special_tokens=[("<|bos|>", 257)])
-    src = save_tokenizer(tok, root / "src_tok", bos_token="<|bos|>")
+    src = byte_level_bos_source(root / "src_tok")
     return src, expand_tokenizer(src, root / "tgt_tok", [("à¸", "ģ"), ("à¸ģ", "à¸")])
 
 
