@@ -94,12 +94,18 @@ def is_source(method: object, label: object) -> bool:
     return str(method).lower() == "source" or str(label).lower() == "source"
 
 
-def load_results(paths: list[str | Path], *, strict: bool = True) -> tuple[pd.DataFrame, list[str]]:
-    """Long table of every record in ``paths`` and the distinct ``details.data_label`` values found.
+Sentences = dict[tuple[str, str, str], tuple[list[float], list[int]]]
+
+
+def load_results(paths: list[str | Path], *, strict: bool = True) -> tuple[pd.DataFrame, list[str], Sentences]:
+    """Long table of every record in ``paths``, the distinct ``details.data_label`` values found, and each ppl
+    result's per-sentence NLL (nats) and characters (workflow_scripts/perplexity.py) by (model, language, method
+    slug); results written without them are left out of the last (they get no interval).
 
     With ``strict`` False, JSON files that are not result files are skipped with a warning instead of an error.
     """
     rows, labels, notes = [], [], []
+    sentences: Sentences = {}
     for path in paths:
         obj = read_json(path)
         if not (isinstance(obj, dict) and isinstance(obj.get("cell"), dict) and isinstance(obj.get("records"), list)):
@@ -117,6 +123,9 @@ def load_results(paths: list[str | Path], *, strict: bool = True) -> tuple[pd.Da
         reason = details.get("unavailable")
         if reason and f"{details.get('task')}: – ({reason})" not in notes:
             notes.append(f"{details.get('task')}: – ({reason})")
+        if "nll_nats" in details and "chars" in details:
+            cell = obj["cell"]
+            sentences[(cell["model"], cell["language"], cell["method"])] = (details["nll_nats"], details["chars"])
         records = list(obj["records"])
         if details.get("n") and any(r.get("metric") == headline.TOKENS[1] for r in records):
             # how many held-out sentences tokens_per_sentence counts over, so the pages can say which set it is
@@ -126,7 +135,7 @@ def load_results(paths: list[str | Path], *, strict: bool = True) -> tuple[pd.Da
             # generation tasks run several times: each record carries its run and seed
             row.update(rec, seed=rec.get("seed", details.get("seed")), run=rec.get("run"))
             rows.append(row)
-    return _typed(pd.DataFrame(rows, columns=COLUMNS)), labels + [f"note: {n}" for n in notes]
+    return _typed(pd.DataFrame(rows, columns=COLUMNS)), labels + [f"note: {n}" for n in notes], sentences
 
 
 def _cell_key(row: pd.Series) -> tuple:
@@ -156,20 +165,6 @@ def fill_train_seed(frame: pd.DataFrame, seed: int | None) -> pd.DataFrame:
     return frame
 
 
-def read_sentence_nll(paths: list[str | Path]) -> dict[tuple[str, str, str], tuple[list[float], list[int]]]:
-    """Each ppl result's per-sentence NLL (nats) and characters (workflow_scripts/perplexity.py), by (model,
-    language, method slug); results written without them are left out (they get no interval)."""
-    out = {}
-    for path in paths:
-        obj = read_json(path)
-        details = obj.get("details") if isinstance(obj, dict) else None
-        if not isinstance(details, dict) or "nll_nats" not in details or "chars" not in details:
-            continue
-        cell = obj["cell"]
-        out[(cell["model"], cell["language"], cell["method"])] = (details["nll_nats"], details["chars"])
-    return out
-
-
 def _is_cpt_for(gkey: tuple) -> Callable[[tuple], bool]:
     """Whether a group key is the CPT-only of ``gkey``'s training (procedure, objective, sequence length)."""
     col = {c: i for i, c in enumerate(CELL_COLUMNS)}
@@ -177,8 +172,7 @@ def _is_cpt_for(gkey: tuple) -> Callable[[tuple], bool]:
     return lambda k: k[col["label"]] == "CPT-only" and all(k[col[c]] == gkey[col[c]] for c in same)
 
 
-def add_intervals(frame: pd.DataFrame, sentences: dict[tuple[str, str, str], tuple[list[float], list[int]]]
-                  ) -> pd.DataFrame:  # fmt: skip
+def add_intervals(frame: pd.DataFrame, sentences: Sentences) -> pd.DataFrame:
     """Append each cell's ``bits_per_char_diff@Source`` and ``@CPT-only`` rows (module docstring): the difference in
     held-out bits per character, its seeds' per-sentence NLL averaged (intervals.pool), and its 95% paired bootstrap
     interval in min/max. CPT-only is the one with the cell's training (procedure, objective, sequence length)."""
@@ -389,9 +383,9 @@ def build_tables(
     config's, the training seed of the cells that record none."""
     from workflow_scripts.paper.figures import read_losses
 
-    frame, labels = load_results(paths, strict=strict)
+    frame, labels, sentences = load_results(paths, strict=strict)
     frame = fill_train_seed(frame, seed)
-    frame = add_intervals(add_derived(frame), read_sentence_nll(paths))
+    frame = add_intervals(add_derived(frame), sentences)
     curves = read_losses(losses)
     steps = {} if curves.empty else curves.groupby(["model", "language", "method"])["step"].max().to_dict()
     return frame, markdown(frame, labels, figure, {k: int(v) for k, v in steps.items()})
