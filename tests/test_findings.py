@@ -1,6 +1,7 @@
 """The findings page (workflow_scripts/findings/): its numbers checked by hand on a synthetic pilot (relative bits per
-character, the crossing of Source's level, the power-law extrapolation), the paragraph's sentences, sections without
-data left out, and the page of a default run (a subset of a finished default run's results.csv)."""
+character, the crossing of Source's level, the power-law extrapolation), the opening bullets and the sentences after
+them, the initializations' ranking over seeds with its intervals, sections without data left out, and the page of a
+default run (a subset of a finished default run's results.csv)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pandas as pd
 import pytest
 
 from workflow_scripts import paths
-from workflow_scripts.findings import numbers, paragraph, plots, titles
+from workflow_scripts.findings import glance, numbers, paragraph, plots, titles
 from workflow_scripts.findings.__main__ import main
 from workflow_scripts.tables import COLUMNS
 
@@ -156,12 +157,18 @@ def test_power_law_fit_recovers_the_tokens_of_an_exact_curve():
     assert numbers.fit_power_law(STEPS[:4], CURVES["si"]["Mean"][:4]) is None  # three points: too few
 
 
-def test_paragraph_sentences_follow_the_numbers():
+def test_sentences_follow_the_numbers():
     panels = _panels()
     thai, sinhala = panels["th"], panels["si"]
-    best, within = paragraph.best_sentence(thai, False)
-    assert best == ("On Thai, the best expanded method (at 100 new tokens), Align, ends 2.0% above CPT-only's bits "
-                    "per character (3.060 against 3.000): within 5%.") and within  # fmt: skip
+    against_cpt = glance.quality_part(thai, False, "CPT-only")
+    assert against_cpt == ("Thai: best Align 3.060 against 3.000, 2.0% above, within 5%; of 5 initializations no "
+                           "intervals recorded")  # fmt: skip
+    source = glance.quality_part(sinhala, False, "Source")
+    assert source.startswith("Sinhala: best Mean 5.500 against 6.000, 8.3% below")
+    assert glance.speed_part(thai, False) == ("Thai: 1.90x–1.96x over 5 initializations at 100 new tokens (bound "
+                                              "2.00x; 40.0 tokens a held-out sentence against 80.0)")  # fmt: skip
+    assert glance.ranking_part(thai, False) == ("Thai: Align, Mean, FOCUS, Merge, Random by the point values (no "
+                                                "intervals recorded)")  # fmt: skip
     order = paragraph.order_sentence(thai, False)
     assert "before training (step 0) the initializations order Align (5.500) < Mean (6.000) < Random (9.000)" in order
     assert "a spread of 3.500; after training Align (3.060) <" in order and "training narrows the gap" in order
@@ -179,12 +186,16 @@ def test_paragraph_sentences_follow_the_numbers():
         "On Thai, Mean is below Source's bits per character before training; Random reaches it after 3K training "
         "tokens; Align after 3.2K (1.1x the tokens of Random)."
     )
-    extra = paragraph.extrapolation_sentence(sinhala, False)
-    assert extra.startswith("Extrapolation, not a measurement (a power law")
-    assert "(5.250 bits per character)" in extra
-    assert "Mean about 25.6K training tokens (3.2x the 8K it trained)" in extra
-    assert "Random: no estimate (the fitted curve does not decrease)" in extra
-    assert "Align: no estimate (the fitted curve levels off at 5.400, above the target)" in extra
+    # Thai's best is within 5% of CPT-only: nothing to extrapolate; Sinhala's is 10% above
+    assert glance.extrapolation_rows(thai) == []
+    assert glance.extrapolation_rows(sinhala) == [
+        ["Mean", "5.250", "8K", "about 25.6K (3.2x)"],  # 1.05 x 5.0 reached at (0.25 / 40)^(-2) = 25,600 tokens
+        ["Align", "5.250", "8K", "levels off at 5.400"],
+        ["Random", "5.250", "8K", "no estimate: the fitted curve does not decrease"],
+    ]
+    assert glance.extrapolation_table(list(panels.values()), False)[2] == (
+        "| Sinhala | Mean | 5.250 | 8K | about 25.6K (3.2x) |"
+    )
     (k_line,) = paragraph.k_sentences(thai, False)
     assert k_line == (
         "On Thai, Mean with 500 new tokens instead of 50: paired speed-up 1.50x → 2.50x (+1.00x); final bits per "
@@ -200,10 +211,22 @@ def test_pilot_page_has_every_section(pilot, monkeypatch):
         written
     )
     md = (pilot / "findings.md").read_text(encoding="utf-8")
-    assert "Not in this run" not in md and md.count("What this can say is limited to this run") == 5
+    assert "Not in this run" not in md and md.count("These numbers hold for this run") == 1
+    assert md.index("## At a glance") < md.index("## More from the numbers") < md.index("## What it would take")
+    glance_lines = md.split("## At a glance")[1].split("##")[0].strip().splitlines()
+    assert [line.split(".**")[0] for line in glance_lines] == [
+        "- **Faster than Source (paired teacher-forced speed-up)",
+        "- **Quality against Source (held-out bits per character)",
+        "- **Against CPT-only (the same training without new tokens)",
+        "- **Initializations ranked (final bits per character; ≈ within noise, < outside it)",
+        "- **The number of new tokens",
+        "- **Scope",
+    ]
+    assert "| Sinhala | Align | 5.250 | 8K | levels off at 5.400 |" in md
+    assert "### Thai: the initializations ranked" in md
     assert "| Align | 5.500 | 3.060 | +2.0% | 1.96x [1.86–2.06] | 2.00x | 0.98 | 3.2K | 4.8 |" in md
     assert "| Random | 7.000 | 6.000 | +20.0% |" in md and "| not reached | 2.0 |" in md
-    assert "SmolLM2-135M stands in for the paper's 7–9B models" in md and "one training run (one seed)" in md
+    assert "SmolLM2-135M standing in for the paper's 7–9B models" in md and "one training run (one seed)" in md
 
 
 def test_figures_draw_what_the_numbers_say(monkeypatch):
@@ -241,8 +264,10 @@ def test_default_run_page(tmp_path):
     assert written == {"findings.md", "findings.html", "quality_speed.png", "quality_speed.pdf"}
     md = (root / "findings" / "findings.md").read_text(encoding="utf-8")
     assert f"> Data: {LABEL}." in md
-    assert "On Thai, the only expanded method, Mean, ends 38.0% above CPT-only's bits per character" in md
-    assert "Not in this run: learning curves" in md and "the number of new tokens (no initialization run" in md
+    assert ("Thai: Mean 6.928 against 5.019, 38.0% above, not within 5%;") in md
+    assert "- Not in this run: learning curves" in md and "the number of new tokens (no initialization run" in md
+    assert "cannot be extrapolated (Thai, Sinhala): set training.curve_points to 5 or more" in md
+    assert "## What it would take" not in md and "initializations ranked" not in md
     assert "## Learning curves" not in md and "at step 0" not in md
     assert "| Mean | 6.928 | +38.0% | 1.91x [1.78–2.23] | 1.94x | 0.98 | 0.2 |" in md
     assert re.search(r"Every expanded cell's paired speed-up is at least 0\.98 of its bound", md)
@@ -326,9 +351,80 @@ def test_the_ranking_says_better_or_worse_only_outside_the_interval():
     thai = _panels()["th"]
     _row(thai, "Align")["vs_cpt"] = Interval(0.06, -0.01, 0.13, 50)  # holds zero
     _row(thai, "Mean")["vs_cpt"] = Interval(0.4, 0.3, 0.5, 50)
-    best, _ = paragraph.best_sentence(thai, False)
-    assert best.endswith("within 5%. Against CPT-only, in bits per character, it is within noise (95% interval "
-                         "[-0.010, +0.130]).")  # fmt: skip
+    for name in ("Random", "Merge", "FOCUS"):
+        _row(thai, name)["vs_cpt"] = Interval(0.4, 0.3, 0.5, 50)
+    assert glance.quality_part(thai, False, "CPT-only") == (
+        "Thai: best Align 3.060 against 3.000, 2.0% above, within 5%, 95% interval [-0.010, +0.130]; of 5 "
+        "initializations within noise: Align; worse: Mean, FOCUS, Merge, Random"
+    )
     order = paragraph.order_sentence(thai, False)
-    assert order.endswith("Against CPT-only, in bits per character: Align within noise (95% interval [-0.010, "
-                          "+0.130]); Mean worse (95% interval [+0.300, +0.500]).")  # fmt: skip
+    assert (
+        "Against CPT-only, in bits per character: Align within noise (95% interval [-0.010, +0.130]); Mean worse "
+    ) in order
+
+
+# Per-sentence NLL of the seeds ranked below: every sentence's NLL shifted by a constant number of bits per character,
+# so each seed's difference to BASE is exactly its shift (checkable by hand).
+SENT_CHARS = [12, 40, 7, 25, 31, 18, 9, 50]
+SENT_NLL = [20.1, 55.0, 9.9, 30.2, 44.4, 21.7, 14.0, 60.3]
+BASE = sum(SENT_NLL) / sum(SENT_CHARS) / math.log(2)
+SEED_SHIFTS = {"Align": (0.00, 0.02, 0.04), "Mean": (0.01, 0.03, 0.05), "Random": (0.5,)}
+
+
+def _seeded_run() -> tuple[pd.DataFrame, dict]:
+    """Thai: Source, CPT-only, Align and Mean with three seeds (42, 43, 44), Random with one; results.csv rows and
+    each cell's per-sentence NLL."""
+    rows, sentences = [], {}
+    for name, bpc in (("Source", 4.0), ("CPT-only", BASE - 0.1)):
+        base = {"model": "smollm2", "language": "th", "posthoc": "none", **_cell("th", name)}
+        rows.append({**base, "task": "ppl", "metric": "bits_per_char", "value": bpc})
+        shift = bpc - BASE
+        sentences[("smollm2", "th", base["method"])] = (
+            [n + shift * math.log(2) * c for n, c in zip(SENT_NLL, SENT_CHARS, strict=True)],
+            SENT_CHARS,
+        )
+    for name, shifts in SEED_SHIFTS.items():
+        cell = _cell("th", name)
+        cell["k"] = 100
+        for seed, shift in zip((42, 43, 44)[: len(shifts)], shifts, strict=True):
+            slug = cell["method"] if seed == 42 else f"{cell['method']}.s{seed}"
+            extra = {"train_seed": seed} if seed != 42 else {}
+            base = {"model": "smollm2", "language": "th", "posthoc": "none", **cell, "method": slug, **extra}
+            rows.append({**base, "task": "ppl", "metric": "bits_per_char", "value": BASE + shift})
+            sentences[("smollm2", "th", slug)] = (
+                [n + shift * math.log(2) * c for n, c in zip(SENT_NLL, SENT_CHARS, strict=True)],
+                SENT_CHARS,
+            )
+    return pd.DataFrame(rows, columns=COLUMNS), sentences
+
+
+def test_initializations_are_ranked_over_seeds_with_what_is_within_noise():
+    frame, sentences = _seeded_run()
+    (thai,) = numbers.panels(frame, sentences=sentences)
+    ranked = glance.ranking(thai)
+    assert [p.row["name"] for p in ranked] == ["Align", "Mean", "Random"]
+    assert [p.row["seeds"] for p in ranked] == [3, 3, 1]
+    assert ranked[0].above is None
+    # Mean - Align: per resample the mean of three drawn Mean shifts minus three drawn Align shifts, in [-0.03, +0.05]:
+    # the seeds' spread holds zero, whatever the sentences
+    mean_vs_align = ranked[1].above
+    assert mean_vs_align.diff == pytest.approx(0.01) and mean_vs_align.low < 0 < mean_vs_align.high
+    assert -0.03 - 1e-9 <= mean_vs_align.low and mean_vs_align.high <= 0.05 + 1e-9
+    # Random - Mean: 0.5 minus the mean of three drawn Mean shifts, in [0.45, 0.49]: outside the noise
+    random_vs_mean = ranked[2].above
+    assert random_vs_mean.diff == pytest.approx(0.47) and 0.45 - 1e-9 <= random_vs_mean.low
+    assert random_vs_mean.high <= 0.49 + 1e-9 and random_vs_mean.excludes_zero
+    assert glance.ranking_text(ranked) == "Align ≈ Mean < Random"
+    assert glance.ranking_part(thai, False) == "Thai: Align ≈ Mean < Random (1–3 seeds a method)"
+    table = glance.ranking_table(thai)
+    assert table[2] == f"| 1 | Align | 3 | {BASE + 0.02:.3f} ± 0.020 | – | – |  |"
+    assert table[3].startswith(f"| 2 | Mean | 3 | {BASE + 0.03:.3f} ± 0.020 | +0.010 | [") and table[3].endswith(
+        "| within noise |"
+    )
+    assert table[4].startswith(f"| 3 | Random | 1 | {BASE + 0.5:.3f} | +0.470 | [+0.4")
+    assert table[4].endswith("| worse |")
+    # a seed without its sentences' NLL: no interval for its method, and the bullet says so where none has one
+    partial = {k: v for k, v in sentences.items() if not k[2].endswith(".s43")}
+    (thai,) = numbers.panels(frame, sentences=partial)
+    assert [p.above for p in glance.ranking(thai)] == [None, None, None]
+    assert glance.ranking_part(thai, False) == "Thai: Align, Mean, Random by the point values (no intervals recorded)"

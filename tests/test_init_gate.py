@@ -100,3 +100,30 @@ def test_lapt_job_refuses_before_training_and_can_be_told_not_to(mean_cell, thai
     gate = json.loads((tmp_path / "c" / "stats.json").read_text())["init_gate"]
     assert gate["method"] == "Mean" and gate["n_sentences"] == 32 and gate["tolerance"] == GATE_TOLERANCE
     assert gate["bits_per_char"] <= gate["random_bits_per_char"] * (1 + GATE_TOLERANCE)
+
+
+def test_with_a_curve_the_gate_scores_its_text_once_as_the_curves_step_0(mean_cell, thai_file, tmp_path, monkeypatch):
+    """The gate scores the held-out curve's text at step 0; the curve takes that point rather than scoring the same
+    model on the same sentences again: the initialized model is scored once before training (Random's rows once)."""
+    from workflow_scripts.lapt import gate as gate_module
+    from workflow_scripts.lapt import loop
+
+    calls = []
+    original = gate_module.bits_per_char
+
+    def counted(model, *args, **kwargs):
+        calls.append(model.training)
+        return original(model, *args, **kwargs)
+
+    monkeypatch.setattr(gate_module, "bits_per_char", counted)
+    monkeypatch.setattr(loop, "bits_per_char", counted)
+    out = tmp_path / "c"
+    curve = ["--curve-points", "2", "--curve-text", str(thai_file), "--curve-n", "8", "--curve", str(out / "curve.tsv")]
+    lapt.main(_cli(mean_cell["model"], mean_cell["report"], thai_file, out, *curve))
+    gate = json.loads((out / "stats.json").read_text())["init_gate"]
+    rows = (out / "curve.tsv").read_text().splitlines()
+    assert rows[0].split("\t")[:3] == ["step", "tokens", "bits_per_char"] and len(rows) == 3  # steps 0 and 1
+    step0 = rows[1].split("\t")
+    assert step0[:2] == ["0", "0"] and float(step0[2]) == pytest.approx(gate["bits_per_char"], abs=1e-6)
+    assert gate["n_sentences"] == 8 and step0[3] == "8"
+    assert len(calls) == 3  # the initialized model and Random's rows (the gate), then step 1 (the curve)

@@ -48,9 +48,30 @@ def test_seeded_bootstrap_matches_a_direct_reimplementation():
     assert intervals.paired_bpc_diff(a, b, chars) == intervals.paired_bpc_diff(a, b, chars)
 
 
-def test_seeds_are_pooled_per_sentence_and_must_score_the_same_sentences():
-    assert intervals.pool([[1.0, 2.0], [3.0, 6.0]]).tolist() == [2.0, 4.0]
+def test_seeds_must_score_the_same_sentences():
+    assert intervals.stack([[1.0, 2.0], [3.0, 6.0]]).tolist() == [[1.0, 2.0], [3.0, 6.0]]
     with pytest.raises(ValueError, match="different numbers of held-out sentences"):
-        intervals.pool([[1.0, 2.0], [3.0]])
+        intervals.stack([[1.0, 2.0], [3.0]])
     with pytest.raises(ValueError, match="same, non-empty sentences"):
         intervals.paired_bpc_diff([1.0], [1.0, 2.0], [3, 4])
+
+
+def test_one_seed_as_a_list_of_one_is_the_sentence_bootstrap():
+    assert intervals.paired_bpc_diff([NLL], [NLL[::-1]], CHARS) == intervals.paired_bpc_diff(NLL, NLL[::-1], CHARS)
+
+
+def test_seeds_widen_the_interval_by_their_spread():
+    # b: one seed. a: three seeds, each a constant shift of b per character (-0.3, 0.0, +0.3 bits): on the sentences
+    # as they are, a - b is their mean, 0.0; each resample's seed draw averages three of the shifts, so the interval
+    # spans what those averages do (-0.3 .. +0.3), which the seeds' mean alone (one shifted list) would hide.
+    shifted = [[n + s * math.log(2) * c for n, c in zip(NLL, CHARS, strict=True)] for s in (-0.3, 0.0, 0.3)]
+    iv = intervals.paired_bpc_diff(shifted, NLL, CHARS)
+    assert iv.diff == pytest.approx(0.0, abs=1e-12)
+    assert -0.3 - 1e-9 <= iv.low < -0.1 and 0.1 < iv.high <= 0.3 + 1e-9
+    assert intervals.verdict(iv).startswith("within noise")
+    pooled = intervals.paired_bpc_diff(np.mean(shifted, axis=0), NLL, CHARS)
+    assert pooled.low == pytest.approx(0.0, abs=1e-9) and pooled.high == pytest.approx(0.0, abs=1e-9)
+    # by hand: the seed draws of each resample (their own stream, seed + 1) and the shared sentence indices
+    seeds = np.random.default_rng(intervals.SEED + 1).integers(0, 3, size=(intervals.RESAMPLES, 3))
+    means = np.array([-0.3, 0.0, 0.3])[seeds].mean(axis=1)
+    assert iv.low == pytest.approx(np.percentile(means, 2.5)) and iv.high == pytest.approx(np.percentile(means, 97.5))

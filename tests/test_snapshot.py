@@ -181,9 +181,9 @@ def test_the_cpu_model_is_only_read_here_when_the_run_ran_here(run):
     assert snapshot.machine(run, "auto")["cpu_model"] is None  # the record's platform is not this machine's
 
 
-def test_the_findings_paragraph_and_each_number_of_new_tokens_are_shown(tmp_path, run):
-    """A run with a findings page quotes its generated paragraph; two cells of one method apart by |V_new| are named
-    by it; every held-out data label is listed."""
+def test_the_findings_bullets_and_each_number_of_new_tokens_are_shown(tmp_path, run):
+    """A run with a findings page quotes its generated opening bullets; two cells of one method apart by |V_new| are
+    named by it; every held-out data label is listed."""
     frame = pd.read_csv(run / "tables" / "results.csv")
     more = frame[frame["method"] == "Mean.k100.2x2LS.clm.L128"].assign(method="Mean.k500.2x2LS.clm.L128", k=500)
     pd.concat([frame.assign(k=frame["method"].map({"Mean.k100.2x2LS.clm.L128": 100})), more]).to_csv(
@@ -195,13 +195,16 @@ def test_the_findings_paragraph_and_each_number_of_new_tokens_are_shown(tmp_path
     findings = run / "findings"
     findings.mkdir()
     (findings / "findings.md").write_text(
-        "# Findings\n\n## What the numbers say\n\nOn Sinhala, Mean ends\n2.0% above CPT-only.\n\n## Quality\n\nx\n",
+        "# Findings\n\n## At a glance\n\n- **Against CPT-only.** Sinhala: Mean ends\n2.0% above CPT-only.\n"
+        "- **Scope.** This run.\n\n## Quality\n\nx\n",
         encoding="utf-8",
     )
     doc = tmp_path / "measurements.md"
-    prose = " ".join(_main(tmp_path, doc, "--date", "2026-12-03").split())
-    assert "### Findings As `results/default/findings/findings.md` generates it from these results:" in prose
-    assert "these results: On Sinhala, Mean ends 2.0% above CPT-only. ### Cost" in prose
+    written = _main(tmp_path, doc, "--date", "2026-12-03")
+    assert "\n- **Against CPT-only.** Sinhala: Mean ends 2.0% above CPT-only.\n- **Scope.** This run.\n" in written
+    prose = " ".join(written.split())
+    assert "### Findings As `results/default/findings/findings.md` opens, generated from these results: - **" in prose
+    assert "- **Scope.** This run. ### Cost" in prose
     assert "| si | Mean, 100 new tokens | 27.5 |" in prose and "| si | Mean, 500 new tokens | 27.5 |" in prose
     assert "Data: natural text; stand-in data." in prose or "Data: stand-in data; natural text." in prose
 

@@ -43,7 +43,7 @@ from workflow_scripts.runs import MARKER, RESULTS, run_of_configfiles
 from workflow_scripts.tables import is_source
 
 DOC = Path("docs/measurements.md")
-FINDINGS_HEADING = "## What the numbers say"
+FINDINGS_HEADING = "## At a glance"
 TIMINGS_HEADING = "### Timed runs"
 TIMINGS_HEAD = ("| finished (UTC) | wall time | jobs | job wall time, summed | heaviest rules, summed | machine |",
                 "|---|---:|---:|---:|---|---|")  # fmt: skip
@@ -351,12 +351,15 @@ def render(run: str, root: Path, snap: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _findings_lines(run: str, paragraph: str | None) -> list[str]:
-    """The findings page's generated paragraph, quoted under a heading of its own (nothing without the page)."""
-    if not paragraph:
+def _findings_lines(run: str, glance: list[str] | None) -> list[str]:
+    """The findings page's generated opening bullets, quoted under a heading of their own, each wrapped at the page's
+    width (nothing without the page)."""
+    if not glance:
         return []
     page = paths.findings_dir(f"results/{run}")
-    return ["### Findings", "", *_wrap(f"As `{page}/findings.md` generates it from these results: {paragraph}"), ""]
+    bullets = [line for item in glance for line in textwrap.wrap(item, WIDTH, subsequent_indent="  ",
+               break_long_words=False, break_on_hyphens=False)]  # fmt: skip
+    return ["### Findings", "", f"As `{page}/findings.md` opens, generated from these results:", "", *bullets, ""]
 
 
 def _timings_lines(rows: list[str]) -> list[str]:
@@ -402,13 +405,21 @@ def _finish_cell(row: str) -> str:
     return row.split("|")[1].strip()
 
 
-def findings_paragraph(root: Path) -> str | None:
-    """The paragraph under "What the numbers say" of the run's findings page, or None without the page."""
+def findings_glance(root: Path) -> list[str] | None:
+    """The bullets under "At a glance" of the run's findings page, one item a string, or None without the page."""
     page = Path(paths.findings_dir(str(root))) / "findings.md"
     if not page.is_file():
         return None
     text = page.read_text(encoding="utf-8").split(FINDINGS_HEADING, 1)
-    return " ".join(text[1].split("\n## ", 1)[0].split()) if len(text) == 2 else None
+    if len(text) < 2:
+        return None
+    items: list[str] = []
+    for line in text[1].split("\n## ", 1)[0].splitlines():
+        if line.startswith("- "):
+            items.append(line.strip())
+        elif line.strip() and items:
+            items[-1] += " " + line.strip()
+    return items or None
 
 
 def replace_section(text: str, run: str, section: str) -> str:
@@ -459,7 +470,7 @@ def snapshot(root: Path, *, wall_time: float | None, note: str | None, cpu_model
         "finished": finished.strftime("%Y-%m-%d %H:%M"),
         "wall_time": wall_time,
         "note": note,
-        "findings": findings_paragraph(root),
+        "findings": findings_glance(root),
     }
 
 

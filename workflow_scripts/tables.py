@@ -15,8 +15,8 @@ Training seeds (a methods entry's ``seed`` list, workflow_scripts/grid.py) are c
 with column ``train_seed``; the Markdown groups a row name's seeds into one row: the mean ± sd over seeds and their
 number. Derived rows ``bits_per_char_diff@Source`` and ``bits_per_char_diff@CPT-only`` (task ppl) give a cell's
 difference in held-out bits per character to Source's and to CPT-only's (same model, language and training) with its
-95% paired bootstrap interval in ``min``/``max`` (workflow_scripts/intervals.py), a row name's seeds pooled: every
-seed's cell carries its row name's interval.
+95% paired bootstrap interval in ``min``/``max`` (workflow_scripts/intervals.py), over a row name's seeds and the
+held-out sentences: every seed's cell carries its row name's interval.
 """
 
 from __future__ import annotations
@@ -174,8 +174,9 @@ def _is_cpt_for(gkey: tuple) -> Callable[[tuple], bool]:
 
 def add_intervals(frame: pd.DataFrame, sentences: Sentences) -> pd.DataFrame:
     """Append each cell's ``bits_per_char_diff@Source`` and ``@CPT-only`` rows (module docstring): the difference in
-    held-out bits per character, its seeds' per-sentence NLL averaged (intervals.pool), and its 95% paired bootstrap
-    interval in min/max. CPT-only is the one with the cell's training (procedure, objective, sequence length)."""
+    held-out bits per character over its seeds, and its 95% paired bootstrap interval (over seeds and sentences:
+    intervals.paired_bpc_diff) in min/max. CPT-only is the one with the cell's training (procedure, objective,
+    sequence length)."""
     if frame.empty:
         return frame
     ppl = frame[(frame["task"] == "ppl") & (frame["metric"] == "bits_per_char")]
@@ -191,7 +192,7 @@ def add_intervals(frame: pd.DataFrame, sentences: Sentences) -> pd.DataFrame:
         if any(list(chars) != list(data[0][1]) for _, chars in data):
             log.warning("%s: its seeds scored different held-out sentences; no interval", gkey[2])
             continue
-        pooled[gkey] = (intervals.pool([nll for nll, _ in data]), list(data[0][1]), keys)
+        pooled[gkey] = (intervals.stack([nll for nll, _ in data]), list(data[0][1]), keys)
     derived = []
     for gkey, (nll, chars, keys) in pooled.items():
         for ref, match in (("Source", lambda k: is_source(k[2], k[3])), ("CPT-only", _is_cpt_for(gkey))):

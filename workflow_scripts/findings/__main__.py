@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from workflow_scripts.findings import numbers, plots, text
+from workflow_scripts.findings import glance, numbers, plots, text
 from workflow_scripts.findings.numbers import Panel
-from workflow_scripts.findings.paragraph import paragraph
+from workflow_scripts.findings.paragraph import details
 from workflow_scripts.findings.titles import TITLES
 from workflow_scripts.io import setup_logging, write_text
 from workflow_scripts.paper.headline import data_labels, labels_for, read_results, to_html
@@ -38,40 +38,48 @@ def curve_note(panels: list[Panel]) -> str:
 
 
 def page(panels: list[Panel], drawn: dict[str, bool], labels: list[str], models: list[str], n_seeds: int) -> str:
-    """findings.md: the data line, the paragraph, each figure written with its caption, one table per panel, and
-    what the run has no data for."""
+    """findings.md: the data line, the opening bullets (the scope among them, once), the sentences that follow from
+    the numbers, the extrapolation table, each figure with its caption, one table per panel with its initializations'
+    ranking, and what the run has no data for."""
     langs = sorted({p.language for p in panels})
-    caveat = text.caveat(models, labels, n_seeds, langs)
+    multi = len({p.model for p in panels}) > 1
     lines = ["# Findings", "", *(f"> Data: {label}." for label in labels), *([""] if labels else [])]
-    lines += ["## What the numbers say", "", paragraph(panels, text.scope(models, labels, n_seeds, langs)), ""]
+    lines += ["## At a glance", "", *glance.bullets(panels, text.scope(models, labels, n_seeds, langs)), ""]
+    more = details(panels, glance.uncurved(panels, multi))
     absent = [ABSENT[name] for name in FIGURES if not drawn.get(name)]
     if absent:
-        lines += ["Not in this run: " + "; ".join(absent) + ".", ""]
+        more.append("Not in this run: " + "; ".join(absent) + ".")
+    lines += ["## More from the numbers", "", *(f"- {sentence}" for sentence in more), ""]
+    extrapolated = glance.extrapolation_table(panels, multi)
+    if extrapolated:
+        lines += [f"## What it would take to come within {numbers.WITHIN:.0f}% of CPT-only", "",
+                  text.CAPTIONS["extrapolation"], "", *extrapolated]  # fmt: skip
     note = curve_note(panels)
     for name in FIGURES:
         if drawn.get(name):
             caption = text.CAPTIONS[name] + (note if name == "learning_curves" else "")
-            lines += [f"## {TITLES[name].split(':')[0]}", "", f"![{TITLES[name]}]({name}.png)", "",
-                      f"{caption} {caveat}", ""]  # fmt: skip
-    multi = len({p.model for p in panels}) > 1
+            lines += [f"## {TITLES[name].split(':')[0]}", "", f"![{TITLES[name]}]({name}.png)", "", caption, ""]
     for panel in panels:
         several = len({r["k"] for r in panel.expanded()}) > 1
         caption = (text.CAPTIONS["table_k"].format(k=panel.main_k()) if several else "") + text.CAPTIONS["table"]
         caption += text.CAPTIONS["table_curves"] + note if panel.curves() else ""
         if any(r.get("served", (None,))[0] is not None for r in panel.rows):
             caption += text.CAPTIONS["table_served"]
-        lines += [f"## {panel_name(panel.model, panel.language, multi)}", "", *text.table(panel),
-                  f"{caption} {caveat}", ""]  # fmt: skip
+        name = panel_name(panel.model, panel.language, multi)
+        lines += [f"## {name}", "", *text.table(panel), caption, ""]
+        ranked = glance.ranking_table(panel)
+        if ranked:
+            lines += [f"### {name}: the initializations ranked", "", *ranked, text.CAPTIONS["ranking"], ""]
         if panel.fidelity:
-            lines += [f"### {panel_name(panel.model, panel.language, multi)}: served in llama.cpp", "",
-                      *text.fidelity_table(panel), text.CAPTIONS["fidelity"], ""]  # fmt: skip
+            lines += [f"### {name}: served in llama.cpp", "", *text.fidelity_table(panel), text.CAPTIONS["fidelity"],
+                      ""]  # fmt: skip
     return "\n".join(lines)
 
 
 def build(frame: pd.DataFrame, root: Path, out: Path, labels: list[str]) -> str:
     """Write the page's figures and findings.md / findings.html under ``out``; returns the Markdown."""
     out.mkdir(parents=True, exist_ok=True)
-    panels = numbers.panels(frame, numbers.read_curves(root), numbers.read_fidelity(root))
+    panels = numbers.panels(frame, numbers.read_curves(root), numbers.read_fidelity(root), numbers.read_sentences(root))
     own = labels_for(labels, ["ppl", "mt"])
     drawn = {name: bool(getattr(plots, name)(panels, out / name, own)) for name in FIGURES}
     models = list(dict.fromkeys(str(m) for m in frame["model"])) if not frame.empty else []

@@ -24,7 +24,7 @@ from workflow_scripts import paths
 from workflow_scripts.paper import headline
 from workflow_scripts.paper.headline import metric_mean as mean_of
 from workflow_scripts.paper.names import training_text
-from workflow_scripts.tables import is_source
+from workflow_scripts.tables import Sentences, is_source, load_results
 
 log = logging.getLogger("vocabexp")
 
@@ -105,12 +105,29 @@ def read_fidelity(root: str | Path) -> dict[tuple[str, str, str], dict]:
     return out
 
 
+def read_sentences(root: str | Path) -> Sentences:
+    """Every cell's per-sentence held-out NLL and characters (the ppl results' details under the run folder ``root``)
+    by (model, language, method slug): what the ranking's paired intervals resample."""
+    found = paths.found(paths.eval_file("*", "*", "*", "ppl.json", paths.glob_root(root)))
+    return load_results(found, strict=False)[2] if found else {}
+
+
+def _seed_nll(row: dict, model: str, lang: str, sentences: Sentences) -> tuple[np.ndarray | None, list[int] | None]:
+    """A row's per-sentence NLL, one line per training seed ([seeds, sentences]), and the sentences' characters;
+    (None, None) where a seed has none recorded or the seeds scored different sentences."""
+    found = [sentences.get((model, lang, slug)) for slug in row.get("slugs", [row["method"]])]
+    if not found or any(f is None for f in found) or any(list(f[1]) != list(found[0][1]) for f in found):
+        return None, None
+    return np.asarray([f[0] for f in found], dtype=float), list(found[0][1])
+
+
 def panels(frame: pd.DataFrame, curves: dict[tuple[str, str, str], pd.DataFrame] | None = None,
-           fidelity: dict[tuple[str, str, str], dict] | None = None) -> list[Panel]:  # fmt: skip
+           fidelity: dict[tuple[str, str, str], dict] | None = None,
+           sentences: Sentences | None = None) -> list[Panel]:  # fmt: skip
     """The run's model x language panels with every adapted cell's numbers (headline.lead_rows, and chrF, its kind,
-    its number of new tokens, its curve with the step-0 value and the crossing of Source's level), and the GGUF
-    checks of its cells (``read_fidelity``)."""
-    curves, fidelity = curves or {}, fidelity or {}
+    its number of new tokens, its curve with the step-0 value and the crossing of Source's level, its seeds'
+    per-sentence NLL where ``sentences`` has them), and the GGUF checks of its cells (``read_fidelity``)."""
+    curves, fidelity, sentences = curves or {}, fidelity or {}, sentences or {}
     out = []
     cells = frame.drop_duplicates(["model", "language", "method"]).set_index(["model", "language", "method"])
     for (model, lang), part in frame.groupby(["model", "language"], sort=False):
@@ -128,6 +145,7 @@ def panels(frame: pd.DataFrame, curves: dict[tuple[str, str, str], pd.DataFrame]
                        curve=curve)  # fmt: skip
             row["bpc0"] = float(curve["bits_per_char"].iloc[0]) if curve is not None else None
             row["reach"] = _reach(curve, source["bpc"])
+            row["nll"], row["chars"] = _seed_nll(row, str(model), str(lang), sentences)
             panel.rows.append(row)
         _name_rows(panel.rows, panel.main_k())
         if panel.rows:

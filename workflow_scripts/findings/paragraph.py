@@ -1,45 +1,16 @@
-"""The findings paragraph, generated sentence by sentence from the numbers (numbers.py); a sentence whose numbers the
-run does not have is left out. docs/findings.md says what each sentence compares."""
+"""The findings page's sentences under its opening bullets (glance.py), generated from the numbers (numbers.py); a
+sentence whose numbers the run does not have is left out. docs/findings.md says what each sentence compares."""
 
 from __future__ import annotations
 
-from workflow_scripts.findings.numbers import WITHIN, Panel, curve_fit, relative, trained_tokens
-from workflow_scripts.findings.text import FIT_WORDS, tokens_text
+from workflow_scripts.findings.numbers import WITHIN, Panel, relative, trained_tokens
+from workflow_scripts.findings.text import tokens_text
 from workflow_scripts.intervals import verdict
 from workflow_scripts.paper.names import panel_name
 
 
 def _where(panel: Panel, multi: bool) -> str:
     return panel_name(panel.model, panel.language, multi)
-
-
-def best_sentence(panel: Panel, multi: bool) -> tuple[str, bool | None]:
-    """The best expanded cell (at the panel's main number of new tokens) against CPT-only, and whether it is within
-    WITHIN percent of it (None where either is missing)."""
-    cpt, rows = panel.cpt(), [r for r in panel.expanded(panel.main_k()) if r["bpc"][1] is not None]
-    if cpt is None or cpt["bpc"][1] is None or not rows:
-        return "", None
-    best = min(rows, key=lambda r: r["bpc"][1])
-    diff = relative(best["bpc"][1], cpt["bpc"][1])
-    within = diff <= WITHIN
-    which = "the only expanded method" if len(rows) == 1 else "the best expanded method"
-    which += f" (at {panel.main_k()} new tokens)" if len(panel.expanded()) > len(rows) else ""
-    side = "above" if diff > 0 else "below"
-    return (
-        f"On {_where(panel, multi)}, {which}, {best['name']}, ends {abs(diff):.1f}% {side} CPT-only's bits per "
-        f"character ({best['bpc'][1]:.3f} against {cpt['bpc'][1]:.3f}): {'' if within else 'not '}within "
-        f"{WITHIN:.0f}%.{noise_clause(best, 'CPT-only')}",
-        within,
-    )
-
-
-def noise_clause(row: dict, reference: str) -> str:
-    """ " Against CPT-only it is worse (95% interval [+0.010, +0.040] bits per character)." from the row's paired
-    bootstrap interval (``vs_cpt``, ``vs_source``: headline.lead_rows); "" where the run has none."""
-    interval = row.get("vs_cpt" if reference == "CPT-only" else "vs_source")
-    if interval is None:
-        return ""
-    return f" Against {reference}, in bits per character, it is {verdict(interval)}."
 
 
 def against_cpt(rows: list[dict]) -> str:
@@ -113,36 +84,6 @@ def _ends_above(row: dict, panel: Panel) -> str:
     return f" but ends above it ({end:.3f})" if end is not None and level is not None and end > level else ""
 
 
-def extrapolation_sentence(panel: Panel, multi: bool) -> str:
-    """Where no expanded cell ends within WITHIN percent of CPT-only: the training tokens each curve's power law
-    needs to come down to (1 + WITHIN %) × CPT-only's final bits per character, labelled as an extrapolation."""
-    cpt, rows = panel.cpt(), panel.expanded(panel.main_k())
-    if cpt is None or cpt["bpc"][1] is None or not rows:
-        return ""
-    where = _where(panel, multi)
-    curved = [r for r in rows if r["curve"] is not None]
-    if not curved:
-        return ""
-    target = (1 + WITHIN / 100) * cpt["bpc"][1]
-    parts = []
-    for r in curved:
-        fit = curve_fit(r)
-        if fit is None:
-            parts.append(f"{r['name']}: no estimate (too few points after step 0 to fit)")
-        elif not fit.decreasing():
-            parts.append(f"{r['name']}: no estimate (the fitted curve does not decrease)")
-        elif fit.tokens_for(target) is None:
-            parts.append(f"{r['name']}: no estimate (the fitted curve levels off at {fit.a:.3f}, above the target)")
-        else:
-            needed, trained = fit.tokens_for(target), trained_tokens(r)
-            parts.append(f"{r['name']} about {tokens_text(needed)} training tokens ({needed / trained:.1f}x the "
-                         f"{tokens_text(trained)} it trained)")  # fmt: skip
-    return (
-        f"Extrapolation, not a measurement ({FIT_WORDS}): to come within {WITHIN:.0f}% of CPT-only on {where} "
-        f"({target:.3f} bits per character), " + "; ".join(parts) + "."
-    )
-
-
 def bound_sentence(panels: list[Panel], multi: bool, floor: float = 0.9) -> str:
     """How close the expanded cells' paired speed-ups come to their bounds: the lowest ratio, and every cell under
     ``floor`` of its bound."""
@@ -192,22 +133,15 @@ def k_sentences(panel: Panel, multi: bool) -> list[str]:
     return out
 
 
-def paragraph(panels: list[Panel], scope_text: str) -> str:
-    """The findings paragraph: per panel the best expanded cell against CPT-only, the initializations' order before
-    and after training, when each reaches Source's level, the extrapolation where none is within reach, the k
-    trade-off; then the bound, then what the run cannot say (``scope_text``)."""
+def details(panels: list[Panel], uncurved: list[str]) -> list[str]:
+    """The sentences under the opening bullets: per panel the initializations' order before and after training and
+    when each reaches Source's level; then how close the speed-ups come to their bounds, and where no curve allows the
+    extrapolation (``uncurved``: the languages without one)."""
     multi = len({p.model for p in panels}) > 1
-    sentences, uncurved = [], []
-    for panel in panels:
-        best, within = best_sentence(panel, multi)
-        sentences += [best, order_sentence(panel, multi), reach_sentence(panel, multi)]
-        if within is False:
-            sentences.append(extrapolation_sentence(panel, multi))
-            if not any(r["curve"] is not None for r in panel.expanded(panel.main_k())):
-                uncurved.append(_where(panel, multi))
-        sentences += k_sentences(panel, multi)
+    sentences = [s for p in panels for s in (order_sentence(p, multi), reach_sentence(p, multi))]
     if uncurved:
         sentences.append(f"Without learning curves, the training tokens needed to come within {WITHIN:.0f}% of "
-                         f"CPT-only cannot be extrapolated ({', '.join(uncurved)}).")  # fmt: skip
-    sentences += [bound_sentence(panels, multi), scope_text]
-    return " ".join(s for s in sentences if s)
+                         f"CPT-only cannot be extrapolated ({', '.join(uncurved)}): set training.curve_points to 5 "
+                         "or more to record them.")  # fmt: skip
+    sentences.append(bound_sentence(panels, multi))
+    return [s for s in sentences if s]

@@ -1,5 +1,5 @@
-"""The words of the findings page, generated from the numbers (numbers.py): the per-language tables, the findings
-paragraph and the caption saying what the run can and cannot say about the paper's models and data."""
+"""The words of the findings page, generated from the numbers (numbers.py): the per-language tables, the captions and
+the one sentence saying what the run can and cannot say about the paper's models and data."""
 
 from __future__ import annotations
 
@@ -130,32 +130,19 @@ def stand_in_models(models: list[str], langs: list[str]) -> list[str]:
 
 
 def scope(models: list[str], labels: list[str], n_seeds: int, langs: list[str]) -> str:
-    """What the run can and cannot say about the paper's models and data, from the models, data labels and
-    languages it has."""
+    """The one sentence saying what the run can and cannot say about the paper's models and data, from the models,
+    data labels, seeds and languages it has."""
     small = stand_in_models(models, langs)
     paper = ", ".join(model_name(m) for m in PAPER_MODELS)
     parts = []
     if small:
-        parts.append(f"{' and '.join(small)} stand{'s' if len(small) == 1 else ''} in for the paper's 7–9B models "
-                     f"({paper}), whose numbers may differ in size and even in direction")  # fmt: skip
-    parts.append(f"data: {'; '.join(labels)}" if labels else "the results record no data label")
-    if n_seeds < 2:
-        parts.append("each cell is one training run (one seed), so its intervals are over the held-out sentences, "
-                     "not over training seeds")  # fmt: skip
-    return (
-        "What this run can say: how its methods compare with Source, with CPT-only and with each other on these data, "
-        "at this model size and training length. What it cannot: " + "; ".join(parts) + "."
-    )
-
-
-def caveat(models: list[str], labels: list[str], n_seeds: int, langs: list[str]) -> str:
-    """The short form of ``scope`` for a caption: the model size, the data, the seeds."""
-    small = stand_in_models(models, langs)
-    parts = [f"{' and '.join(small)}, not the paper's 7–9B models"] if small else []
+        parts.append(f"{' and '.join(small)} standing in for the paper's 7–9B models ({paper}), whose numbers may "
+                     "differ in size and even in direction")  # fmt: skip
     parts.append(f"data: {'; '.join(labels)}" if labels else "data: not recorded in the results")
-    if n_seeds < 2:
-        parts.append("one seed per cell, no spread over seeds")
-    return "What this can say is limited to this run: " + "; ".join(parts) + "."
+    parts.append("one training run (one seed) a cell, so the intervals are over the held-out sentences, not over "
+                 "training seeds" if n_seeds < 2 else f"up to {n_seeds} training seeds a method, the intervals over "
+                 "seeds and held-out sentences")  # fmt: skip
+    return "These numbers hold for this run and its training length: " + "; ".join(parts) + "."
 
 
 CAPTIONS = {
@@ -183,6 +170,15 @@ CAPTIONS = {
     "expected to agree in full). A type named +emb_<type> keeps the token embeddings and the output layer (where the "
     "new tokens' rows are) at that type; the plain type leaves them to llama.cpp's own choice, listed below the "
     "table.",
+    "ranking": "The expanded cells at the main number of new tokens, best first by final bits per character (the "
+    "mean over seeds ± their standard deviation). vs the method above: the difference in bits per character to the "
+    "method one place up (positive: worse), with its 95% paired bootstrap interval over the seeds and the held-out "
+    'sentences (docs/findings.md, "Seeds, intervals and noise"); a place is marked better only where the interval '
+    'excludes zero, "within noise" otherwise.',
+    "extrapolation": f"Extrapolation, not a measurement ({FIT_WORDS}), for each expanded cell with a learning curve "
+    "where none ends within 5% of CPT-only: the training tokens at which its fitted curve comes down to CPT-only's "
+    'final bits per character plus 5%, and that as a multiple of the tokens it trained; "levels off" where the fit '
+    "flattens above the target.",
     "table_curves": " Step 0 and the tokens to reach Source's bits per character come from the learning curve, "
     "linearly interpolated between the measured points around the crossing.",
 }

@@ -216,7 +216,10 @@ def load_model(run: Run, gate: InitGate | None = None) -> TrainState:
         loss_fn.extra_head.float()  # trained, so fp32 like every trainable parameter
     if run.ranks.sharded:
         shard.shard_model(model, loss_fn.extra_head, decoder_parts(model)[0])
-    return TrainState(model=model, loss_fn=loss_fn, init_gate=checked)
+    state = TrainState(model=model, loss_fn=loss_fn, init_gate=checked)
+    if run.curve and checked and "bits_per_char" in checked:  # the gate scored the curve's text: its step-0 point
+        state.curve.append(curve_row(0, 0, checked["bits_per_char"], checked["n_sentences"], checked["seconds"]))
+    return state
 
 
 def enter_stage(run: Run, state: TrainState, i: int) -> None:

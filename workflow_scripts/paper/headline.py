@@ -140,6 +140,7 @@ def lead_rows(frame: pd.DataFrame, is_source: Callable, name: Callable[[dict], s
                 "served": (_mean(served), _mean(served, "min"), _mean(served, "max")),
                 "served_bound": _mean(served_bound),
                 "seeds": int(cell["method"].nunique()),
+                "slugs": [str(m) for m in dict.fromkeys(cell["method"])],
                 "bpc_sd": _seed_sd(cell),
                 "vs_source": _interval(cell, "Source"),
                 "vs_cpt": _interval(cell, "CPT-only"),
