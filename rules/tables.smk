@@ -66,7 +66,7 @@ rule paper_tables:
 
 rule findings:
     """The findings page (docs/findings.md): quality against speed, learning curves, the number of new tokens, a table
-    per language and a paragraph generated from the numbers, from results.csv, the cells' curves and their GGUF
+    per language and bullets generated from the numbers, from results.csv, the cells' curves, ppl results and GGUF
     checks.
     """
     input:
