@@ -80,6 +80,63 @@ use rule initialize as initialize_seeded with:
         pad=config["tokenizer"]["pad_to_multiple_of"],
 
 
+# A method with settings in the config (`initialization.<method>`: registry.method_options) is initialized by these
+# two rules, which pass the settings on; every other method keeps the plain rules above, so naming settings for one
+# method replans only its cells.
+rule initialize_configured:
+    """initialize, for a method with settings in the config's `initialization` block."""
+    input:
+        source=paths.source_model(),
+        tokenizer=paths.tokenizer_dir(name="aux{aux}.k{k}"),
+        corpus=corpus_train_file,
+    output:
+        model=directory(paths.initialized_model()),
+        report=paths.report(paths.initialized_model()),
+    log:
+        "<results>/logs/initialize/{model}.{lang}.{init}.aux{aux}.k{k}.log",
+    benchmark:
+        "<results>/benchmarks/initialize/{model}.{lang}.{init}.aux{aux}.k{k}.tsv"
+    wildcard_constraints:
+        init=CONFIGURED_INITS,
+    priority: TRAINING_PRIORITY
+    conda:
+        "../envs/workflow.yaml"
+    threads: 2
+    resources:
+        mem_mb=sized("initialize", "mem_mb"),
+        runtime=sized("initialize", "runtime"),
+    params:
+        seed=config["seed"],
+        pad=config["tokenizer"]["pad_to_multiple_of"],
+        options=init_options,
+    shell:
+        "python -m workflow_scripts.initialize --source-model {input.source:q} --target-tokenizer {input.tokenizer:q}"
+        " --corpus {input.corpus:q} --method-options {params.options:q}"
+        " --method {wildcards.init:q} --seed {params.seed:q} --pad-to-multiple-of {params.pad:q}"
+        " --out {output.model:q} --report {output.report:q} --threads {threads} 2>> {log:q}"
+
+
+use rule initialize_configured as initialize_configured_seeded with:
+    output:
+        model=directory(paths.initialized_model(vocab="aux{aux}.k{k}.s{seed}")),
+        report=paths.report(paths.initialized_model(vocab="aux{aux}.k{k}.s{seed}")),
+    log:
+        "<results>/logs/initialize/{model}.{lang}.{init}.aux{aux}.k{k}.s{seed}.log",
+    benchmark:
+        "<results>/benchmarks/initialize/{model}.{lang}.{init}.aux{aux}.k{k}.s{seed}.tsv"
+    wildcard_constraints:
+        init=CONFIGURED_INITS,
+        seed=r"\d+",
+    params:
+        seed=init_seed,
+        pad=config["tokenizer"]["pad_to_multiple_of"],
+        options=init_options,
+
+
+ruleorder: initialize_configured > initialize
+ruleorder: initialize_configured_seeded > initialize_seeded
+
+
 use rule initialize_replace as initialize_replace_seeded with:
     output:
         model=directory(paths.initialized_model(vocab="replace{size}.s{seed}")),

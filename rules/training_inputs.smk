@@ -28,6 +28,16 @@ def init_seed(wc):
     return int(wc.seed)
 
 
+# The initializations with settings in the config (`initialization`), as a wildcard constraint of the rules that pass
+# them on (initialize_configured); a pattern that matches nothing where the config names none.
+CONFIGURED_INITS = "|".join(sorted(m for m, o in (config.get("initialization") or {}).items() if o)) or "(?!x)x"
+
+
+def init_options(wc):
+    """The settings of the method being initialized (`initialization.<init>`), as JSON."""
+    return json.dumps(config["initialization"][wc.init], sort_keys=True)
+
+
 def chat_model_dir(wc):
     """The instruction-tuned sibling of a model (models.<m>.chat): the source folder itself when it is `source`."""
     return LAYOUT.chat_model(wc.model)

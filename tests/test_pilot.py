@@ -3,6 +3,7 @@ learning curves, the |V_new| series, and the findings page those fill."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pandas as pd
@@ -22,10 +23,11 @@ def cut_down(tmp_path):
     deb = str(REPO / TEST["languages"]["th"]["corpus"]["deb"])
     config["languages"] = {"th": {"corpus": {"kind": "l10n", "deb": deb}, "mt": {"kind": "l10n"}}}
     config["method_defaults"] = {**PILOT["method_defaults"], "seq_len": 64}
-    # Random, Mean and FOCUS of the five initializations (Merge and Align run the same rule with another --method,
-    # and tests/test_initialize_methods.py checks each), and the k series at two sizes (k 100 and 500 of the pilot,
-    # as 40 and 80): enough for every figure and paragraph of the page
-    skipped = ("Merge", "Align")
+    # Random, Mean, FOCUS and TokenDistillation (with the pilot's settings: the rule that passes them) of its seven
+    # initializations (Merge, Align and OMP run the same rule with another --method, and tests/test_initialize*.py
+    # check each), and the k series at two sizes (k 100 and 500 of the pilot, as 40 and 80): enough for every figure
+    # and bullet of the page
+    skipped = ("Merge", "Align", "OMP")
     methods = [m for m in PILOT["methods"] if m.get("k") != 50 and m["init"] not in skipped]
     config["methods"] = [{**m, "k": {100: 40, 500: 80}[m["k"]]} if "k" in m else m for m in methods]
     # the pilot's training seeds on Random only, two of them: its seeded initialization and training run end to end
@@ -72,7 +74,7 @@ def test_pilot_grid_runs_and_fills_the_findings_page(tmp_path):
     # every trained cell measured its curve on the ppl step's sentences: step 0 (the initialized model) to the end
     curves = sorted(root.glob("tiny/th/*/curve.tsv"))
     trained = [m for m in config["methods"] if m.get("procedure") != "none"]
-    assert len(curves) == len(trained) + 1 == 6  # Random's second seed: a cell of its own
+    assert len(curves) == len(trained) + 1 == 7  # Random's second seed: a cell of its own
     assert (root / f"tiny/th/Random.k40.2x2LS.clm.L64.s{PILOT['seed'] + 1}/curve.tsv") in curves
     for curve in curves:
         rows = pd.read_csv(curve, sep="\t")
@@ -85,17 +87,24 @@ def test_pilot_grid_runs_and_fills_the_findings_page(tmp_path):
         cell = bpc[bpc["method"] == curve.parent.name]["value"]
         assert len(cell) == 1 and abs(float(cell.iloc[0]) - last) < 0.05, (curve, last, cell)
 
-    # the page: quality against speed, the learning curves and the k series, with a paragraph from the numbers
+    # Token Distillation ran with the pilot's settings (initialization.TokenDistillation), passed on by its own rule
+    report = json.loads((root / "tiny/th/init/TokenDistillation.aux1000.k40.report.json").read_text(encoding="utf-8"))
+    stats = report["method_stats"]["token_distillation"]
+    assert (stats["snippets_per_token"], stats["lr"]) == (8, 1e-3) and 0 < stats["snippets"] <= 8 * 40
+
+    # the page: its bullets, quality against speed, the learning curves and the k series
     findings = root / "findings"
     for figure in ("quality_speed", "learning_curves", "k_tradeoff"):
         assert (findings / f"{figure}.png").stat().st_size > 0, figure
     page = (findings / "findings.md").read_text(encoding="utf-8")
-    for name in ("Random", "Mean", "FOCUS", "CPT-only"):
+    for name in ("Random", "Mean", "FOCUS", "TokenDistillation", "CPT-only"):
         assert name in page, name
+    assert "## At a glance" in page and "- **Initializations ranked" in page
     assert "Not in this run" not in page
     # training before evaluation: every job on the way to a trained model ran at the training priority, no other
     priorities = job_priorities(run.stdout + run.stderr)
-    training = {"train_aux_tokenizer", "expand_tokenizer", "initialize", "initialize_seeded", "lapt"}
+    training = {"train_aux_tokenizer", "expand_tokenizer", "initialize", "initialize_seeded", "initialize_configured",
+                "lapt"}  # fmt: skip
     assert {rule: priorities[rule] for rule in training} == {rule: {1} for rule in training}
     assert {p for rule, found in priorities.items() if rule not in training for p in found} == {0}
     again = snakemake(["-n", "--configfile", str(path)], tmp_path)

@@ -5,6 +5,7 @@ on both tokenizer families."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 import torch
@@ -91,7 +92,7 @@ def test_loss_and_gradient_match_the_papers_objective(smol, one_thread):
 def test_distillation_lowers_the_hidden_state_mse_below_means(smol, one_thread):
     model = copy.deepcopy(smol["model"])
     source_emb = rows(model)[0].clone()
-    resources = {"corpus": smol["corpus"], "token_distillation_options": SMALL}
+    resources = {"corpus": smol["corpus"], "options": SMALL}
     initialize_model(model, smol["src"], smol["tgt"], "Mean", 0, 1, dict(resources))
     mean_rows = rows(model)[0][49152:].clone()
     model = copy.deepcopy(smol["model"])
@@ -125,7 +126,7 @@ def test_sentencepiece_style_untied_head_gets_mean(tmp_path, one_thread):
     tgt = AutoTokenizer.from_pretrained(tgt_dir)
     corpus = ["กา มากา", "มา กา", "กากา มา"] * 4
     pristine = copy.deepcopy(model)
-    resources = {"corpus": corpus, "token_distillation_options": SMALL}
+    resources = {"corpus": corpus, "options": SMALL}
     report = initialize_model(model, src, tgt, "TokenDistillation", 0, 1, resources)
     got_emb, got_head = rows(model)
     again = copy.deepcopy(pristine)  # deterministic: the same seed gives the same rows
@@ -144,3 +145,66 @@ def test_sentencepiece_style_untied_head_gets_mean(tmp_path, one_thread):
     assert float(after.detach()) < float(before.detach())
     for r in report["tokens"]:
         assert r["input"]["rule"] == "token_distillation" and r["output"]["rule"] == "mean_of_source_subwords"
+
+
+def test_settings_are_checked_against_the_methods_defaults():
+    from workflow_scripts.initialize import method_options
+
+    assert method_options("TokenDistillation", {"snippets_per_token": 10, "lr": 1}) == {
+        **TOKDIST_DEFAULTS, "snippets_per_token": 10, "lr": 1}  # fmt: skip
+    assert method_options("Mean", None) == {} and method_options("TokenDistillation", {}) == TOKDIST_DEFAULTS
+    with pytest.raises(ValueError, match=r"initialization.TokenDistillation: no setting 'snippets'; its settings: \["):
+        method_options("TokenDistillation", {"snippets": 10})
+    with pytest.raises(ValueError, match=r"initialization.Mean: no setting 'k'; it has none"):
+        method_options("Mean", {"k": 1})
+    with pytest.raises(ValueError, match=r"snippets_per_token: 2.5 is not a int \(default 100\)"):
+        method_options("TokenDistillation", {"snippets_per_token": 2.5})
+    with pytest.raises(ValueError, match=r"epochs: 0 must be above 0"):
+        method_options("TokenDistillation", {"epochs": 0})
+    with pytest.raises(ValueError, match=r"'Distill' is not a registered method"):
+        method_options("Distill", {})
+
+
+def test_the_command_line_passes_the_settings_on(smol, tmp_path, monkeypatch, one_thread):
+    """--method-options reaches the method (its snippets per token, in the report's statistics); a bad setting is a
+    usage error before any work."""
+    from workflow_scripts.initialize.__main__ import main
+
+    smol["model"].save_pretrained(tmp_path / "src")
+    smol["src"].save_pretrained(tmp_path / "src")
+    smol["tgt"].save_pretrained(tmp_path / "tgt")
+    (tmp_path / "d.txt").write_text("\n".join(smol["corpus"]) + "\n", encoding="utf-8")
+    argv = ["--source-model", str(tmp_path / "src"), "--target-tokenizer", str(tmp_path / "tgt"), "--corpus",
+            str(tmp_path / "d.txt"), "--method", "TokenDistillation", "--seed", "0"]  # fmt: skip
+    with pytest.raises(SystemExit) as bad:
+        main([*argv, "--method-options", '{"snippets": 3}', "--out", str(tmp_path / "x"), "--report", "r.json"])
+    assert bad.value.code == 2 and not (tmp_path / "x").exists()
+    settings = json.dumps({**SMALL, "snippets_per_token": 2})
+    main([*argv, "--method-options", settings, "--out", str(tmp_path / "m"), "--report", str(tmp_path / "r.json")])
+    stats = json.loads((tmp_path / "r.json").read_text())["method_stats"]["token_distillation"]
+    distilled = sum(
+        1 for r in json.loads((tmp_path / "r.json").read_text())["tokens"] if r["rule"] == "token_distillation"
+    )
+    assert 0 < stats["snippets"] <= 2 * distilled
+
+
+def test_a_config_with_settings_initializes_that_method_by_the_rule_that_passes_them(tmp_path):
+    """initialization.TokenDistillation: its cells' initialize job passes the settings; Mean's keeps the plain rule
+    (a finished Mean cell is not replanned); a setting the method lacks stops planning, naming it."""
+    from tests.conftest import planned_jobs, snakemake, tiny_config
+
+    methods = [{"init": "none", "procedure": "none"}, {"init": "Mean"}, {"init": "TokenDistillation"}]
+    path = tiny_config(tmp_path, methods=methods, initialization={"TokenDistillation": {"snippets_per_token": 10}})
+    result = snakemake(["-n", "-p", "--cores", "1", "--configfile", str(path), "--until", "initialize",
+                        "initialize_configured"], tmp_path)  # fmt: skip
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-3000:]
+    jobs = planned_jobs(out)
+    assert jobs["initialize"] == jobs["initialize_configured"] > 0
+    configured = [line for line in out.splitlines() if "--method-options" in line]
+    assert configured and all("--method TokenDistillation" in line for line in configured)
+    assert all("'{\"snippets_per_token\": 10}'" in line for line in configured)
+    bad = tiny_config(tmp_path, methods=methods, initialization={"TokenDistillation": {"snippet": 10}})
+    refused = snakemake(["-n", "--cores", "1", "--configfile", str(bad)], tmp_path)
+    assert refused.returncode != 0
+    assert "initialization.TokenDistillation: no setting 'snippet'" in refused.stdout + refused.stderr

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workflow_scripts.config_checks.cells import IMPLEMENTED, check_grid, check_methods
+from workflow_scripts.config_checks.cells import IMPLEMENTED, check_grid, check_methods, initialization_problems
 from workflow_scripts.config_checks.files import (
     config_file_problems,
     duplicate_keys,
@@ -68,7 +68,7 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
     except ConfigError as e:
         errors.append(str(e))
         methods = []
-    errors += check_methods(methods)
+    errors += check_methods(methods) + initialization_problems(config)
     if methods:
         errors += check_grid(config, workdir)
     if errors:

@@ -68,6 +68,19 @@ def chars_for(size: int, family: str) -> float:
     return ((size - BYTE_SYMBOLS) / NEW_TOKENS_PER_CHARS_POWER[family]) ** (1 / VOCAB_GROWTH_EXPONENT)
 
 
+def initialization_problems(config: dict) -> list[str]:
+    """Each ``initialization.<method>`` entry against the method's registered settings (registry.method_options)."""
+    from workflow_scripts.initialize import method_options
+
+    out = []
+    for name, given in (config.get("initialization") or {}).items():
+        try:
+            method_options(name, given)
+        except ValueError as e:
+            out.append(str(e))
+    return out
+
+
 def check_methods(methods: list[Method]) -> list[str]:
     """Each method's fields against the registries, and MuMo's own rules."""
     errors = _check_mumo(methods)

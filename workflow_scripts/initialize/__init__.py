@@ -74,6 +74,7 @@ from workflow_scripts.initialize.registry import (
     Plan,
     combine_rows,
     mean_of_rows,
+    method_options,
     register_method,
     source_row_stats,
 )
@@ -126,6 +127,7 @@ __all__ = [
     "mean_of_rows",
     "merge_plans",
     "merge_tree",
+    "method_options",
     "method_stats",
     "methods",
     "padded_size",

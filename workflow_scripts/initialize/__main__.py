@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 import workflow_scripts.initialize as package
 from workflow_scripts.initialize.apply import initialize
 from workflow_scripts.initialize.methods.focus import FASTTEXT_DEFAULTS
-from workflow_scripts.initialize.registry import CORPUS_METHODS, INIT_METHODS
+from workflow_scripts.initialize.registry import CORPUS_METHODS, INIT_METHODS, method_options
 from workflow_scripts.io import read_corpus, set_threads, setup_logging, write_json
 
 
@@ -36,6 +37,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--fasttext-min-count", type=int, default=FASTTEXT_DEFAULTS["min_count"], help="FOCUS: fastText minCount"
     )
+    p.add_argument(
+        "--method-options",
+        default="{}",
+        help="JSON: the method's settings (a config's initialization.<method>), over its registered defaults",
+    )
     p.add_argument("--out", required=True, help="output target model folder")
     p.add_argument("--report", required=True, help="output JSON: per-token mapping, norms, fallbacks")
     p.add_argument("--threads", type=int)
@@ -49,9 +55,13 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     if a.method in CORPUS_METHODS and not a.corpus:
         p.error(f"--method {a.method} needs --corpus FILE (the adaptation corpus D, one sentence a line)")
+    try:
+        options = method_options(a.method, json.loads(a.method_options))
+    except (ValueError, TypeError) as e:  # json.JSONDecodeError is a ValueError
+        p.error(f"--method-options: {e}")
     log = setup_logging(a.log)
     set_threads(a.threads)
-    resources: dict[str, Any] = {}
+    resources: dict[str, Any] = {"options": options}
     if a.corpus:
         resources["corpus"] = read_corpus(a.corpus, what="corpus D")
     resources["fasttext_options"] = {

@@ -97,7 +97,8 @@ class MethodSpec:
     the other methods nothing). ``compared_with_mean``: the report counts
     the new rows that differ from Mean's (every method built from source rows; not Random, which draws, nor Mean).
     ``stats``: its entries of the report's method_stats. ``replace``: None (expansion only), COPY_SHARED or ALL_ROWS.
-    ``order``: its place in ``INIT_METHODS`` and so in reports (the paper's order, Random to EEVE).
+    ``order``: its place in ``INIT_METHODS`` and so in reports (the paper's order, Random to EEVE). ``options``: the
+    settings a config may change for it (``initialization.<method>``), with their defaults (``method_options``).
     """
 
     name: str
@@ -108,6 +109,7 @@ class MethodSpec:
     replace: str | None = None
     order: int = LAST
     needs_model: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 # The registries, filled by the modules of ``methods/`` as the package imports them (``methods.discover``).
@@ -126,6 +128,7 @@ def register_method(
     replace: str | None = None,
     order: int = LAST,
     needs_model: bool = False,
+    options: dict[str, Any] | None = None,
 ) -> Callable[[InitMethod], InitMethod]:
     """Register an initialization method under its paper name (Random, Mean, Merge, Align, FOCUS, EEVE), with what
     the package needs to know about it (``MethodSpec``)."""
@@ -135,11 +138,37 @@ def register_method(
     def deco(fn: InitMethod) -> InitMethod:
         if name in METHOD_SPECS:
             raise ValueError(f"initialization method {name!r} is registered twice")
-        METHOD_SPECS[name] = MethodSpec(name, fn, needs_corpus, compared_with_mean, stats, replace, order, needs_model)
+        METHOD_SPECS[name] = MethodSpec(
+            name, fn, needs_corpus, compared_with_mean, stats, replace, order, needs_model, dict(options or {})
+        )
         _reorder()
         return fn
 
     return deco
+
+
+def method_options(name: str, given: dict[str, Any] | None) -> dict[str, Any]:
+    """A method's settings: its registered defaults (``MethodSpec.options``) with ``given`` (a config's
+    ``initialization.<name>``) over them. Raises ValueError naming an unknown method, a setting the method does not
+    have, or a value of another type than its default's (an integer for a number is accepted)."""
+    if name not in METHOD_SPECS:
+        raise ValueError(f"initialization: {name!r} is not a registered method; registered: {list(METHOD_SPECS)}")
+    defaults = METHOD_SPECS[name].options
+    given = dict(given or {})
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        have = f"its settings: {sorted(defaults)}" if defaults else "it has none"
+        raise ValueError(f"initialization.{name}: no setting {', '.join(map(repr, unknown))}; {have}")
+    for key, value in given.items():
+        default = defaults[key]
+        numeric = isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool)
+        if type(value) is not type(default) and not numeric:
+            raise ValueError(
+                f"initialization.{name}.{key}: {value!r} is not a {type(default).__name__} (default {default!r})"
+            )
+        if isinstance(value, int | float) and not isinstance(value, bool) and value <= 0:
+            raise ValueError(f"initialization.{name}.{key}: {value!r} must be above 0")
+    return {**defaults, **given}
 
 
 def _reorder() -> None:

@@ -24,7 +24,8 @@ from workflow_scripts.initialize.methods.random_mean import init_mean
 from workflow_scripts.initialize.registry import InitContext, InitResult, register_method
 
 # The authors' settings (their README and code): 100 snippets of 50 source tokens per new token, batch 16,
-# learning rate 1e-4, one epoch. ``resources["token_distillation_options"]`` may override any of them.
+# learning rate 1e-4, one epoch. A config's ``initialization.TokenDistillation`` may change any of them
+# (registry.method_options; the initialize step's --method-options).
 TOKDIST_DEFAULTS = {"snippets_per_token": 100, "snippet_len": 50, "batch_size": 16, "lr": 1e-4, "epochs": 1}
 
 
@@ -157,7 +158,7 @@ def distill_rows(model: Any, ctx: InitContext, start: Any) -> tuple[Any, list[di
 
     import torch
 
-    opts = {**TOKDIST_DEFAULTS, **ctx.resources.get("token_distillation_options", {})}
+    opts = {**TOKDIST_DEFAULTS, **ctx.resources.get("options", {})}
     t0 = time.perf_counter()
     snippets = token_snippets(ctx, int(opts["snippets_per_token"]), int(opts["snippet_len"]))
     t_snip = time.perf_counter() - t0
@@ -224,7 +225,9 @@ def tokdist_stats(ctx: InitContext) -> dict:
     return {"token_distillation": ctx.cache["TokenDistillation"][2]} if "TokenDistillation" in ctx.cache else {}
 
 
-@register_method("TokenDistillation", needs_corpus=True, needs_model=True, stats=tokdist_stats, order=80)
+@register_method(
+    "TokenDistillation", needs_corpus=True, needs_model=True, stats=tokdist_stats, order=80, options=TOKDIST_DEFAULTS
+)
 def init_token_distillation(source: Any, ctx: InitContext, role: str) -> InitResult:
     """Token Distillation (arXiv 2505.20133): input rows distilled from the hidden states of the old split, starting
     from Mean; untied output rows as Mean."""
