@@ -1,6 +1,7 @@
-"""One list per concept: the registries (initialize.INIT_METHODS, lapt.PROCEDURES / OBJECTIVES, steps.TASKS) are
-the truth; the schema, the config check, the GPU estimate and the rules must agree with them (init and procedure: the
-schema admits the registries' names at validation, it lists none of its own)."""
+"""One list per concept: the registries (initialize.INIT_METHODS, lapt.PROCEDURES / OBJECTIVES, the evaluation tasks
+of workflow_scripts/tasks/) are the truth; the schema, the config check, the GPU estimate, the rules, the costs and
+the names must agree with them (init, procedure and tasks: the schema admits the registries' names at validation, it
+lists none of its own)."""
 
 from __future__ import annotations
 
@@ -23,17 +24,17 @@ def schema_values(field: str, schema: dict = SCHEMA) -> list[str] | None:
     """The values the schema admits for a method field (its single-value branch) or for evaluation.tasks; None where
     it admits any string."""
     if field == "tasks":
-        return schema["properties"]["evaluation"]["properties"]["tasks"]["items"]["enum"]
+        return schema["properties"]["evaluation"]["properties"]["tasks"]["items"].get("enum")
     single, many = schema["$defs"]["method"]["properties"][field]["oneOf"]
     assert many["items"].get("enum") == single.get("enum"), f"{field}: the list form admits other values"
     return single.get("enum")
 
 
 def test_schema_admits_exactly_what_is_implemented():
-    for field in ("vocab", "objective", "posthoc", "tasks"):
+    for field in ("vocab", "objective", "posthoc"):
         assert set(schema_values(field)) == IMPLEMENTED[field], field
-    # init and procedure are strings in the schema file; the names come from the registries, at validation
-    for field in ("init", "procedure"):
+    # init, procedure and tasks are strings in the schema file; the names come from the registries, at validation
+    for field in ("init", "procedure", "tasks"):
         assert schema_values(field) is None, f"{field}: a list of names in the schema would be a second registry"
         assert set(schema_values(field, with_registries(SCHEMA))) == IMPLEMENTED[field], field
 
@@ -65,3 +66,28 @@ def test_every_task_has_a_rule_writing_its_result():
     rules = (REPO / "rules" / "evaluate.smk").read_text(encoding="utf-8")
     outputs = set(re.findall(r'eval_file\(name="(\w+)\.json"\)', rules))
     assert outputs - {"sum_bleurt"} == set(steps.TASKS)  # sum_bleurt: a second metric of sum's predictions
+
+
+def test_each_task_is_one_module_whose_facts_every_list_reads():
+    """workflow_scripts/tasks/: the steps, the job costs, the GPU rules, the names, the results.md columns, the model
+    cards' task types and MuMo's tasks are read from the task modules, in their declared order."""
+    from workflow_scripts import resources, tables, tasks
+    from workflow_scripts.paper import names
+    from workflow_scripts.publish import card
+
+    specs = list(tasks.TASKS.values())
+    assert [s.order for s in specs] == sorted(s.order for s in specs) and tuple(tasks.TASKS) == steps.TASKS
+    assert sorted(p.stem for p in (REPO / "workflow_scripts" / "tasks").glob("*.py") if p.stem != "__init__") == sorted(
+        tasks.TASKS
+    )
+    for s in specs:
+        cost = resources.SIZE_RESOURCES[s.rule]
+        assert (cost.base, cost.per_billion, cost.test) == s.cost and s.rule in resources.GPU_RULES, s.name
+        assert names.STEP_NAMES[s.rule] == s.rule_words and names.TASK_NAMES.get(s.name) == s.words, s.name
+        assert card.TASK_TYPES[s.name] == s.card_type and (s.name in grid.MUMO_TASKS) == s.mumo, s.name
+        assert [c[0] for c in tables.MARKDOWN_COLUMNS if c[1] == s.name] == [c.heading for c in s.columns], s.name
+    assert steps.CELL_STEPS == ("ppl", "mt", "mc", "speed")  # cheapest first
+    assert set(steps.CHOICE_TASKS) == {"mc", "gmmlu", "mc_en", "gmmlu_en"} and "mc" not in steps.CHOICE_LABELS
+    # a misspelt task is refused at validation with the registered names
+    schema = with_registries(SCHEMA)
+    assert schema["properties"]["evaluation"]["properties"]["tasks"]["items"]["enum"] == list(tasks.TASKS)

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from workflow_scripts.tasks import TASKS
+
 METHOD_FIELDS = ("init", "vocab", "k", "procedure", "objective", "seq_len", "posthoc", "seed")
 # MuMo (workflow_scripts/mumo): a target-language head on the frozen source model, decoded with verification. A
 # procedure of the grid ({init: none, procedure: MuMo}); posthoc noverify is its decoding ablation (MuMo Table 6).
@@ -21,7 +23,7 @@ MUMO_POSTHOC = {"none", "noverify"}
 MUMO_INITS = ("none", "Random")  # a MuMo method's init: its head's (none: mumo.init), not a vocabulary's
 # What a MuMo cell can be evaluated on: generation and its speed (it has no perplexity over its own vocabulary and
 # does not score log-likelihood choices); the other tasks are left out of its cells and show "–".
-MUMO_TASKS = ("mt", "sum", "speed")
+MUMO_TASKS = tuple(name for name, spec in TASKS.items() if spec.mumo)  # workflow_scripts/tasks/
 
 
 BUILTIN_DEFAULTS = {

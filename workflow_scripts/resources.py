@@ -16,19 +16,13 @@ from typing import Any
 
 from workflow_scripts.gpu.estimate import CLASSES
 from workflow_scripts.models import GPU_PARAMETERS, TEST_PARAMETERS, in_words, label_parameters
+from workflow_scripts.tasks import TASKS
 
 # The rules whose code moves the model to a GPU when one is visible (workflow_scripts/lapt/, harness/, perplexity.py,
 # speed.py, init_analysis.py).
 GPU_RULES = (
     "lapt",
-    "evaluate_mt",
-    "evaluate_sum",
-    "evaluate_mc",
-    "evaluate_gmmlu",
-    "evaluate_mc_en",
-    "evaluate_gmmlu_en",
-    "evaluate_ppl",
-    "measure_speed",
+    *(spec.rule for spec in TASKS.values()),  # each evaluation task's rule (workflow_scripts/tasks/)
     "evaluate_cell",
     "init_analysis_cell",
     "mumo_head",
@@ -82,20 +76,8 @@ SIZE_RESOURCES: dict[str, Cost] = {
     # (21 / 25 / 31 on an H100) for 7B / 8B / 9B (docs/gpu.md); the limits leave start-up and margin, and Slurm's
     # USR1 ten minutes before the limit makes a job checkpoint and stop, so its retry resumes
     "lapt": Cost((7000, 58), (8000, 18), test=(2000, 20)),
-    "evaluate_mt": Cost((7000, 29), (6000, 5.5), test=(2000, 15)),
-    "evaluate_ppl": Cost((7000, 29), (6000, 5.5), test=(2000, 15)),
-    # 500 articles, prompts up to 4,096 tokens, 5 sampled runs with 5 beams (Table 13 b)
-    "evaluate_sum": Cost((7000, 57), (6000, 25.5), test=(2000, 30)),
-    # Belebele 900 items, 3-shot log-likelihood of 4 choices; Global-MMLU's whole test set (about 14K items), 5-shot
-    "evaluate_mc": Cost((7000, 29), (6000, 5.5), test=(2000, 20)),
-    "evaluate_gmmlu": Cost((7000, 58), (6000, 18), test=(2000, 20)),
-    "evaluate_mc_en": Cost((7000, 29), (6000, 5.5), test=(2000, 20)),
-    "evaluate_gmmlu_en": Cost((7000, 58), (6000, 18), test=(2000, 20)),
     # initializes four models per cell (Mean, Mean-ref, Merge, Align) and scores held-out text with each
     "init_analysis_cell": Cost((6000, 59), (12500, 9), test=(2000, 20)),
-    # the time limit of a model that needs a GPU follows its planned workload (workflow_scripts/speed/plan.py, rule
-    # measure_speed's speed_runtime: 144-189 min for configs/paper.yaml); this one serves the smaller models
-    "measure_speed": Cost((7000, 28), (6000, 13), test=(2000, 15)),
     # evaluation.one_job_per_cell: ppl, mt, mc and speed of one cell in one job (rules/evaluate.smk evaluate_cell)
     "evaluate_cell": Cost((7000, 86), (6000, 29.5), test=(2000, 45)),
     # GGUF export (llama.cpp's converter reads the weights lazily; f16 + q8_0 of a 7B model: ~14 + 7 GB written) and
@@ -110,6 +92,8 @@ SIZE_RESOURCES: dict[str, Cost] = {
     # BLEURT-20 (579M parameters, fp32) on 500 items x 5 runs of <= 512 pieces: minutes on one GPU, whatever the
     # evaluated model's size
     "score_bleurt": Cost((16000, 30), test=(4000, 20)),
+    # each evaluation task's rule: its cost is declared with the task (workflow_scripts/tasks/)
+    **{spec.rule: Cost(*spec.cost[:2], test=spec.cost[2]) for spec in TASKS.values()},
 }
 
 

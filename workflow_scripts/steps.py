@@ -14,29 +14,23 @@ from dataclasses import dataclass, field
 
 from workflow_scripts.orchid import LABEL as ORCHID_LABEL
 from workflow_scripts.paths import Layout
+from workflow_scripts.tasks import TASKS as TASK_SPECS
+from workflow_scripts.tasks import cell_tasks
 
-# The evaluation tasks: one rule each in rules/evaluate.smk, writing
-# results/<run>/{model}/{lang}/{method}/eval/{task}.json (paths.eval_file).
+# The evaluation tasks (workflow_scripts/tasks/: one module each), in their order: one rule each in
+# rules/evaluate.smk, writing results/<run>/{model}/{lang}/{method}/eval/{task}.json (paths.eval_file).
 # mt, sum, mc, gmmlu run through LightEval (workflow_scripts/harness); mc_en, gmmlu_en are the English retention checks
 # (Table 9): English Belebele, and the original English MMLU (lighteval/mmlu, LightEval's MMLU prompt).
-TASKS = ("mt", "ppl", "speed", "sum", "mc", "gmmlu", "mc_en", "gmmlu_en")
+TASKS = tuple(TASK_SPECS)
 # evaluation.one_job_per_cell: the steps one evaluate_cell job runs (cheapest first: a bad input file stops the job
 # before the long steps), and the files each writes (those of evaluate_ppl, evaluate_mt, evaluate_mc, measure_speed)
-CELL_STEPS = ("ppl", "mt", "mc", "speed")
-CELL_STEP_FILES = {
-    "ppl": ["ppl.json"],
-    "mt": ["mt.json", "mt_predictions.tsv"],
-    "mc": ["mc.json"],
-    "speed": ["speed.json"],
-}
+CELL_STEP_FILES = {task: list(files) for task, files in cell_tasks().items()}
+CELL_STEPS = tuple(CELL_STEP_FILES)
 L10N_LABEL = "stand-in for CC-100 / FLORES-200: LibreOffice UI translations (Debian libreoffice-l10n)"
-# the log-likelihood tasks and the label each one's records carry (mc's depends on its source: see Steps.mc_label)
-CHOICE_LABELS = {
-    "gmmlu": "Global-MMLU (57 subject tasks; acc = mean over subjects)",
-    "mc_en": "English Belebele (retention, Table 9)",
-    "gmmlu_en": "English MMLU (lighteval/mmlu, 57 subject tasks; retention, Table 9)",
-}
-CHOICE_TASKS = ("mc", *CHOICE_LABELS)
+# the log-likelihood tasks, and the label each one's records carry where it is fixed (mc's depends on its source: see
+# Steps.mc_label)
+CHOICE_TASKS = tuple(name for name, spec in TASK_SPECS.items() if spec.choice)
+CHOICE_LABELS = {name: spec.label for name, spec in TASK_SPECS.items() if spec.choice and spec.label}
 # the options evaluate_cell passes to every step itself
 CELL_SHARED = ("--task", "--model", "--cell")
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from workflow_scripts import intervals
+from workflow_scripts import intervals, tasks
 from workflow_scripts.grid import unseeded_slug
 from workflow_scripts.io import atomic_path, read_json, setup_logging, write_text
 from workflow_scripts.paper import headline, names
@@ -67,26 +67,13 @@ DERIVED = [
 
 # Markdown columns of the main table: (header, task, metric, format). Token perplexity (per token of each model's
 # own vocabulary) and the unpaired generation speed-ups (machine load between jobs) are listed apart: see markdown().
-MARKDOWN_COLUMNS = [
-    ("translation chrF (0–100)", "mt", "chrF", "{:.1f}"),
-    # one column per ROUGE-L segmentation (harness/metrics.py): their numbers never share a column
-    ("summarization ROUGE-L (mT5 pieces)", "sum", "rougeL_mt5", "{:.1f}"),
-    ("summarization ROUGE-L (script-aware)", "sum", "rougeL_script", "{:.1f}"),
-    ("summarization ROUGE-L (reference code)", "sum", "rougeL_reference", "{:.1f}"),
-    ("summarization BLEURT", "sum", "bleurt", "{:.3f}"),
-    ("reading comprehension accuracy", "mc", "acc", "{:.3f}"),
-    ("Global-MMLU accuracy", "gmmlu", "acc", "{:.3f}"),
-    ("bits per character (held-out)", "ppl", "bits_per_char", "{:.3f}"),
-]
+MARKDOWN_COLUMNS = tasks.markdown_columns()  # each task's columns (workflow_scripts/tasks/), in their place order
 PPL_COLUMN = ("perplexity (per own token)", "ppl", "perplexity", "{:.2f}")
 MISSING = "–"
 SEEDS_NOTE = ("Seeds: the row's training seeds (each a cell of its own); where there are several, each number is the "
               'mean ± sd over seeds (docs/findings.md, "Seeds, intervals and noise").')  # fmt: skip
 # Why a task can be absent (said in the "not run by this configuration" list when it has no result at all).
-NOT_RUN_NOTES = {
-    "sum": "no target-language document/summary pairs for this data are reachable offline; the task runs on "
-    "XL-Sum, MLSUM, GreekSUM mirrors and is tested on XL-Sum-layout fixtures",
-}
+NOT_RUN_NOTES = {name: spec.not_run_note for name, spec in tasks.TASKS.items() if spec.not_run_note}
 
 
 def is_source(method: object, label: object) -> bool:

@@ -1,8 +1,9 @@
 """The config against the JSON schema (schemas/config.schema.yaml), one short line per problem naming the key.
 
-The schema types ``init`` and ``procedure`` as strings: the values they admit are the registries'
-(``initialize.INIT_METHODS``, ``lapt.PROCEDURES``), added here as enums before validating, so that a new method is one
-module and its config line, and a misspelt name is refused with the list of registered ones.
+The schema types ``init``, ``procedure`` and the items of ``evaluation.tasks`` as strings: the values they admit are
+the registries' (``initialize.INIT_METHODS``, ``lapt.PROCEDURES``, ``workflow_scripts.tasks.TASKS``), added here as
+enums before validating, so that a new method or task is one module and its config line, and a misspelt name is
+refused with the list of registered ones.
 """
 
 from __future__ import annotations
@@ -26,11 +27,15 @@ def registered(field: str) -> list[str]:
 
 
 def with_registries(schema: dict) -> dict:
-    """A copy of the schema whose method ``init`` and ``procedure`` admit exactly the registered names."""
+    """A copy of the schema whose method ``init`` and ``procedure``, and ``evaluation.tasks``' items, admit exactly
+    the registered names."""
+    from workflow_scripts.tasks import TASKS
+
     schema = copy.deepcopy(schema)
     for field in ("init", "procedure"):
         single, many = schema["$defs"]["method"]["properties"][field]["oneOf"]
         single["enum"] = many["items"]["enum"] = registered(field)
+    schema["properties"]["evaluation"]["properties"]["tasks"]["items"]["enum"] = list(TASKS)
     return schema
 
 

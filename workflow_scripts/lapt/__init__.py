@@ -48,8 +48,8 @@ The package, one module per part (torch is imported only inside functions, so re
 states), ``curve`` (the held-out bits-per-character curve, training.curve_points), ``loop`` (``train``: a flat loop
 over enter stage, optimizer step, save/resume), ``outputs`` (the model folder, loss curve and stats), ``shard`` (one
 run over N GPUs of a node with FSDP, launched by torchrun; the identity for one process), ``tracking`` (the config's
-tracking block: TensorBoard, W&B, MLflow or trackio), ``testhooks`` (the tests' kill, hold and signal points), ``cli``
-(the command line).
+tracking block: TensorBoard, W&B, MLflow or trackio), ``testhooks`` (the tests' kill, hold and signal points: step
+hooks that the command line passes to ``train`` only when a test asks for them), ``cli`` (the command line).
 """
 
 from workflow_scripts.lapt.checkpoint import CHECKPOINT_FILE, load_checkpoint, remove_checkpoint, save_checkpoint

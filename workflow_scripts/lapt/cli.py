@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from workflow_scripts.io import set_threads, setup_logging, write_json
-from workflow_scripts.lapt import shard
+from workflow_scripts.lapt import shard, testhooks
 from workflow_scripts.lapt.checkpoint import remove_checkpoint
 from workflow_scripts.lapt.curve import CurveSpec
 from workflow_scripts.lapt.gate import gate_from_files
@@ -26,11 +26,8 @@ log = logging.getLogger("vocabexp.lapt")
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Train, write the stats, then delete the checkpoint; SIGTERM or SIGUSR1 checkpoint and stop after the step.
-
-    Under ``torchrun --nproc-per-node N`` each process runs this; they shard the model (shard.py) and rank 0 writes.
-    """
+def parser() -> argparse.ArgumentParser:
+    """The LAPT step's arguments (rules/lapt.smk passes them)."""
     p = argparse.ArgumentParser(
         prog="python -m workflow_scripts.lapt",
         description=sys.modules[__package__].__doc__,
@@ -59,6 +56,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tracking", help="JSON of a tracking.TrackingSpec: send the run's numbers to a tracker")
     p.add_argument("--threads", type=int)
     p.add_argument("--log")
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Train, write the stats, then delete the checkpoint; SIGTERM or SIGUSR1 checkpoint and stop after the step.
+
+    Under ``torchrun --nproc-per-node N`` each process runs this; they shard the model (shard.py) and rank 0 writes.
+    The tests' kill, hold and signal points (testhooks.py) join the loop as step hooks when their variables are set.
+    """
+    p = parser()
     a = p.parse_args(argv)
     if a.curve_points < 0:
         p.error(f"--curve-points {a.curve_points}: give 0 (no curve) or more points")
@@ -95,6 +102,7 @@ def main(argv: list[str] | None = None) -> None:
             curve=spec,
             init_gate=gate,
             tracking=TrackingSpec.from_json(a.tracking) if a.tracking else None,
+            step_hooks=testhooks.from_environment(),
         )
     finally:
         for sig, handler in previous.items():

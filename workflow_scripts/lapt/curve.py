@@ -12,12 +12,15 @@ curve").
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 COLUMNS = ("step", "tokens", "bits_per_char", "n_sentences")
+
+log = logging.getLogger("vocabexp.lapt")
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,17 @@ class CurvePlan:
 
     def __post_init__(self) -> None:
         self.sha256 = hashlib.sha256("\n".join(self.sentences).encode("utf-8")).hexdigest()
+
+    def resumed_rows(self, saved: dict[str, Any], step: int, checkpoint_dir: Path) -> list[dict[str, Any]]:
+        """The rows of a checkpoint's curve (``saved``) measured on these sentences at these steps; a step before the
+        resumed ``step`` that has no row cannot be measured again, and is reported."""
+        rows = [r for r in saved["rows"] if r["step"] in self.steps] if saved.get("sha256") == self.sha256 else []
+        have = {r["step"] for r in rows}
+        lost = [s for s in self.steps if s < step and s not in have]
+        if lost:
+            log.warning("curve: the checkpoint holds no point of steps %s on this held-out text; the curve lacks "
+                        "them (delete %s to measure them all)", lost, checkpoint_dir)  # fmt: skip
+        return rows
 
 
 def curve_steps(total_steps: int, points: int) -> list[int]:

@@ -3,7 +3,7 @@
 ``Run`` holds what a run is fixed to (data, schedule, stages, precision, the checkpoint's fingerprint); ``TrainState``
 what the steps change and the checkpoint saves (the model, the stage's optimizer and schedule, counters, loss history).
 Every other function takes these two and does one thing: enter a stage, take one optimizer step, save or resume the
-checkpoint, write the outputs, gather the stats.
+checkpoint, write the outputs, gather the stats. ``StepHook``s passed to ``train`` are its one extension point.
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workflow_scripts.io import read_corpus, seed_everything, write_text
-from workflow_scripts.lapt import shard, testhooks
+from workflow_scripts.lapt import shard
 from workflow_scripts.lapt.checkpoint import (
     CHECKPOINT_FILE,
     load_checkpoint,
@@ -48,6 +49,10 @@ from workflow_scripts.lapt.tracking import Tracking, TrackingSpec, curve_points,
 from workflow_scripts.lapt.tracking import start as start_tracking
 
 log = logging.getLogger("vocabexp.lapt")
+
+# Called with the optimizer step just taken and the checkpoint folder; the context it returns wraps that step's stop
+# check and checkpoint (entered before the stop check, left once the checkpoint is written).
+StepHook = Callable[[int, Path], AbstractContextManager[None]]
 
 
 class TrainingInterrupted(RuntimeError):
@@ -486,26 +491,13 @@ def resume(run: Run, state: TrainState) -> None:
     state.train_seconds, state.tokens_seen = ckpt["train_seconds"], ckpt["tokens_seen"]
     state.resumed_from = [*ckpt["resumed_from"], state.step]
     set_rng_state(ckpt["rng"])
-    resume_curve(run, state, ckpt.get("curve") or {})
+    if run.curve is not None:
+        state.curve = run.curve.resumed_rows(ckpt.get("curve") or {}, state.step, run.ckpt_path.parent)
     state.tracker_ref = ckpt.get("tracker")
     state.init_gate = ckpt.get("init_gate")
     log.info(
         "resuming from %s at step %d of %d (stage %d)", run.ckpt_path, state.step, run.total_steps, state.stage + 1
     )
-
-
-def resume_curve(run: Run, state: TrainState, saved: dict[str, Any]) -> None:
-    """Keep the checkpoint's curve rows measured on this run's held-out sentences at this run's curve steps; a step
-    before the resumed one that has no row cannot be measured again, and is reported."""
-    if run.curve is None:
-        return
-    if saved.get("sha256") == run.curve.sha256:
-        state.curve = [r for r in saved["rows"] if r["step"] in run.curve.steps]
-    have = {r["step"] for r in state.curve}
-    lost = [s for s in run.curve.steps if s < state.step and s not in have]
-    if lost:
-        log.warning("curve: the checkpoint holds no point of steps %s on this held-out text; the curve lacks them "
-                    "(delete %s to measure them all)", lost, run.ckpt_path.parent)  # fmt: skip
 
 
 def train(
@@ -524,6 +516,7 @@ def train(
     curve: CurveSpec | None = None,
     tracking: TrackingSpec | None = None,
     init_gate: InitGate | None = None,
+    step_hooks: Sequence[StepHook] = (),
 ) -> dict[str, Any]:
     """Run LAPT (paper 002 §5, §6.6) from ``model_dir`` on ``train_file``, resuming from ``checkpoint_dir`` if present.
 
@@ -533,6 +526,7 @@ def train(
     ``tracking`` sends the steps' and the curve's numbers to a tracker (tracking.py) from the main process.
     ``init_gate`` checks the initialization at step 0 before the first step of a fresh (not resumed) run (gate.py).
     Once ``should_stop()`` is true, the current step is finished and checkpointed and TrainingInterrupted is raised.
+    Each of ``step_hooks`` wraps every step's stop check and checkpoint (``StepHook``); none by default.
     """
     wall_start = time.time()
     run = prepare_run(model_dir, train_file, procedure=procedure, objective=objective, seq_len=seq_len,
@@ -544,7 +538,7 @@ def train(
     if tracking is not None and run.ranks.main:
         state.tracker = open_tracking(run, state, tracking)
     try:
-        return _train_from(run, state, out_dir, loss_curve, should_stop, wall_start)
+        return _train_from(run, state, out_dir, loss_curve, should_stop, wall_start, step_hooks)
     finally:
         if state.tracker:
             state.tracker.close()
@@ -559,7 +553,8 @@ def open_tracking(run: Run, state: TrainState, spec: TrackingSpec) -> Tracking:
 
 
 def _train_from(run: Run, state: TrainState, out_dir: str | Path, loss_curve: str | Path | None,
-                should_stop: Callable[[], bool] | None, wall_start: float) -> dict[str, Any]:  # fmt: skip
+                should_stop: Callable[[], bool] | None, wall_start: float,
+                step_hooks: Sequence[StepHook]) -> dict[str, Any]:  # fmt: skip
     """``train`` from the loaded (or resumed) state: step until done, then write the outputs and gather the stats."""
     procedure, objective, seq_len = run.procedure, run.objective, run.seq_len
     log.info(
@@ -574,7 +569,9 @@ def _train_from(run: Run, state: TrainState, out_dir: str | Path, loss_curve: st
         measure_curve(run, state)  # step 0: the initialized weights, set up as the first stage trains them
         optimizer_step(run, state)
         measure_curve(run, state)
-        with testhooks.step_end(state.step, run.ckpt_path.parent):
+        with ExitStack() as hooks:
+            for hook in step_hooks:
+                hooks.enter_context(hook(state.step, run.ckpt_path.parent))
             asked = should_stop is not None and should_stop()
             stop, due = shard.any_rank([asked, checkpoint_due(run, state)], run.ranks)
             if stop or due:

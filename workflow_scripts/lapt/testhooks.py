@@ -1,7 +1,8 @@
 """Test-only interruption points of the LAPT loop: a signal, a kill or a hold at a chosen optimizer step.
 
 Tests stop a run at a known step instead of racing it with timers. Each hook reads an environment variable that no
-workflow rule sets, so outside the tests ``step_end`` does nothing.
+workflow rule sets. The command line (cli.py) passes ``step_end`` to ``loop.train`` as a step hook (``loop.StepHook``)
+only when one of them is set: outside the tests the loop runs no hook at all.
 """
 
 from __future__ import annotations
@@ -11,8 +12,12 @@ import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workflow_scripts.io import write_text
+
+if TYPE_CHECKING:
+    from workflow_scripts.lapt.loop import StepHook
 
 # "N" makes the process SIGKILL itself at the end of step N (after that step's checkpoint, if it writes one).
 KILL_AT_STEP_ENV = "LAPT_TEST_KILL_AT_STEP"
@@ -25,6 +30,13 @@ HOLD_AT_STEP_ENV = "LAPT_TEST_HOLD_AT_STEP"
 # some moment during a step; "N:SIGNAME:group" sends it to the whole process group (the rule's shell too), as Slurm
 # does to a job step.
 SIGNAL_AT_STEP_ENV = "LAPT_TEST_SIGNAL_AT_STEP"
+
+
+def from_environment() -> list[StepHook]:
+    """The step hooks this process's environment asks for: ``[step_end]`` when a test set one of the variables above,
+    else none."""
+    asked = any(os.environ.get(name) for name in (KILL_AT_STEP_ENV, HOLD_AT_STEP_ENV, SIGNAL_AT_STEP_ENV))
+    return [step_end] if asked else []
 
 
 @contextlib.contextmanager

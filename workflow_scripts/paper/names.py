@@ -7,6 +7,7 @@ import math
 import re
 
 from workflow_scripts import languages
+from workflow_scripts.tasks import TASKS
 
 # Configuration keys of the models this project ships configurations for (config.yaml, configs/*.yaml).
 MODEL_NAMES = {
@@ -17,15 +18,7 @@ MODEL_NAMES = {
     "tiny": "a tiny test model",
 }
 PAPER_MODELS = ("llama2", "llama3", "gemma2")  # the paper's 7–9B source models (config keys), in its tables' order
-TASK_NAMES = {
-    "mt": "translation",
-    "sum": "summarization",
-    "mc": "reading comprehension",
-    "gmmlu": "Global-MMLU",
-    "mc_en": "English reading comprehension",
-    "gmmlu_en": "English MMLU",
-    "ppl": "held-out text",
-}
+TASK_NAMES = {name: spec.words for name, spec in TASKS.items() if spec.words}  # workflow_scripts/tasks/
 METRIC_NAMES = {
     "chrF": "chrF",
     "rougeL_mt5": "ROUGE-L",
@@ -108,15 +101,8 @@ STEP_NAMES = {
     "lapt": "training",
     "mumo_head": "MuMo head training",
     "evaluate_cell": "evaluation",
-    "evaluate_mt": "translation",
-    "evaluate_sum": "summarization",
-    "evaluate_mc": "reading comprehension",
-    "evaluate_ppl": "held-out likelihood",
-    "evaluate_gmmlu": "Global-MMLU",
-    "evaluate_mc_en": "English reading comprehension",
-    "evaluate_gmmlu_en": "English MMLU",
+    **{spec.rule: spec.rule_words for spec in TASKS.values()},  # each evaluation task's rule (workflow_scripts/tasks/)
     "score_bleurt": "BLEURT scoring",
-    "measure_speed": "speed",
     "serve_speed": "llama.cpp speed",
     "export_gguf": "GGUF export",
     "check_gguf": "GGUF check",

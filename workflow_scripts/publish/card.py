@@ -16,19 +16,11 @@ from typing import Any
 from workflow_scripts.intervals import Interval, verdict
 from workflow_scripts.paper.headline import BPC_DIFF
 from workflow_scripts.tables import MARKDOWN_COLUMNS, is_source
+from workflow_scripts.tasks import TASKS
 
 TEMPLATE = Path(__file__).with_name("card_template.md")
 # what each task is to the hub's model-index (its task types)
-TASK_TYPES = {
-    "mt": "translation",
-    "sum": "summarization",
-    "ppl": "text-generation",
-    "speed": "text-generation",
-    "mc": "multiple-choice",
-    "gmmlu": "multiple-choice",
-    "mc_en": "multiple-choice",
-    "gmmlu_en": "multiple-choice",
-}
+TASK_TYPES = {name: spec.card_type for name, spec in TASKS.items()}  # workflow_scripts/tasks/
 # the metrics of results.csv the card leads with: the paired speed-up and its bound (each a prefix of its variants),
 # tokens per held-out sentence and bits per character
 PAIRED, BOUND = "paired_speedup@teacher_forced.", "token_ratio_bound@teacher_forced."

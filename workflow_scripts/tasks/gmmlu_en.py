@@ -1,0 +1,17 @@
+"""English MMLU (lighteval/mmlu, LightEval's MMLU prompt): the English retention check of Global-MMLU (Table 9)."""
+
+from workflow_scripts.tasks import TaskSpec, register
+
+SPEC = register(
+    TaskSpec(
+        name="gmmlu_en",
+        order=80,
+        rule="evaluate_gmmlu_en",
+        cost=((7000, 58), (6000, 18), (2000, 20)),
+        rule_words="English MMLU",
+        words="English MMLU",
+        card_type="multiple-choice",
+        choice=True,
+        label="English MMLU (lighteval/mmlu, 57 subject tasks; retention, Table 9)",
+    )
+)

@@ -1,0 +1,17 @@
+"""English Belebele: the English retention check of reading comprehension (paper 002 Table 9)."""
+
+from workflow_scripts.tasks import TaskSpec, register
+
+SPEC = register(
+    TaskSpec(
+        name="mc_en",
+        order=70,
+        rule="evaluate_mc_en",
+        cost=((7000, 29), (6000, 5.5), (2000, 20)),
+        rule_words="English reading comprehension",
+        words="English reading comprehension",
+        card_type="multiple-choice",
+        choice=True,
+        label="English Belebele (retention, Table 9)",
+    )
+)
