@@ -30,7 +30,10 @@ def init_seed(wc):
 
 # The initializations with settings in the config (`initialization`), as a wildcard constraint of the rules that pass
 # them on (initialize_configured); a pattern that matches nothing where the config names none.
-CONFIGURED_INITS = "|".join(sorted(m for m, o in (config.get("initialization") or {}).items() if o)) or "(?!x)x"
+CONFIGURED_INITS = (
+    "|".join(sorted(m for m, o in (config.get("initialization") or {}).items() if o))
+    or "(?!x)x"
+)
 
 
 def init_options(wc):

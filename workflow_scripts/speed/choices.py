@@ -36,10 +36,11 @@ from pathlib import Path
 
 from workflow_scripts.speed.decoders import Decoder
 from workflow_scripts.speed.units import TextCounts, bound, summary
+from workflow_scripts.tasks import TASKS
 
-# the log-likelihood tasks the speed step times (Table 4b): of workflow_scripts.steps.CHOICE_TASKS, the target-language
+# the log-likelihood tasks the speed step times (Table 4b; `timed` in workflow_scripts/tasks/): the target-language
 # ones, not the English retention checks mc_en and gmmlu_en
-TIMED_CHOICE_TASKS = ("mc", "gmmlu")
+TIMED_CHOICE_TASKS = tuple(name for name, spec in TASKS.items() if spec.timed)
 VARIANT = {"mode": "loglikelihood", "decoding": "choices", "batch_size": 1}
 
 

@@ -1,16 +1,19 @@
 """The registry of evaluation tasks: one module per task in this folder declares what the rest of the workflow needs
 to know about it (``TaskSpec``): its rule and that rule's cost, its words in tables and figures, its results.md
-columns, its hub task type, whether MuMo cells and the per-cell job run it, and, for a log-likelihood task, the label
-its records carry. The step lists (``workflow_scripts.steps``), job costs (``workflow_scripts.resources``), names
-(``workflow_scripts.paper.names``), tables, model cards and the grid read them from here; adding a task's facts is
-one module (docs/extending.md, "An evaluation task"). Pure data: nothing here imports torch or the steps.
+columns, its hub task type, whether MuMo cells and the per-cell job run it, for a log-likelihood task the label its
+records carry, and its step (the input files and arguments of one cell's evaluation). The step lists
+(``workflow_scripts.steps``), job costs (``workflow_scripts.resources``), names (``workflow_scripts.paper.names``),
+tables, model cards and the grid read them from here (docs/extending.md, "An evaluation task"). Nothing here imports
+torch. ``base`` holds what a step is made of; it registers no task.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,9 @@ class TaskSpec:
     ``columns``: its results.md columns. ``mumo``: MuMo cells are evaluated on it. ``cell_files``: the files it writes
     inside the per-cell job (``evaluation.one_job_per_cell``), run in ``cell_order`` (cheapest first); None: it keeps
     its own rule. ``choice``: a log-likelihood task; ``label`` the data label its records carry where it is fixed.
-    ``not_run_note``: why a run may lack it, said where results.md lists it as not run.
+    ``not_run_note``: why a run may lack it, said where results.md lists it as not run. ``step``: its step for one
+    cell, ``step(steps, wc) -> base.Step`` (the input files and the command's arguments; ``steps.Steps`` holds what
+    every task's step shares: the model folder, the cell, the output paths, ElChat's and MuMo's options).
     """
 
     name: str
@@ -50,8 +55,10 @@ class TaskSpec:
     cell_files: tuple[str, ...] | None = None
     cell_order: int = 0
     choice: bool = False
+    timed: bool = False
     label: str | None = None
     not_run_note: str | None = None
+    step: Callable[[Any, Any], Any] | None = None
 
 
 # Filled by the modules of this folder as the package imports them (``discover``), in ``order``.

@@ -1,6 +1,12 @@
 """Global-MMLU (57 subject tasks, 5-shot log-likelihood): accuracy, the mean over subjects."""
 
 from workflow_scripts.tasks import Column, TaskSpec, register
+from workflow_scripts.tasks.mc import choice_step
+
+
+def step(steps, wc):
+    return choice_step("gmmlu", SPEC.label, steps, wc)
+
 
 SPEC = register(
     TaskSpec(
@@ -14,6 +20,8 @@ SPEC = register(
         card_type="multiple-choice",
         columns=(Column("Global-MMLU accuracy", "acc", "{:.3f}", 40),),
         choice=True,
+        timed=True,
         label="Global-MMLU (57 subject tasks; acc = mean over subjects)",
+        step=step,
     )
 )

@@ -1,7 +1,37 @@
 """Reading comprehension (Belebele, 3-shot log-likelihood of 4 choices; or the l10n proxy): accuracy. Its records'
-label depends on its source (steps.Steps.mc_label)."""
+label depends on its source (mc_label)."""
 
 from workflow_scripts.tasks import Column, TaskSpec, register
+from workflow_scripts.tasks.base import Step, cli
+
+
+def mc_label(steps) -> str:
+    """mc's data label: the l10n proxy's, or Belebele."""
+    if steps.evaluation["mc"]["source"] == "l10n_proxy":
+        return "mc proxy: 4-way choice of the translation of a held-out l10n sentence (not Belebele)"
+    return "Belebele"
+
+
+def choice_step(task: str, label: str, steps, wc):
+    """The step of a log-likelihood task (mc, gmmlu, and their English retention checks mc_en, gmmlu_en, Table 9):
+    its dataset, few-shot count, batch size and n (of the task it checks in English), its data label."""
+    base = task.removesuffix("_en")
+    settings, data, model = steps.evaluation[base], steps.layout.harness_data(task, wc.lang), steps.model(wc)
+    return Step(
+        {"model": model, "data": data},
+        cli(task=base, lang=wc.lang, model=model)
+        + (cli(lang="en") if task.endswith("_en") else [])
+        + (cli(data=data) if data else [])
+        + cli(fewshot=settings["fewshot"], batch_size=settings["batch_size"])
+        + (cli(n=settings["n"]) if settings.get("n") else [])
+        + cli(cell=steps.cell(wc), data_label=label, out=steps.out(wc, f"{task}.json"))
+        + steps.chat(wc),
+    )
+
+
+def step(steps, wc):
+    return choice_step("mc", mc_label(steps), steps, wc)
+
 
 SPEC = register(
     TaskSpec(
@@ -17,5 +47,7 @@ SPEC = register(
         cell_files=("mc.json",),
         cell_order=3,
         choice=True,
+        timed=True,
+        step=step,
     )
 )

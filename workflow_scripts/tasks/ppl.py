@@ -1,7 +1,20 @@
 """Held-out text (workflow_scripts/perplexity.py): bits per character and tokens per sentence, with each sentence's
 NLL for the paired intervals (workflow_scripts/intervals.py)."""
 
+from workflow_scripts.labels import data_label
 from workflow_scripts.tasks import Column, TaskSpec, register
+from workflow_scripts.tasks.base import Step, cli
+
+
+def step(steps, wc):
+    """The held-out text, its first n sentences, batch size; the cell and data label; ppl.json."""
+    settings, text, model = steps.evaluation["ppl"], steps.heldout(wc), steps.model(wc)
+    return Step(
+        {"model": model, "text": text},
+        cli(model=model, text=text, n=settings["n"], batch_size=settings["batch_size"], cell=steps.cell(wc),
+            data_label=data_label(steps.layout, wc.lang), out=steps.out(wc, "ppl.json")),
+    )  # fmt: skip
+
 
 SPEC = register(
     TaskSpec(
@@ -15,5 +28,6 @@ SPEC = register(
         columns=(Column("bits per character (held-out)", "bits_per_char", "{:.3f}", 90),),
         cell_files=("ppl.json",),
         cell_order=1,
+        step=step,
     )
 )

@@ -1,6 +1,32 @@
 """Summarization (paper 002 Table 13 b; workflow_scripts/harness): ROUGE-L by segmentation and BLEURT."""
 
 from workflow_scripts.tasks import Column, TaskSpec, register
+from workflow_scripts.tasks.base import Step, cli
+
+
+def rouge(steps) -> list[list[str]]:
+    """ROUGE-L's segmentation: mT5 pieces (the spiece.model file) or script-aware."""
+    spiece = steps.layout.mt5_spiece()
+    if spiece:
+        return cli(rouge_tokenizer=steps.evaluation["sum"]["rouge_tokenizer"], mt5_spiece=spiece)
+    return cli(rouge_tokenizer="script")
+
+
+def step(steps, wc):
+    """The articles (a mirror's folder), the shared decoding options, ROUGE-L's segmentation; sum.json and its
+    predictions."""
+    data, model = steps.layout.harness_data("sum", wc.lang), steps.model(wc)
+    return Step(
+        {"model": model, "data": data, "spiece": steps.layout.mt5_spiece()},
+        cli(task="sum", lang=wc.lang, model=model)
+        + (cli(data=data) if data else [])
+        + steps.generation("sum", wc)
+        + rouge(steps)
+        + cli(cell=steps.cell(wc), out=steps.out(wc, "sum.json"), predictions=steps.out(wc, "sum_predictions.tsv"))
+        + steps.chat(wc)
+        + steps.mumo(wc),
+    )
+
 
 SPEC = register(
     TaskSpec(
@@ -22,5 +48,6 @@ SPEC = register(
         mumo=True,
         not_run_note="no target-language document/summary pairs for this data are reachable offline; the task runs "
         "on XL-Sum, MLSUM, GreekSUM mirrors and is tested on XL-Sum-layout fixtures",
+        step=step,
     )
 )
