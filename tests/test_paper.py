@@ -280,6 +280,7 @@ def test_costs_per_cell(tmp_path):
         "evaluate_mt/smollm2.th.Source.tsv": 36.0,
         "initialize/smollm2.th.Mean.aux4000.k100.tsv": 10.0,
         "prepare_source_model/smollm2.tsv": 30.0,
+        "sample_orchid/th.tsv": 2.0,  # a data rule: its file names the language alone
     }
     for name, seconds in files.items():
         path = bench / name
@@ -291,7 +292,11 @@ def test_costs_per_cell(tmp_path):
     assert mean["requested_h"] == pytest.approx((60 + 30) / 60)  # resources.py, 135M: lapt 60 min, evaluate_mt 30
     assert table.loc["(shared) initialize Mean.aux4000.k100", "gpu_h"] == 0  # not a GPU rule
     assert table.loc["(shared) source model", "model"] == "smollm2"
-    assert "| **total** | | | | 5 |" in costs.markdown(table.reset_index())
+    orchid = table.loc["(shared) data: sample_orchid"]
+    assert (orchid["model"], orchid["language"]) == ("", "th")
+    assert "| **total** | | | | 6 |" in costs.markdown(table.reset_index())
+    shown = costs.shown(table.reset_index()).set_index("method")
+    assert shown.loc["(shared) data: ORCHID sample", "language"] == "Thai"
 
 
 @pytest.mark.slow

@@ -25,7 +25,15 @@ def parse_benchmark_name(rule: str, stem: str) -> tuple[str, str, str]:
     """(model, language, method or shared job) from a benchmark file's name, e.g. tiny.th.Mean.k50.2x2LS.clm.L64."""
     if rule == "prepare_source_model":
         return stem, "", "(shared) source model"
-    if rule in ("sample_cc100", "sample_text", "extract_l10n_pairs", "split_l10n", "flores_mt", "own_mt"):
+    if rule in (
+        "sample_cc100",
+        "sample_text",
+        "sample_orchid",
+        "extract_l10n_pairs",
+        "split_l10n",
+        "flores_mt",
+        "own_mt",
+    ):
         return "", stem, f"(shared) data: {rule}"
     parts = stem.split(".", 2)
     if len(parts) < 3 and rule != "train_aux_tokenizer":

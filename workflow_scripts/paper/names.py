@@ -118,6 +118,7 @@ STEP_NAMES = {
     "fragmentation": "fragmentation analysis",
     "sample_cc100": "data: CC-100 sample",
     "sample_text": "data: your text sample",
+    "sample_orchid": "data: ORCHID sample",
     "extract_l10n_pairs": "data: translation pairs",
     "split_l10n": "data: split",
     "flores_mt": "data: FLORES",
