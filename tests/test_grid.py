@@ -305,6 +305,21 @@ def test_seed_is_a_grid_dimension_whose_config_seed_keeps_its_slug():
         expand_methods([{"init": "none", "procedure": "MuMo", "seed": [42, 43]}], base_seed=42)
 
 
+def test_other_seeds_can_be_evaluated_on_bits_per_character_alone():
+    """evaluation.other_seeds: ppl: a seed other than the config's is evaluated on ppl only, with a curve of step 0
+    alone; the config seed's cell keeps every task and the whole curve; all (the default) changes nothing."""
+    from workflow_scripts.grid import cell_curve_points, tasks_of
+
+    base, other = expand_methods([{"init": "Mean", "procedure": "2x2LS", "seed": [42, 43]}], base_seed=42)
+    tasks = ["mt", "ppl", "speed"]
+    ppl = {"evaluation": {"other_seeds": "ppl"}, "training": {"curve_points": 6}}
+    every = {"evaluation": {"other_seeds": "all"}, "training": {"curve_points": 6}}
+    assert tasks_of(other, tasks, ppl) == ["ppl"] and tasks_of(base, tasks, ppl) == tasks
+    assert tasks_of(other, tasks, every) == tasks == tasks_of(other, tasks)
+    assert (cell_curve_points(ppl, other), cell_curve_points(ppl, base), cell_curve_points(every, other)) == (1, 6, 6)
+    assert cell_curve_points({**ppl, "training": {}}, other) == 0  # no curve configured: none
+
+
 def test_a_seeds_initialized_model_has_its_own_folder():
     from workflow_scripts.paths import Layout
 

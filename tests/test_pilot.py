@@ -71,11 +71,16 @@ def test_pilot_grid_runs_and_fills_the_findings_page(tmp_path):
     assert run.returncode == 0, run.stderr[-4000:]
     root = tmp_path / "results" / "pilot"
 
-    # every trained cell measured its curve on the ppl step's sentences: step 0 (the initialized model) to the end
+    # every trained cell measured its curve on the ppl step's sentences: step 0 (the initialized model) to the end;
+    # Random's second seed (a cell of its own, evaluation.other_seeds: ppl) its step 0 alone, and bits per character
+    # alone
     curves = sorted(root.glob("tiny/th/*/curve.tsv"))
     trained = [m for m in config["methods"] if m.get("procedure") != "none"]
-    assert len(curves) == len(trained) + 1 == 7  # Random's second seed: a cell of its own
-    assert (root / f"tiny/th/Random.k40.2x2LS.clm.L64.s{PILOT['seed'] + 1}/curve.tsv") in curves
+    assert len(curves) == len(trained) + 1 == 7
+    seed = root / f"tiny/th/Random.k40.2x2LS.clm.L64.s{PILOT['seed'] + 1}"
+    assert list(pd.read_csv(seed / "curve.tsv", sep="\t")["step"]) == [0]
+    assert sorted(p.name for p in (seed / "eval").iterdir()) == ["ppl.json"]
+    curves.remove(seed / "curve.tsv")
     for curve in curves:
         rows = pd.read_csv(curve, sep="\t")
         assert list(rows["step"]) == [0, 2, 4] and set(rows["n_sentences"]) == {20}, curve

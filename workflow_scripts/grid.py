@@ -307,9 +307,25 @@ def with_adapted(methods: list[Method]) -> list[Method]:
     return list(out.values())
 
 
-def tasks_of(method: Method, tasks: list[str]) -> list[str]:
-    """The configured tasks a method's cells are evaluated on (MuMo: generation and speed only)."""
-    return [t for t in tasks if t in MUMO_TASKS] if method.is_mumo else list(tasks)
+def ppl_only(method: Method, config: dict) -> bool:
+    """Whether the method is a training seed other than the config's, evaluated on bits per character alone
+    (``evaluation.other_seeds: ppl``)."""
+    return method.seed is not None and config.get("evaluation", {}).get("other_seeds", "all") == "ppl"
+
+
+def tasks_of(method: Method, tasks: list[str], config: dict | None = None) -> list[str]:
+    """The configured tasks a method's cells are evaluated on (MuMo: generation and speed only; a seed other than
+    the config's under ``evaluation.other_seeds: ppl``: ppl only)."""
+    if method.is_mumo:
+        return [t for t in tasks if t in MUMO_TASKS]
+    return [t for t in tasks if t == "ppl"] if config is not None and ppl_only(method, config) else list(tasks)
+
+
+def cell_curve_points(config: dict, method: Method) -> int:
+    """Points of a cell's held-out curve: ``training.curve_points``, or step 0 alone for a seed evaluated on
+    bits per character only (``ppl_only``)."""
+    points = curve_points(config)
+    return min(points, 1) if ppl_only(method, config) else points
 
 
 def slug_regex(methods: list[Method]) -> str:

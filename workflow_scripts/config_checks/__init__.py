@@ -61,6 +61,11 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
             errors.append(
                 f"evaluation.tasks: task {task!r} is not implemented yet (implemented: {sorted(IMPLEMENTED['tasks'])})"
             )
+    if config["evaluation"].get("other_seeds") == "ppl" and "ppl" not in config["evaluation"]["tasks"]:
+        errors.append(
+            "evaluation.other_seeds: ppl evaluates the seeds other than the config's on ppl alone, which "
+            "evaluation.tasks does not list: add ppl to the tasks, or set other_seeds: all"
+        )
     errors += rouge_route_problems(config)
     errors += tracking_problems(config)
     try:
