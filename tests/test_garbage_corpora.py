@@ -145,7 +145,7 @@ def test_english_as_thai_is_refused_by_sample_and_split(tmp_path):
     # The sample takes 42 of the 50 lines, so at most 10 of them (24%) are Thai whichever are drawn.
     args = sample_args(corpus, tmp_path, "--lang", "th")
     result = run(*[("40" if a == "5" and args[i - 1] == "--n" else a) for i, a in enumerate(args)])
-    assert_one_line_error(result, corpus, "of the CC-100 sample's 42 lines contain Thai script")
+    assert_one_line_error(result, corpus, "of the corpus sample's 42 lines contain Thai script")
     assert "'th'" in result.stderr and "at least 50% needed" in result.stderr
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("".join(f"{e}\t{e} (translated)\n" for e in ENGLISH), encoding="utf-8")

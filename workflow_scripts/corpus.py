@@ -413,7 +413,7 @@ def sample_lines(
             f"valid lines), but {want} asked for; raise oversample (now {oversample}) or ask for fewer"
         )
     sample, heldout = unique[:n], unique[n:]
-    share = check_script(path, sample + heldout, lang, what="CC-100 sample") if lang else None
+    share = check_script(path, sample + heldout, lang, what="corpus sample") if lang else None
     stats = {
         "input": str(path),
         "seed": seed,
