@@ -327,3 +327,13 @@ def test_a_seeds_initialized_model_has_its_own_folder():
     layout = Layout({"languages": {"th": {"aux_vocab_size": 8000}}}, {}, "results/r", "downloads")
     assert layout.init_dir("m", "th", base) == "results/r/m/th/init/Random.aux8000.k100"
     assert layout.init_dir("m", "th", other) == "results/r/m/th/init/Random.aux8000.k100.s43"
+    # an initialization that draws nothing (Mean, Merge, Align, OMP) is initialized once, shared by every seed
+    (mean, mean_other) = expand_methods([{"init": "Mean", "procedure": "2x2LS", "seed": [42, 43]}], base_seed=42)
+    assert (
+        layout.init_dir("m", "th", mean_other)
+        == layout.init_dir("m", "th", mean)
+        == "results/r/m/th/init/Mean.aux8000.k100"
+    )
+    from workflow_scripts.initialize import METHOD_SPECS
+
+    assert {name for name, spec in METHOD_SPECS.items() if spec.draws} == {"Random", "FOCUS", "TokenDistillation"}

@@ -144,6 +144,16 @@ def seed_suffix(seed: int | None) -> str:
     return "" if seed is None else SEED_SUFFIX.format(seed=seed)
 
 
+def init_seed_suffix(method: Method) -> str:
+    """The suffix of a method's initialized model: its training seed's (``seed_suffix``) where its initialization
+    draws (``MethodSpec.draws``: Random, FOCUS, Token Distillation), none where it draws nothing (Mean, Merge, Align,
+    OMP: one initialized model shared by every seed)."""
+    from workflow_scripts.initialize import METHOD_SPECS
+
+    spec = METHOD_SPECS.get(method.init)
+    return seed_suffix(method.seed) if spec is None or spec.draws else ""
+
+
 def unseeded_slug(slug: str, seed: int | None) -> str:
     """A cell's slug without its training seed's suffix: the name its seeds share (the config's seed has none)."""
     return slug.removesuffix(seed_suffix(seed))

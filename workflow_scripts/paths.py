@@ -264,15 +264,16 @@ class Layout:
 
     def init_dir(self, model: str, lang: str, method) -> str:
         """A method's initialized model; a training seed other than the config's has its own (rules/initialize.smk
-        initialize_seeded), since the draws of an initialization (Random's) take it."""
-        from workflow_scripts.grid import seed_suffix
+        initialize_seeded) where the initialization draws (Random's rows take the seed), and shares the config seed's
+        where it draws nothing (grid.init_seed_suffix)."""
+        from workflow_scripts.grid import init_seed_suffix
 
         vocab = (
             f"replace{self.vocab(lang, 'replace')}"
             if method.vocab == "replace"
             else f"aux{self.vocab(lang)}.k{method.k}"
         )
-        return initialized_model(model, lang, method.init, vocab + seed_suffix(method.seed), self.results)
+        return initialized_model(model, lang, method.init, vocab + init_seed_suffix(method), self.results)
 
     def mumo_init(self, method) -> str:
         """A MuMo method's head initialization: its init (Random), or mumo.init for init none (Multi by default)."""

@@ -99,6 +99,8 @@ class MethodSpec:
     ``stats``: its entries of the report's method_stats. ``replace``: None (expansion only), COPY_SHARED or ALL_ROWS.
     ``order``: its place in ``INIT_METHODS`` and so in reports (the paper's order, Random to EEVE). ``options``: the
     settings a config may change for it (``initialization.<method>``), with their defaults (``method_options``).
+    ``draws``: its rows depend on the seed (Random's draws, FOCUS's fastText, Token Distillation's snippet order); a
+    method that draws nothing is initialized once and shared by every training seed of its cells.
     """
 
     name: str
@@ -110,6 +112,7 @@ class MethodSpec:
     order: int = LAST
     needs_model: bool = False
     options: dict[str, Any] = field(default_factory=dict)
+    draws: bool = False
 
 
 # The registries, filled by the modules of ``methods/`` as the package imports them (``methods.discover``).
@@ -129,6 +132,7 @@ def register_method(
     order: int = LAST,
     needs_model: bool = False,
     options: dict[str, Any] | None = None,
+    draws: bool = False,
 ) -> Callable[[InitMethod], InitMethod]:
     """Register an initialization method under its paper name (Random, Mean, Merge, Align, FOCUS, EEVE), with what
     the package needs to know about it (``MethodSpec``)."""
@@ -139,7 +143,7 @@ def register_method(
         if name in METHOD_SPECS:
             raise ValueError(f"initialization method {name!r} is registered twice")
         METHOD_SPECS[name] = MethodSpec(
-            name, fn, needs_corpus, compared_with_mean, stats, replace, order, needs_model, dict(options or {})
+            name, fn, needs_corpus, compared_with_mean, stats, replace, order, needs_model, dict(options or {}), draws
         )
         _reorder()
         return fn

@@ -154,7 +154,7 @@ def focus_stats(ctx: InitContext) -> dict:
     return {"focus": ctx.cache["FOCUS"][1]} if "FOCUS" in ctx.cache else {}
 
 
-@register_method("FOCUS", needs_corpus=True, stats=focus_stats, replace=COPY_SHARED, order=50)
+@register_method("FOCUS", needs_corpus=True, stats=focus_stats, replace=COPY_SHARED, order=50, draws=True)
 def init_focus(source: Any, ctx: InitContext, role: str) -> InitResult:
     """FOCUS (paper 002 §4.2): sparsemax-weighted combination of overlapping tokens' rows by fastText similarity."""
     plans, _ = focus_plans(ctx)

@@ -21,7 +21,7 @@ from workflow_scripts.initialize.registry import (
 )
 
 
-@register_method("Random", compared_with_mean=False, replace=ALL_ROWS, order=10)
+@register_method("Random", compared_with_mean=False, replace=ALL_ROWS, order=10, draws=True)
 def init_random(source: Any, ctx: InitContext, role: str) -> InitResult:
     """Random (paper 002 §4): each dimension ~ N(mean, std) of that dimension over the source rows, seeded."""
     import torch

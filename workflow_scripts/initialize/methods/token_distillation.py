@@ -226,7 +226,13 @@ def tokdist_stats(ctx: InitContext) -> dict:
 
 
 @register_method(
-    "TokenDistillation", needs_corpus=True, needs_model=True, stats=tokdist_stats, order=80, options=TOKDIST_DEFAULTS
+    "TokenDistillation",
+    needs_corpus=True,
+    needs_model=True,
+    stats=tokdist_stats,
+    order=80,
+    options=TOKDIST_DEFAULTS,
+    draws=True,
 )
 def init_token_distillation(source: Any, ctx: InitContext, role: str) -> InitResult:
     """Token Distillation (arXiv 2505.20133): input rows distilled from the hidden states of the old split, starting
