@@ -26,10 +26,8 @@ TASKS = tuple(TASK_SPECS)
 # before the long steps), and the files each writes (those of evaluate_ppl, evaluate_mt, evaluate_mc, measure_speed)
 CELL_STEP_FILES = {task: list(files) for task, files in cell_tasks().items()}
 CELL_STEPS = tuple(CELL_STEP_FILES)
-# the log-likelihood tasks, and the label each one's records carry where it is fixed (mc's depends on its source: see
-# tasks/mc.py)
+# the log-likelihood tasks (each one's data label: its task module's)
 CHOICE_TASKS = tuple(name for name, spec in TASK_SPECS.items() if spec.choice)
-CHOICE_LABELS = {name: spec.label for name, spec in TASK_SPECS.items() if spec.choice and spec.label}
 # re-exported for the rules and tests that read them here
 __all__ = [
     "CELL_SHARED",

@@ -44,7 +44,8 @@ def page(panels: list[Panel], drawn: dict[str, bool], labels: list[str], models:
     langs = sorted({p.language for p in panels})
     multi = len({p.model for p in panels}) > 1
     lines = ["# Findings", "", *(f"> Data: {label}." for label in labels), *([""] if labels else [])]
-    lines += ["## At a glance", "", *glance.bullets(panels, text.scope(models, labels, n_seeds, langs)), ""]
+    rankings = [glance.ranking(p) for p in panels]  # the paired bootstraps of each language, once for the page
+    lines += ["## At a glance", "", *glance.bullets(panels, text.scope(models, labels, n_seeds, langs), rankings), ""]
     more = details(panels, glance.uncurved(panels, multi))
     absent = [ABSENT[name] for name in FIGURES if not drawn.get(name)]
     if absent:
@@ -59,7 +60,7 @@ def page(panels: list[Panel], drawn: dict[str, bool], labels: list[str], models:
         if drawn.get(name):
             caption = text.CAPTIONS[name] + (note if name == "learning_curves" else "")
             lines += [f"## {TITLES[name].split(':')[0]}", "", f"![{TITLES[name]}]({name}.png)", "", caption, ""]
-    for panel in panels:
+    for panel, ranking in zip(panels, rankings, strict=True):
         several = len({r["k"] for r in panel.expanded()}) > 1
         caption = (text.CAPTIONS["table_k"].format(k=panel.main_k()) if several else "") + text.CAPTIONS["table"]
         caption += text.CAPTIONS["table_curves"] + note if panel.curves() else ""
@@ -67,7 +68,7 @@ def page(panels: list[Panel], drawn: dict[str, bool], labels: list[str], models:
             caption += text.CAPTIONS["table_served"]
         name = panel_name(panel.model, panel.language, multi)
         lines += [f"## {name}", "", *text.table(panel), caption, ""]
-        ranked = glance.ranking_table(panel)
+        ranked = glance.ranking_table(panel, ranking)
         if ranked:
             lines += [f"### {name}: the initializations ranked", "", *ranked, text.CAPTIONS["ranking"], ""]
         if panel.fidelity:

@@ -8,16 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workflow_scripts.findings.numbers import WITHIN, Panel, curve_fit, relative, trained_tokens
-from workflow_scripts.findings.paragraph import k_sentences
+from workflow_scripts.findings.paragraph import k_sentences, panel_label
 from workflow_scripts.findings.text import MISSING, tokens_text
 from workflow_scripts.intervals import Interval, paired_bpc_diff, verdict
-from workflow_scripts.paper.names import panel_name
 
 BETTER, WITHIN_NOISE, WORSE, NO_INTERVAL = "better", "within noise", "worse", "no interval"
-
-
-def _where(panel: Panel, multi: bool) -> str:
-    return panel_name(panel.model, panel.language, multi)
 
 
 def _side(interval: Interval | None) -> str:
@@ -53,7 +48,7 @@ def speed_part(panel: Panel, multi: bool) -> str:
         extra.append("bound " + (f"{bounds[0]:.2f}x" if len(bounds) == 1 else f"{bounds[0]:.2f}x–{bounds[-1]:.2f}x"))
     if tokens and panel.source["tokens"] is not None:
         extra.append(f"{min(tokens):.1f} tokens a held-out sentence against {panel.source['tokens']:.1f}")
-    return f"{_where(panel, multi)}: {what}" + (f" ({'; '.join(extra)})" if extra else "")
+    return f"{panel_label(panel, multi)}: {what}" + (f" ({'; '.join(extra)})" if extra else "")
 
 
 def _classified(rows: list[dict], key: str) -> dict[str, list[dict]]:
@@ -78,7 +73,7 @@ def quality_part(panel: Panel, multi: bool, reference: str) -> str:
     if reference == "CPT-only":
         about_best += f", {'' if distance <= WITHIN else 'not '}within {WITHIN:.0f}%"
     sides = _classified(rows, key)
-    where = _where(panel, multi)
+    where = panel_label(panel, multi)
     interval = best.get(key)
     if len(rows) == 1:
         return f"{where}: {best['name']} {about_best}; {verdict(interval) or 'no interval recorded'}"
@@ -125,22 +120,24 @@ def ranking_text(ranked: list[Ranked]) -> str:
     return "".join(parts)
 
 
-def ranking_part(panel: Panel, multi: bool) -> str:
-    ranked = ranking(panel)
+def ranking_part(panel: Panel, multi: bool, ranked: list[Ranked] | None = None) -> str:
+    """The ranking bullet of one language (``ranked``: its ``ranking``, computed here where not given)."""
+    ranked = ranking(panel) if ranked is None else ranked
     if len(ranked) < 2:
         return ""
-    where = _where(panel, multi)
+    lang = panel_label(panel, multi)
     if all(place.above is None for place in ranked[1:]):
-        return f"{where}: {', '.join(p.row['name'] for p in ranked)} by the point values (no intervals recorded)"
+        return f"{lang}: {', '.join(p.row['name'] for p in ranked)} by the point values (no intervals recorded)"
     seeds = sorted({p.row["seeds"] for p in ranked})
     seeds_text = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}–{seeds[-1]}"
-    return f"{where}: {ranking_text(ranked)} ({seeds_text} seed{'s' if seeds[-1] > 1 else ''} a method)"
+    return f"{lang}: {ranking_text(ranked)} ({seeds_text} seed{'s' if seeds[-1] > 1 else ''} a method)"
 
 
-def ranking_table(panel: Panel) -> list[str]:
-    """The panel's ranking as a Markdown table: place, method, seeds, bits per character (mean ± sd over seeds), the
-    difference to the method above with its 95% interval and the verdict; empty with fewer than two methods."""
-    ranked = ranking(panel)
+def ranking_table(panel: Panel, ranked: list[Ranked] | None = None) -> list[str]:
+    """The panel's ranking (``ranked``, computed here where not given) as a Markdown table: place, method, seeds, bits
+    per character (mean ± sd over seeds), the difference to the method above with its 95% interval and the verdict;
+    empty with fewer than two methods."""
+    ranked = ranking(panel) if ranked is None else ranked
     if len(ranked) < 2:
         return []
     lines = ["| place | Method | seeds | final bits per character | vs the method above | 95% interval | |",
@@ -155,13 +152,19 @@ def ranking_table(panel: Panel) -> list[str]:
     return [*lines, ""]
 
 
+def beyond_cpt(panel: Panel) -> bool:
+    """Whether the panel has CPT-only and expanded cells at its main number of new tokens, none of them within WITHIN
+    percent of CPT-only's final bits per character."""
+    cpt, rows = panel.cpt(), _compared(panel)
+    return bool(cpt and cpt["bpc"][1] is not None and rows and relative(rows[0]["bpc"][1], cpt["bpc"][1]) > WITHIN)
+
+
 def extrapolation_rows(panel: Panel) -> list[list[str]]:
     """Where no expanded cell at the main number of new tokens ends within WITHIN percent of CPT-only: per cell with a
     curve, the target, the tokens trained and the power law's estimate of the tokens to reach it, or why none."""
-    cpt, rows = panel.cpt(), _compared(panel)
-    if cpt is None or cpt["bpc"][1] is None or not rows or relative(rows[0]["bpc"][1], cpt["bpc"][1]) <= WITHIN:
+    if not beyond_cpt(panel):
         return []
-    target = (1 + WITHIN / 100) * cpt["bpc"][1]
+    target, rows = (1 + WITHIN / 100) * panel.cpt()["bpc"][1], _compared(panel)
     out = []
     for r in (r for r in rows if r["curve"] is not None):
         fit, trained = curve_fit(r), trained_tokens(r)
@@ -180,7 +183,7 @@ def extrapolation_rows(panel: Panel) -> list[list[str]]:
 
 def extrapolation_table(panels: list[Panel], multi: bool) -> list[str]:
     """The extrapolation table over every language (``extrapolation_rows``); empty where nothing is extrapolated."""
-    body = [[_where(p, multi), *row] for p in panels for row in extrapolation_rows(p)]
+    body = [[panel_label(p, multi), *row] for p in panels for row in extrapolation_rows(p)]
     if not body:
         return []
     lines = [f"| Language | Method | target (CPT-only + {WITHIN:.0f}%) | tokens trained | tokens to reach it |",
@@ -191,26 +194,21 @@ def extrapolation_table(panels: list[Panel], multi: bool) -> list[str]:
 def uncurved(panels: list[Panel], multi: bool) -> list[str]:
     """The languages where no expanded cell is within WITHIN percent of CPT-only and none has a learning curve to
     extrapolate from."""
-    out = []
-    for p in panels:
-        cpt, rows = p.cpt(), _compared(p)
-        if cpt is None or cpt["bpc"][1] is None or not rows or relative(rows[0]["bpc"][1], cpt["bpc"][1]) <= WITHIN:
-            continue
-        if not any(r["curve"] is not None for r in rows):
-            out.append(_where(p, multi))
-    return out
+    return [panel_label(p, multi) for p in panels if beyond_cpt(p) and all(r["curve"] is None for r in _compared(p))]
 
 
-def bullets(panels: list[Panel], scope_text: str) -> list[str]:
-    """The page's opening bullets (module docstring), each a Markdown list item; the scope last, once."""
+def bullets(panels: list[Panel], scope_text: str, rankings: list[list[Ranked]] | None = None) -> list[str]:
+    """The page's opening bullets (module docstring), each a Markdown list item; the scope last, once. ``rankings``:
+    each panel's ``ranking``, computed here where not given."""
     multi = len({p.model for p in panels}) > 1
+    rankings = [ranking(p) for p in panels] if rankings is None else rankings
     found = [
         ("Faster than Source (paired teacher-forced speed-up)", [speed_part(p, multi) for p in panels]),
         ("Quality against Source (held-out bits per character)", [quality_part(p, multi, "Source") for p in panels]),
         ("Against CPT-only (the same training without new tokens)",
          [quality_part(p, multi, "CPT-only") for p in panels]),
         ("Initializations ranked (final bits per character; ≈ within noise, < outside it)",
-         [ranking_part(p, multi) for p in panels]),
+         [ranking_part(p, multi, r) for p, r in zip(panels, rankings, strict=True)]),
     ]  # fmt: skip
     out = [f"- **{title}.** " + " · ".join(parts) + "." for title, parts in
            ((t, [x for x in xs if x]) for t, xs in found) if parts]  # fmt: skip

@@ -9,7 +9,8 @@ from workflow_scripts.intervals import verdict
 from workflow_scripts.paper.names import panel_name
 
 
-def _where(panel: Panel, multi: bool) -> str:
+def panel_label(panel: Panel, multi: bool) -> str:
+    """The panel's name in the page's sentences: its language, and its model where the run has several."""
     return panel_name(panel.model, panel.language, multi)
 
 
@@ -35,7 +36,7 @@ def order_sentence(panel: Panel, multi: bool) -> str:
     noise = against_cpt(sorted(rows, key=lambda r: r["bpc"][1]))
     start_rows = [r for r in rows if r["bpc0"] is not None]
     if len(start_rows) < 2:
-        where = _where(panel, multi)
+        where = panel_label(panel, multi)
         return f"On {where}, after training the initializations order {end} in bits per character.{noise}"
     start, start_spread = _order(start_rows, lambda r: r["bpc0"])
     narrows = "narrows" if end_spread < start_spread else "does not narrow"
@@ -43,7 +44,7 @@ def order_sentence(panel: Panel, multi: bool) -> str:
         r["name"] for r in sorted(start_rows, key=lambda r: r["bpc"][1])
     ]
     return (
-        f"On {_where(panel, multi)}, before training (step 0) the initializations order {start} in bits per "
+        f"On {panel_label(panel, multi)}, before training (step 0) the initializations order {start} in bits per "
         f"character, a spread of {start_spread:.3f}; after training {end}, a spread of {end_spread:.3f}: training "
         f"{narrows} the gap, and the order {'stays the same' if same else 'changes'}.{noise}"
     )
@@ -57,7 +58,7 @@ def reach_sentence(panel: Panel, multi: bool) -> str:
         return ""
     reached = sorted((r for r in rows if r["reach"] is not None), key=lambda r: r["reach"])
     missed = [r for r in rows if r["reach"] is None]
-    where = _where(panel, multi)
+    where = panel_label(panel, multi)
     if not reached:
         most = max(trained_tokens(r) for r in rows)
         return (f"On {where}, no expanded method reaches Source's bits per character within the tokens trained (up "
@@ -92,14 +93,14 @@ def bound_sentence(panels: list[Panel], multi: bool, floor: float = 0.9) -> str:
     if not cells:
         return ""
     low, panel, ratio = min(cells, key=lambda c: c[2])
-    at = f"{low['name']} on {_where(panel, multi)}, {low['paired'][0]:.2f}x of {low['bound']:.2f}x"
+    at = f"{low['name']} on {panel_label(panel, multi)}, {low['paired'][0]:.2f}x of {low['bound']:.2f}x"
     if len(cells) == 1:
         return f"The expanded cell's paired speed-up is {ratio:.2f} of its bound ({at})."
     under = [c for c in cells if c[2] < floor]
     if not under:
         return (f"Every expanded cell's paired speed-up is at least {int(ratio * 100) / 100:.2f} of its bound "
                 f"(lowest: {at}).")  # fmt: skip
-    listed = "; ".join(f"{r['name']} on {_where(p, multi)} ({q:.2f})" for r, p, q in under)
+    listed = "; ".join(f"{r['name']} on {panel_label(p, multi)} ({q:.2f})" for r, p, q in under)
     verb = "reaches" if len(under) == 1 else "reach"
     return f"{len(under)} of {len(cells)} expanded cells {verb} less than {floor} of their bound: {listed}."
 
@@ -128,7 +129,7 @@ def k_sentences(panel: Panel, multi: bool) -> list[str]:
             ("tokens per held-out sentence", _change(lo["tokens"][1], hi["tokens"][1], "{:.1f}", percent=True)),
         ) if text]  # fmt: skip
         if parts:
-            out.append(f"On {_where(panel, multi)}, {label} with {hi['k']} new tokens instead of {lo['k']}: "
+            out.append(f"On {panel_label(panel, multi)}, {label} with {hi['k']} new tokens instead of {lo['k']}: "
                        + "; ".join(parts) + ".")  # fmt: skip
     return out
 

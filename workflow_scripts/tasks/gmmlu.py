@@ -1,12 +1,9 @@
 """Global-MMLU (57 subject tasks, 5-shot log-likelihood): accuracy, the mean over subjects."""
 
+from functools import partial
+
 from workflow_scripts.tasks import Column, TaskSpec, register
 from workflow_scripts.tasks.mc import choice_step
-
-
-def step(steps, wc):
-    return choice_step("gmmlu", SPEC.label, steps, wc)
-
 
 SPEC = register(
     TaskSpec(
@@ -22,6 +19,6 @@ SPEC = register(
         choice=True,
         timed=True,
         label="Global-MMLU (57 subject tasks; acc = mean over subjects)",
-        step=step,
+        step=partial(choice_step, "gmmlu"),
     )
 )

@@ -1,12 +1,9 @@
 """English MMLU (lighteval/mmlu, LightEval's MMLU prompt): the English retention check of Global-MMLU (Table 9)."""
 
+from functools import partial
+
 from workflow_scripts.tasks import TaskSpec, register
 from workflow_scripts.tasks.mc import choice_step
-
-
-def step(steps, wc):
-    return choice_step("gmmlu_en", SPEC.label, steps, wc)
-
 
 SPEC = register(
     TaskSpec(
@@ -19,6 +16,6 @@ SPEC = register(
         card_type="multiple-choice",
         choice=True,
         label="English MMLU (lighteval/mmlu, 57 subject tasks; retention, Table 9)",
-        step=step,
+        step=partial(choice_step, "gmmlu_en"),
     )
 )

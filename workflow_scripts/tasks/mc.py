@@ -1,7 +1,9 @@
 """Reading comprehension (Belebele, 3-shot log-likelihood of 4 choices; or the l10n proxy): accuracy. Its records'
 label depends on its source (mc_label)."""
 
-from workflow_scripts.tasks import Column, TaskSpec, register
+from functools import partial
+
+from workflow_scripts.tasks import TASKS, Column, TaskSpec, register
 from workflow_scripts.tasks.base import Step, cli
 
 
@@ -12,10 +14,11 @@ def mc_label(steps) -> str:
     return "Belebele"
 
 
-def choice_step(task: str, label: str, steps, wc):
+def choice_step(task: str, steps, wc):
     """The step of a log-likelihood task (mc, gmmlu, and their English retention checks mc_en, gmmlu_en, Table 9):
-    its dataset, few-shot count, batch size and n (of the task it checks in English), its data label."""
-    base = task.removesuffix("_en")
+    its dataset, few-shot count, batch size and n (of the task it checks in English), its data label (the task's
+    ``label``; mc's, which has none, by its source)."""
+    base, label = task.removesuffix("_en"), TASKS[task].label or mc_label(steps)
     settings, data, model = steps.evaluation[base], steps.layout.harness_data(task, wc.lang), steps.model(wc)
     return Step(
         {"model": model, "data": data},
@@ -27,10 +30,6 @@ def choice_step(task: str, label: str, steps, wc):
         + cli(cell=steps.cell(wc), data_label=label, out=steps.out(wc, f"{task}.json"))
         + steps.chat(wc),
     )
-
-
-def step(steps, wc):
-    return choice_step("mc", mc_label(steps), steps, wc)
 
 
 SPEC = register(
@@ -48,6 +47,6 @@ SPEC = register(
         cell_order=3,
         choice=True,
         timed=True,
-        step=step,
+        step=partial(choice_step, "mc"),
     )
 )

@@ -1,12 +1,9 @@
 """English Belebele: the English retention check of reading comprehension (paper 002 Table 9)."""
 
+from functools import partial
+
 from workflow_scripts.tasks import TaskSpec, register
 from workflow_scripts.tasks.mc import choice_step
-
-
-def step(steps, wc):
-    return choice_step("mc_en", SPEC.label, steps, wc)
-
 
 SPEC = register(
     TaskSpec(
@@ -19,6 +16,6 @@ SPEC = register(
         card_type="multiple-choice",
         choice=True,
         label="English Belebele (retention, Table 9)",
-        step=step,
+        step=partial(choice_step, "mc_en"),
     )
 )
