@@ -1,6 +1,7 @@
 # Input functions and arguments of the evaluation rules (rules/evaluate.smk). Each task's step (its files and its
 # command-line arguments) is written once in workflow_scripts/steps.py; its own rule and evaluate_cell render it.
 from workflow_scripts.steps import CELL_STEP_FILES, CELL_STEPS, Steps
+from workflow_scripts.tasks import TASKS as TASK_SPECS
 
 STEPS = Steps(config, LAYOUT, METHOD_BY_SLUG)
 
@@ -72,20 +73,26 @@ def cell_step_args(wc):
     )
 
 
-def speed_runtime(wildcards, attempt):
-    """The speed job's time limit: its planned workload's (workflow_scripts/speed/plan.py) where the model needs a
-    GPU, else the cost table's."""
-    model = PLAN.models[wildcards.model]
-    planned = speed_runtime_minutes(
-        config,
-        model,
-        attempt,
-        workflow_gpu_class(workflow.resource_settings, "measure_speed"),
-    )
-    return (
-        planned
-        or sized_resources("measure_speed", model.parameters, attempt)["runtime"]
-    )
+def task_runtime(task):
+    """A task rule's time limit: for a task whose spec says so (speed), its planned workload's
+    (workflow_scripts/speed/plan.py) where the model needs a GPU; else the cost table's.
+    """
+    if not task.planned_runtime:
+        return sized(task.rule, "runtime")
+
+    def get(wildcards, attempt):
+        model = PLAN.models[wildcards.model]
+        planned = speed_runtime_minutes(
+            config,
+            model,
+            attempt,
+            workflow_gpu_class(workflow.resource_settings, task.rule),
+        )
+        return (
+            planned or sized_resources(task.rule, model.parameters, attempt)["runtime"]
+        )
+
+    return get
 
 
 def bleurt_dir(wc):

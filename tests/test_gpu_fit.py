@@ -29,6 +29,7 @@ from workflow_scripts.grid import TRAINING_NOT_HPARAMS, expand_grid
 from workflow_scripts.lapt import loop, resolve_hparams
 from workflow_scripts.lapt.objective import LossComputer
 from workflow_scripts.models import describe_models
+from workflow_scripts.procedure_stages import STAGES, StageSpec
 from workflow_scripts.resources import GPU_CLASSES, gpu_class, sized_resources
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -84,7 +85,7 @@ def test_every_paper_lapt_job_fits_its_gpu_class(gpu_class):
     # The check looked at every LAPT job of a model that needs a GPU, and each one's planned peak is within the class.
     gpu, models = GPU_CLASSES[gpu_class], describe_models(config)
     jobs = {(model, m.slug, m.procedure, m.objective, m.seq_len) for model, _, m in expand_grid(config)
-            if m.trains and m.procedure in ge.STAGES and models[model].needs_gpu}  # fmt: skip
+            if m.trains and m.procedure in STAGES and models[model].needs_gpu}  # fmt: skip
     assert {p for *_, p, _, _ in jobs} >= {"LoRA", "2-stage", "2x2LS", "EEVE"}
     training = {k: v for k, v in config["training"].items() if k not in TRAINING_NOT_HPARAMS}
     hp = resolve_hparams({**training, "eeve_layers": "LoRA"})
@@ -313,7 +314,7 @@ def test_residual_stream_width_matches_the_estimate(embedding_trained, weights_d
                                                     with_kwargs=True)  # fmt: skip
     with torch.autocast("cpu", dtype=torch.bfloat16):
         model(input_ids=torch.zeros(1, 8, dtype=torch.long), use_cache=False)
-    stage = ge.StageSpec("2x2" if embedding_trained else "lora", embedding_trained, embedding_trained)
+    stage = StageSpec("2x2" if embedding_trained else "lora", embedding_trained, embedding_trained)
     assert widths == [ge.residual_bytes(stage, tied=True, weights_dtype=weights_dtype)]
 
 

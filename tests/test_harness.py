@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import REPO, l10n_pairs, run_harness_jobs
 from workflow_scripts import prompts
 from workflow_scripts.harness import datasets, metrics
+from workflow_scripts.tasks import gmmlu
 
 pytestmark = pytest.mark.one_worker("lighteval")  # the files that import LightEval share a worker (conftest.py)
 
@@ -49,7 +50,7 @@ def test_paper_prompts():
     assert prompts.mt_query("Hello.", "th") == "แปลภาษาอังกฤษเป็นไทย:\nHello. ="
     assert prompts.sum_query("A\nB", "en") == "Summarize the following text in English: A B Summary:"
     assert set(prompts.prompt_table()["mt"]) == {"ar", "my", "de", "el", "hi", "ja", "si", "sw", "te", "th"}
-    assert prompts.gmmlu_instruction("college_mathematics", "de") == (
+    assert gmmlu.instruction("college_mathematics", "de") == (
         "Es folgen Multiple-Choice-Fragen (mit Antworten) zu college mathematics."
     )
 
@@ -64,7 +65,7 @@ def test_sinhala_prompts_keep_the_zero_width_joiner():
         b"\xe0\xb6\x9a\xe0\xb6\xbb\xe0\xb6\xb1\xe0\xb7\x8a\xe0\xb6\xb1:\nHi. ="
     )
     assert prompts.mt_query("Hi.", "si")[:8] == "\u0d89\u0d82\u0d9c\u0dca\u200d\u0dbb\u0dd3\u0dc3"
-    instruction = prompts.gmmlu_instruction("anatomy", "si")
+    instruction = gmmlu.instruction("anatomy", "si")
     assert instruction.index("\u200d") == 28
     assert instruction[:33] == (
         "anatomy \u0db4\u0dd2\u0dc5\u0dd2\u0db6\u0db3 \u0db6\u0dc4\u0dd4 \u0dc0\u0dd2\u0d9a\u0dbd\u0dca\u0db4 "

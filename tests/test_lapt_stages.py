@@ -105,7 +105,7 @@ def test_eeve_changes_exactly_each_stage_rows_and_resumes_across_every_boundary(
         assert _changed_rows(prev, state) == _eeve_expected(stage, tied, layer_keys), f"stage {stage}"
         prev = state
     assert stats["resumed_from"] == [1, 2, 3, 4, 5, 6] and [s["name"] for s in stats["stages"]] == [
-        name for name, *_ in lapt.EEVE_STAGES
+        stage.name for stage in lapt.PROCEDURES["EEVE"].stages
     ]
     final = model_state(tmp_path / "out")
     assert all(torch.equal(final[k], prev[k]) for k in source)  # the saved model is the last checkpoint's state

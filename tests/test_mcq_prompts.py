@@ -15,18 +15,19 @@ from lighteval.utils.language import Language
 
 from tests.conftest import l10n_pairs
 from workflow_scripts.harness import datasets
+from workflow_scripts.tasks import gmmlu, mc
 
 pytestmark = pytest.mark.one_worker("lighteval")  # the files that import LightEval share a worker (conftest.py)
 
-tasks = None  # workflow_scripts.harness.tasks, bound by _import_tasks
+tasks = prompting = None  # workflow_scripts.harness.tasks and .prompting, bound by _import_tasks
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _import_tasks():
     """Import the harness module (LightEval's metrics: about 6 s of CPU) when these tests run, not in every xdist
     worker that only collects this file."""
-    global tasks
-    from workflow_scripts.harness import tasks
+    global tasks, prompting
+    from workflow_scripts.harness import prompting, tasks
 
 
 def belebele_row(lang: str) -> dict:
@@ -73,7 +74,7 @@ def test_mc_thai_prompt_text():
         **{f"mc_answer{i}": a for i, a in enumerate(["แมวนั่งบนเสื่อ", "หมากิน", "ปลาว่าย", "นกบิน"], 1)},
         "correct_answer_num": "1",
     }
-    doc = tasks.mc_prompt_function("th")(row, "mc_th")
+    doc = mc.mc_prompt_function(prompting, "th")(row, "mc_th")
     assert doc.query == (
         "The cat sat on the mat.\nคำถาม: Which sentence is the translation of the passage?\n"
         " A. แมวนั่งบนเสื่อ\n B. หมากิน\n C. ปลาว่าย\n D. นกบิน\nคำตอบ:"
@@ -88,7 +89,7 @@ def test_mc_without_lighteval_words_takes_english_words_only(lang, language, tmp
     row = belebele_row("si")  # the items' text does not matter here (no Burmese l10n package is committed)
     with pytest.raises(AttributeError, match="Translation for 'answer' is needed"):
         lighteval_belebele_prompt(language)(row, "mc")
-    assert tasks.literals_language(language) == Language.ENGLISH
+    assert prompting.literals_language(language) == Language.ENGLISH
     ours = tasks.task_config("mc", lang, tmp_path).prompt_function(row, "mc")
     same_doc(ours, lighteval_belebele_prompt(Language.ENGLISH)(row, "mc"))
     assert "\nQuestion: " in ours.query and ours.query.endswith("\nAnswer:")
@@ -101,11 +102,12 @@ def test_literals_fallback_refuses_a_language_whose_own_literals_differ():
     TRANSLATION_LITERALS[Language.SINHALA] = TranslationLiterals(language=Language.SINHALA, full_stop="।")
     try:
         with pytest.raises(ValueError, match="full_stop"):
-            tasks.literals_language(Language.SINHALA)
+            prompting.literals_language(Language.SINHALA)
     finally:
         TRANSLATION_LITERALS[Language.SINHALA] = original
-    assert tasks.literals_language(Language.THAI) == Language.THAI
-    assert tasks.lighteval_language("ar") == Language.ARABIC and tasks.lighteval_language("sw") == Language.SWAHILI
+    assert prompting.literals_language(Language.THAI) == Language.THAI
+    assert prompting.lighteval_language("ar") == Language.ARABIC
+    assert prompting.lighteval_language("sw") == Language.SWAHILI
 
 
 def gmmlu_row(subject: str, i: int, **options) -> dict:
@@ -147,14 +149,14 @@ def test_gmmlu_prompt_is_lighteval_own_under_the_subject_instruction(tmp_path):
 
 
 def test_gmmlu_row_filter_is_lighteval_own():
-    assert tasks.keep_global_mmlu_row(gmmlu_row("anatomy", 0), "anatomy")
-    assert not tasks.keep_global_mmlu_row(gmmlu_row("anatomy", 0), "astronomy")
-    assert not tasks.keep_global_mmlu_row(gmmlu_row("anatomy", 0, option_c=None), "anatomy")
-    assert not tasks.keep_global_mmlu_row(gmmlu_row("anatomy", 0, option_d="  "), None)
+    assert gmmlu.keep_global_mmlu_row(gmmlu_row("anatomy", 0), "anatomy")
+    assert not gmmlu.keep_global_mmlu_row(gmmlu_row("anatomy", 0), "astronomy")
+    assert not gmmlu.keep_global_mmlu_row(gmmlu_row("anatomy", 0, option_c=None), "anatomy")
+    assert not gmmlu.keep_global_mmlu_row(gmmlu_row("anatomy", 0, option_d="  "), None)
     config = tasks.task_config("gmmlu", "si", "folder", subject="anatomy")
     assert config.name == "gmmlu_si:anatomy" and config.few_shots_split == "dev"
     assert config.hf_filter(gmmlu_row("anatomy", 1)) and not config.hf_filter(gmmlu_row("anatomy", 1, option_a=None))
-    assert len(tasks.MMLU_SUBJECTS) == 57
+    assert len(gmmlu.mmlu_subjects()) == 57
     with pytest.raises(ValueError, match="not one of MMLU's 57"):
         tasks.task_config("gmmlu", "si", "folder", subject="math")
 
@@ -219,7 +221,7 @@ def test_global_mmlu_runs_by_subject_filtered_and_averaged_over_subjects(tiny_ll
     for detail in captured[0].details:
         doc = detail.doc
         subject = doc.task_name.split(":", 1)[1].split("|")[0]
-        assert doc.instruction == tasks.prompts.gmmlu_instruction(subject, "si")
+        assert doc.instruction == gmmlu.instruction(subject, "si")
         assert "None" not in doc.query and "\n A. \n" not in doc.query
         # the few-shot examples are the same subject's dev rows
         assert len(doc.fewshot_samples) == 2
@@ -270,7 +272,7 @@ def test_english_mmlu_context_is_the_leaderboards_byte_for_byte():
 
     shots = [mmlu_row("high_school_us_history", i) for i in range(5)]
     item = mmlu_row("high_school_us_history", 6, question=" Q6, with a leading space")
-    ours = mmlu_context("high_school_us_history", shots, item, tasks.gmmlu_prompt_function("en"))
+    ours = mmlu_context("high_school_us_history", shots, item, gmmlu.prompt_function(prompting, "en"))
     assert ours == leaderboard_context("high_school_us_history", shots, item)
     assert ours == (
         "The following are multiple choice questions (with answers) about high school us history.\n\n"
@@ -281,9 +283,9 @@ def test_english_mmlu_context_is_the_leaderboards_byte_for_byte():
         "Q4 on high_school_us_history\nA. c4a\nB. c4b\nC. c4c\nD. c4d\nAnswer: A\n\n"
         " Q6, with a leading space\nA. c6a\nB. c6b\nC. c6c\nD. c6d\nAnswer:"
     )
-    doc = tasks.gmmlu_prompt_function("en")(item, "gmmlu_en")
+    doc = gmmlu.prompt_function(prompting, "en")(item, "gmmlu_en")
     assert doc.choices == [" A", " B", " C", " D"] and doc.gold_index == 2
-    assert tasks.gmmlu_prompt_function("en")(item | {"answer": "D"}, "x").gold_index == 3
+    assert gmmlu.prompt_function(prompting, "en")(item | {"answer": "D"}, "x").gold_index == 3
     # LightEval 0.13.0's bundled MMLU prompt is not the leaderboard's: "Question: ", and a second blank line under
     # the header (its instruction ends in one and the builder adds another)
     bundled = mmlu_context("high_school_us_history", shots, item, mmlu_prompt)
@@ -314,6 +316,6 @@ def test_english_mmlu_runs_in_the_leaderboards_prompt(tiny_llama_dir, tmp_path, 
         # the leaderboard's sequential few-shot: the subject's first dev rows, in order; the context LightEval
         # builds of them is the leaderboard's, byte for byte
         shots = [r for r in dev if r["subject"] == subject][:3]
-        assert [shot.query for shot in doc.fewshot_samples] == [tasks.mmlu_leaderboard_doc(r, "x").query for r in shots]
+        assert [shot.query for shot in doc.fewshot_samples] == [gmmlu.mmlu_leaderboard_doc(r, "x").query for r in shots]
         (item,) = [r for r in test if r["question"] == doc.query.split("\n", 1)[0]]
         assert PromptManager().prepare_prompt(doc) == leaderboard_context(subject, shots, item)

@@ -6,11 +6,13 @@ lists none of its own)."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import yaml
 
 from tests.conftest import REPO
-from workflow_scripts import grid, initialize, lapt, steps
+from workflow_scripts import grid, initialize, lapt, procedure_stages, steps
 from workflow_scripts.config_checks import IMPLEMENTED
 from workflow_scripts.config_checks.schema import registered, with_registries
 from workflow_scripts.gpu import estimate as gpu_estimate
@@ -51,21 +53,34 @@ def test_registries_are_what_the_config_check_accepts():
     assert initialize.CORPUS_METHODS == [s.name for s in specs if s.needs_corpus]
 
 
-def test_gpu_estimate_describes_every_registered_procedure():
-    """The estimate reads no lapt module (lapt imports it): its stages, LoRA and GPU weights dtype must agree."""
-    assert tuple(gpu_estimate.STAGES) == tuple(lapt.PROCEDURES) == gpu_estimate.PROCEDURES
+def test_training_and_the_gpu_estimate_read_one_stage_table():
+    """lapt builds its procedures from the stage table the estimate sizes (the estimate reads no lapt module: lapt
+    imports it); the GPU weights dtype must agree."""
+    assert tuple(procedure_stages.STAGES) == tuple(lapt.PROCEDURES)
     for name, procedure in lapt.PROCEDURES.items():
-        assert len(gpu_estimate.STAGES[name]) == len(procedure.stages), name
+        assert [s.name for s in procedure_stages.STAGES[name]] == [s.name for s in procedure.stages], name
         for eeve_layers in ("full", "LoRA"):
-            assert gpu_estimate.adds_lora(name, eeve_layers) == adds_lora(name, {"eeve_layers": eeve_layers}), name
+            stages = procedure_stages.stages_of(name, eeve_layers)
+            assert [s.name for s in stages] == [s.name for s in procedure.stages], name
+            assert procedure_stages.adds_lora(name, eeve_layers) == adds_lora(name, {"eeve_layers": eeve_layers})
     for configured in WEIGHTS_DTYPES:
         assert gpu_estimate.weights_dtype_on_gpu(configured) == weights_dtype_on(configured, "cuda")
 
 
-def test_every_task_has_a_rule_writing_its_result():
+def test_every_task_has_a_rule_rendered_from_its_spec():
+    """rules/evaluate.smk renders one rule per registered task (its name and docstring from the spec) and names no
+    task itself: a new task needs no rule of its own."""
+    from workflow_scripts import tasks
+
+    listed = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--list-rules"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+    for spec in tasks.TASKS.values():
+        assert f"{spec.rule} ({spec.doc})" in listed, spec.name
+        assert spec.outputs["result"] == f"{spec.name}.json"
+    # the only rules written out: the per-cell job, and BLEURT's second metric of summarization's predictions
     rules = (REPO / "rules" / "evaluate.smk").read_text(encoding="utf-8")
-    outputs = set(re.findall(r'eval_file\(name="(\w+)\.json"\)', rules))
-    assert outputs - {"sum_bleurt"} == set(steps.TASKS)  # sum_bleurt: a second metric of sum's predictions
+    assert re.findall(r"^(?:use )?rule (\w+)", rules, flags=re.M) == ["score_bleurt", "evaluate_cell"]
 
 
 def test_each_task_is_one_module_whose_facts_every_list_reads():
@@ -77,9 +92,10 @@ def test_each_task_is_one_module_whose_facts_every_list_reads():
 
     specs = list(tasks.TASKS.values())
     assert [s.order for s in specs] == sorted(s.order for s in specs) and tuple(tasks.TASKS) == steps.TASKS
+    # one module per task, its English retention check (``<task>_en``) beside it
     assert sorted(
-        p.stem for p in (REPO / "workflow_scripts" / "tasks").glob("*.py") if p.stem not in ("__init__", "base")
-    ) == sorted(tasks.TASKS)
+        p.stem for p in (REPO / "workflow_scripts" / "tasks").glob("*.py") if p.stem not in ("__init__", "__main__", "base")
+    ) == sorted({name.removesuffix("_en") for name in tasks.TASKS})
     for s in specs:
         cost = resources.SIZE_RESOURCES[s.rule]
         assert (cost.base, cost.per_billion, cost.test) == s.cost and s.rule in resources.GPU_RULES, s.name

@@ -37,10 +37,10 @@ from typing import Any
 from workflow_scripts.gpu.estimate import MEMORY_TERMS
 from workflow_scripts.gpu.fit import planned
 from workflow_scripts.io import write_json
+from workflow_scripts.lapt.objective import OBJECTIVES
 from workflow_scripts.resources import GPU_CLASSES
 
-PROCEDURES = ("LoRA", "2-stage", "2x2LS")
-OBJECTIVES = ("clm", "mtp")
+BENCH_PROCEDURES = ("LoRA", "2-stage", "2x2LS")  # those --procedures may name
 KS = (0, 100, 5000)
 ESTIMATE_NAMES = {"llama2-7b": "llama2-7b", "llama3-8b": "llama3-8b", "gemma2-9b": "gemma2-9b"}
 # Gemma-2 first: the largest vocabulary and the tightest fit, measured before a budget can cut it.
@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tiny", action="store_true", help="tiny shapes on the CPU (a test of the script)")
     p.add_argument("--models", nargs="+", default=list(MODEL_ORDER), choices=list(ESTIMATE_NAMES))
     p.add_argument("--configfile", default="configs/paper.yaml", help="the grid whose LAPT job kinds are measured")
-    p.add_argument("--procedures", nargs="+", choices=list(PROCEDURES),
+    p.add_argument("--procedures", nargs="+", choices=list(BENCH_PROCEDURES),
                    help="instead of the grid's jobs: these procedures x clm, mtp x --seq-lens")  # fmt: skip
     p.add_argument(
         "--seq-lens",

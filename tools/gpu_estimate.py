@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from workflow_scripts.gpu import estimate as memory_model
-from workflow_scripts.gpu.estimate import GPUS, PROCEDURES, estimate, fitting_micro_batch
+from workflow_scripts.gpu.estimate import GPUS, estimate, fitting_micro_batch
 from workflow_scripts.gpu.fit import planned_gpus
 from workflow_scripts.gpu.shape import ALIASES, MODELS, ModelShape, shape_from_config
 from workflow_scripts.io import setup_logging, write_text
+from workflow_scripts.procedure_stages import STAGES
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     p.add_argument("--models", nargs="+", default=["llama2-7b", "llama3-8b", "gemma2-9b"],
                    help=f"{', '.join(MODELS)}, a hub id (Qwen/Qwen2.5-7B) or a config.json")  # fmt: skip
-    p.add_argument("--procedures", nargs="+", default=[*PROCEDURES, "EEVE+LoRA"], choices=[*PROCEDURES, "EEVE+LoRA"])
+    p.add_argument("--procedures", nargs="+", default=[*STAGES, "EEVE+LoRA"], choices=[*STAGES, "EEVE+LoRA"])
     p.add_argument("--seq-lens", nargs="+", type=int, default=[512, 2048])
     p.add_argument("--weights-dtypes", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     p.add_argument("--objective", default="clm", choices=["clm", "mtp"])

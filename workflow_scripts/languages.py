@@ -253,3 +253,9 @@ def check_script(path: str | Path, lines: list[str], lang: str, *, what: str) ->
             "language? Give the file of this language"
         )
     return share
+
+
+def flores_subset(lang: str) -> str:
+    """The FLORES-200 / Belebele subset of a language (its FLORES code), English's for the retention checks
+    (Table 9)."""
+    return FLORES_ENGLISH if lang == "en" else language(lang).flores

@@ -375,5 +375,5 @@ class Layout:
 
 
 def task_lang_of(task: str, lang: str) -> tuple[str, str]:
-    """A task's base task and the language it reads: the English retention checks (mc_en, gmmlu_en) read English."""
+    """A task's base task and the language it reads: the English retention checks (``<task>_en``) read English."""
     return (task.removesuffix("_en"), "en") if task.endswith("_en") else (task, lang)

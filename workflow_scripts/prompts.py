@@ -2,8 +2,9 @@
 (paper 002 §6.4); a language outside the paper's ten takes the prompts its config entry gives
 (``languages.<code>.prompts``), and for mt, where none is given, an English instruction naming it (``MT_TEMPLATE``).
 
-mc and gmmlu have no template here: their prompts are LightEval's own multilingual multiple-choice prompt function
-(``harness/tasks.py``); ``prompts.yaml`` holds only Global-MMLU's instruction naming the subject.
+The log-likelihood tasks have no template here: their prompts are LightEval's own multilingual multiple-choice prompt
+function (their modules in ``workflow_scripts/tasks/``); ``prompts.yaml`` holds only the instruction one of them puts
+above its items.
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ def prompt_source(task: str, lang: str) -> str | None:
     return "template" if task == "mt" else None
 
 
-def _lookup(task: str, lang: str):
+def lookup(task: str, lang: str):
+    """``lang``'s prompt entry for ``task`` (``prompt_source`` says from where); an error naming the key to give where
+    it has none."""
     source = prompt_source(task, lang)
     if source == "config":
         return language(lang).prompts[task]
@@ -62,12 +65,12 @@ def _lookup(task: str, lang: str):
 
 def mt_query(source: str, lang: str) -> str:
     """English→target translation prompt: ``"{instruction}\\n{source} ="`` (the model continues after "=")."""
-    return f"{_lookup('mt', lang)}\n{source} ="
+    return f"{lookup('mt', lang)}\n{source} ="
 
 
 def sum_query(text: str, lang: str) -> str:
     """Summarization prompt on one line: ``"{instruction} {text} {anchor}"``."""
-    entry = _lookup("sum", lang)
+    entry = lookup("sum", lang)
     return f"{entry['instruction']} {' '.join(text.split())} {entry['anchor']}"
 
 
@@ -95,8 +98,3 @@ def sum_prompt(article: str, lang: str, tokenizer=None) -> str:
         if excess <= 0 or budget <= 0:
             return prompt
         budget -= excess
-
-
-def gmmlu_instruction(subject: str, lang: str) -> str:
-    """Global-MMLU's instruction naming the MMLU subject (``_`` shown as a space) in ``lang``."""
-    return _lookup("gmmlu", lang).format(subject=subject.replace("_", " "))

@@ -19,8 +19,8 @@ from workflow_scripts.tasks.base import CELL_SHARED, Step, cli
 
 # The evaluation tasks (workflow_scripts/tasks/: one module each), in their order: one rule each in
 # rules/evaluate.smk, writing results/<run>/{model}/{lang}/{method}/eval/{task}.json (paths.eval_file).
-# mt, sum, mc, gmmlu run through LightEval (workflow_scripts/harness); mc_en, gmmlu_en are the English retention checks
-# (Table 9): English Belebele, and the original English MMLU (lighteval/mmlu, LightEval's MMLU prompt).
+# Those with a LightEval definition run through LightEval (workflow_scripts/harness); the ``_en`` tasks are the English
+# retention checks (Table 9).
 TASKS = tuple(TASK_SPECS)
 # evaluation.one_job_per_cell: the steps one evaluate_cell job runs (cheapest first: a bad input file stops the job
 # before the long steps), and the files each writes (those of evaluate_ppl, evaluate_mt, evaluate_mc, measure_speed)

@@ -35,6 +35,7 @@ from workflow_scripts.paper import headline, names
 from workflow_scripts.paper.headline import DATA_PREFIX, DATA_SUFFIX, markdown_data_labels
 from workflow_scripts.paths import eval_file
 from workflow_scripts.speed import table as speed_table
+from workflow_scripts.steps import CHOICE_TASKS
 
 log = logging.getLogger("vocabexp")
 
@@ -103,7 +104,7 @@ def load_results(paths: list[str | Path], *, strict: bool = True) -> tuple[pd.Da
         details = obj.get("details") or {}
         label = details.get("data_label")
         task = str(details.get("task") or "")
-        if label and task in headline.TASK_LABEL_TASKS[:4] and headline.label_task(label) != task:
+        if label and task in CHOICE_TASKS and headline.label_task(label) != task:
             label = f"{task}: {label}"  # a benchmark's label is shown only where its task is
         if label and label not in labels:
             labels.append(label)

@@ -23,24 +23,27 @@ def language_problems(config: dict) -> list[str]:
 
 
 def _data_of(task: str, lang: str) -> str | None:
-    """None where ``task`` has data for ``lang`` (mt always: its pairs are the config's), else why it has none."""
-    from workflow_scripts.harness.datasets import Unavailable, task_source
+    """None where ``task`` has data for ``lang`` (always for a task without a hub dataset: mt's pairs are the
+    config's), else why it has none."""
+    from workflow_scripts.tasks import TASKS
+    from workflow_scripts.tasks.base import Unavailable
 
-    if task == "mt":
+    if TASKS[task].source is None:
         return None
     try:
-        task_source(task, lang)
+        TASKS[task].source(lang)
     except Unavailable as e:
         return str(e)
     return None
 
 
 def prompt_problems(config: dict) -> list[str]:
-    """A configured task whose prompt a language with data for it lacks (sum, gmmlu outside the paper's languages: mt
-    has a template), naming the key to give."""
+    """A configured task whose prompt (``prompt`` in its spec) a language with data for it lacks (outside the paper's
+    languages; mt has a template), naming the key to give."""
     from workflow_scripts import prompts
+    from workflow_scripts.tasks import TASKS
 
-    tasks = [t for t in ("mt", "sum", "gmmlu") if t in config["evaluation"]["tasks"]]
+    tasks = [t for t, spec in TASKS.items() if spec.prompt and t in config["evaluation"]["tasks"]]
     return [
         f"languages.{lang}.prompts.{task}: language {lang!r} ({languages.language(lang).name}) has no {task} prompt "
         f'of the paper, and evaluation.tasks has {task}; give one (docs/your-study.md, "Prompts") or remove {task} '
@@ -54,6 +57,7 @@ def prompt_problems(config: dict) -> list[str]:
 def language_notes(config: dict) -> list[str]:
     """What planning says of the languages: the facts inferred from CLDR, and the prompts that are templates."""
     from workflow_scripts import prompts
+    from workflow_scripts.tasks import TASKS
 
     notes = []
     for code in config["languages"]:
@@ -71,7 +75,7 @@ def language_notes(config: dict) -> list[str]:
                 f"languages.{code}.prompts.mt gives your own"
             )
         if not lang.is_paper:
-            for task in ("sum", "gmmlu"):
+            for task in (t for t, spec in TASKS.items() if spec.source is not None):
                 why = _data_of(task, code) if task in config["evaluation"]["tasks"] else None
                 if why:
                     notes.append(f'languages.{code}: no {task} data ({why}): its {task} cells are reported as "–"')

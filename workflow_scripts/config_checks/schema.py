@@ -28,14 +28,25 @@ def registered(field: str) -> list[str]:
 
 def with_registries(schema: dict) -> dict:
     """A copy of the schema whose method ``init`` and ``procedure``, and ``evaluation.tasks``' items, admit exactly
-    the registered names."""
+    the registered names, with each registered task's own ``evaluation.<task>`` settings block (``TaskSpec.settings``)
+    where the schema has none."""
     from workflow_scripts.tasks import TASKS
 
     schema = copy.deepcopy(schema)
     for field in ("init", "procedure"):
         single, many = schema["$defs"]["method"]["properties"][field]["oneOf"]
         single["enum"] = many["items"]["enum"] = registered(field)
-    schema["properties"]["evaluation"]["properties"]["tasks"]["items"]["enum"] = list(TASKS)
+    evaluation = schema["properties"]["evaluation"]["properties"]
+    evaluation["tasks"]["items"]["enum"] = list(TASKS)
+    for name, spec in TASKS.items():  # a task's own settings block, where its module declares one
+        if spec.settings is not None and name not in evaluation:
+            evaluation[name] = {
+                "type": "object",
+                "additionalProperties": False,
+                "default": {},
+                "description": spec.doc,
+                "properties": copy.deepcopy(spec.settings),
+            }
     return schema
 
 
@@ -133,7 +144,7 @@ def fill_defaults(config: dict, schema_path: str | Path) -> None:
     does (a property absent from a mapping the validator visits takes its ``default``), from the schema parsed once
     (that function parses the YAML schema again on every call). Each default is a copy: the parsed schema is shared.
     For a config that ``schema_errors`` passes."""
-    for _ in _default_filler()(load_schema(schema_path)).iter_errors(config):
+    for _ in _default_filler()(with_registries(load_schema(schema_path))).iter_errors(config):
         pass
 
 

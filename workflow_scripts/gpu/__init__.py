@@ -7,6 +7,7 @@
 - ``fit``: a job at the micro-batch lapt will take (``planned``), on the fewest GPUs of a node that hold it
   (``planned_gpus``), and the config key to change where none does (``fit_problem``).
 
-It imports nothing of the workflow's steps: lapt imports it. The grid's LAPT jobs are checked against the profiles'
-GPU classes by ``workflow_scripts.config_checks.gpu_fit``; ``python -m tools.gpu_estimate`` prints the estimates.
+It imports nothing of the workflow's steps but the procedures' stage table (workflow_scripts/procedure_stages.py): lapt
+imports it. The grid's LAPT jobs are checked against the profiles' GPU classes by
+``workflow_scripts.config_checks.gpu_fit``; ``python -m tools.gpu_estimate`` prints the estimates.
 """

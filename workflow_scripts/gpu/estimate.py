@@ -18,7 +18,8 @@ Arithmetic on parameter counts and tensor shapes, not a measurement; it follows 
   these bytes on the CPU (tensors autograd keeps, and the peak of live tensors through forward and backward).
   At 128K-256K vocabularies this is the largest activation term; micro-batches (``grad_accum``) divide it, and
   ``tools/gpu_bench.py`` measures it on a GPU.
-- Multi-stage procedures (2-stage, EEVE): the memory of the largest stage, the time of every stage by its share.
+- Stages (``StageSpec``, workflow_scripts/procedure_stages.py): multi-stage procedures (2-stage, EEVE) take the
+  memory of the largest stage, the time of every stage by its share.
 - Sharded over ``shards`` GPUs of a node (FSDP, workflow_scripts/lapt/shard.py): every weight fp32 and split N ways,
   as are gradients, Adam states and frozen-row snapshots; on top, the units FSDP gathers whole at a time (the root,
   embeddings and head, kept through forward and backward; the mtp head; the current and the prefetched layer) and
@@ -33,10 +34,10 @@ Arithmetic on parameter counts and tensor shapes, not a measurement; it follows 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from workflow_scripts.gpu.shape import GIB, ModelShape, named_shape, parameter_counts
+from workflow_scripts.procedure_stages import StageSpec, stages_of
 
 # Dense bf16 tensor peak (TFLOP/s, without sparsity: half the datasheets' "with sparsity" figure) and memory bandwidth
 # (TB/s) from NVIDIA's public datasheets: A100 (40GB and 80GB SXM4), H100 SXM and H100 NVL, H200 SXM, L40S, RTX A6000.
@@ -55,51 +56,6 @@ GPUS: dict[str, dict[str, float]] = {
 # The GPU memory classes a job is planned for, each by the GPU whose memory and speed stand for it
 # (workflow_scripts.resources names a profile's GPU model's class).
 CLASSES = {"40GB": "A100-40GB", "48GB": "L40S", "80GB": "H100", "94GB": "H100-NVL", "141GB": "H200"}
-
-
-@dataclass(frozen=True)
-class StageSpec:
-    """What one stage trains: transformer layers ("all", "2x2", "lora", "none"), embedding/head rows, final norm."""
-
-    layers: str
-    embedding: bool
-    head: bool
-    final_norm: bool = False
-    new_rows_only: bool = False  # EEVE stages 1-3, 5: a frozen-row snapshot of the matrix is kept
-
-
-# The stage with the largest trainable set decides memory; time sums the stages by their share of the steps. Keys in
-# the order of the training registry (workflow_scripts.lapt.PROCEDURES), which tests/test_registries.py holds them to.
-STAGES: dict[str, tuple[StageSpec, ...]] = {
-    "2x2LS": (StageSpec("2x2", True, True, True),),
-    "full": (StageSpec("all", True, True, True),),
-    "LoRA": (StageSpec("lora", True, True),),
-    "2-stage": (StageSpec("none", True, True), StageSpec("lora", True, True)),
-    "EEVE": (
-        StageSpec("none", True, False, new_rows_only=True),
-        StageSpec("none", False, True, new_rows_only=True),
-        StageSpec("none", True, True, new_rows_only=True),
-        StageSpec("none", False, True),
-        StageSpec("none", True, True, new_rows_only=True),
-        StageSpec("all", True, True, True),
-        StageSpec("all", False, False, True),
-    ),
-}
-# lapt's hparam eeve_layers="LoRA": stages 6-7 train the layers through LoRA (EEVE §2.3 used QLoRA there).
-EEVE_LORA = (*STAGES["EEVE"][:5], StageSpec("lora", True, True), StageSpec("lora", False, False))
-PROCEDURES = tuple(STAGES)
-
-
-def stages_of(procedure: str, eeve_layers: str = "full") -> tuple[StageSpec, ...]:
-    """The stages of ``procedure`` as lapt runs them under hparam ``eeve_layers``."""
-    if procedure not in STAGES:
-        raise ValueError(f"unknown procedure {procedure!r}; expected one of {PROCEDURES}")
-    return EEVE_LORA if procedure == "EEVE" and eeve_layers == "LoRA" else STAGES[procedure]
-
-
-def adds_lora(procedure: str, eeve_layers: str = "full") -> bool:
-    """Whether a stage of ``procedure`` trains through LoRA (workflow_scripts.lapt.procedures.adds_lora)."""
-    return any(s.layers == "lora" for s in stages_of(procedure, eeve_layers))
 
 
 def weights_dtype_on_gpu(configured: str) -> str:

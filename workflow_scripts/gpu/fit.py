@@ -7,8 +7,9 @@ import json
 import math
 from typing import Any
 
-from workflow_scripts.gpu.estimate import CLASSES, GPUS, adds_lora, estimate, fitting_micro_batch, weights_dtype_on_gpu
+from workflow_scripts.gpu.estimate import CLASSES, GPUS, estimate, fitting_micro_batch, weights_dtype_on_gpu
 from workflow_scripts.gpu.shape import ModelShape
+from workflow_scripts.procedure_stages import adds_lora
 
 # GPUs of one node a LAPT job may be sharded over (FSDP), fewest first.
 SHARD_COUNTS = (1, 2, 4, 8)

@@ -3,8 +3,8 @@
     python -m workflow_scripts.harness --task mt --lang th --model DIR --pairs mt.tsv --cell JSON --out mt.json
     python -m workflow_scripts.harness --task mc --lang th --model DIR --data FOLDER --fewshot 3 ...
 
-Generation tasks run ``--runs`` times with seeds ``--seed``, ``--seed + 1``, ...; every record carries its run and
-seed. A task without data for the language (gmmlu for my, th) writes no records and the reason. Prompt and
+Generation tasks run ``--runs`` times with seeds ``--seed``, ``--seed + 1``, ...; every record carries its run and seed.
+A task without data for the language (Global-MMLU has no Burmese or Thai) writes no records and the reason. Prompt and
 continuation fit the model's own maximum length (its config's, as LightEval reads it); the result's details record that
 ``max_length`` and how many prompts LightEval cut to fit it (``run.prompt_limits``).
 """
@@ -20,13 +20,16 @@ from pathlib import Path
 from workflow_scripts.harness.datasets import Unavailable, pairs_dataset, task_source
 from workflow_scripts.io import set_threads, setup_logging, write_json, write_text
 from workflow_scripts.languages import language_arg
+from workflow_scripts.tasks import TASKS
 
 log = logging.getLogger("vocabexp")
-GENERATIVE = {"mt", "sum"}
+# the tasks LightEval runs here (their modules in workflow_scripts/tasks/), and those that generate text
+HARNESS_TASKS = [name for name, spec in TASKS.items() if spec.lighteval is not None]
+GENERATIVE = {name for name in HARNESS_TASKS if not TASKS[name].choice}
 
 
 def record_task(task: str, lang: str) -> str:
-    """The task name results carry: an English run is a retention check (Table 9; tasks mc_en, gmmlu_en), recorded
+    """The task name results carry: an English run is a retention check (Table 9; tasks ``<task>_en``), recorded
     under its own name so that it never mixes with the same cell's target-language results."""
     return f"{task}_en" if lang == "en" else task
 
@@ -36,13 +39,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(p)
-    p.add_argument("--task", required=True, choices=["mt", "sum", "mc", "gmmlu"])
+    p.add_argument("--task", required=True, choices=HARNESS_TASKS)
     p.add_argument(
         "--lang", required=True, type=language_arg, help="language code (en for the English retention checks)"
     )
     p.add_argument("--pairs", help="mt: English<TAB>target test pairs")
-    p.add_argument("--data", help="sum, mc, gmmlu: dataset folder in the hub layout")
-    p.add_argument("--fewshot", type=int, default=None, help="default: the paper's (mc 3, gmmlu 5, else 0)")
+    p.add_argument("--data", help="a task with a hub dataset: its folder in the hub layout")
+    p.add_argument(
+        "--fewshot",
+        type=int,
+        default=None,
+        help="default: the paper's ("
+        + ", ".join(f"{t} {TASKS[t].fewshot}" for t in HARNESS_TASKS if TASKS[t].fewshot)
+        + ", else 0)",
+    )
     p.add_argument("--runs", type=int, default=1, help="generation tasks: runs with seeds seed, seed+1, ...")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--decoding", default="greedy", choices=["greedy", "paper"])
@@ -89,7 +99,7 @@ def _load(a: argparse.Namespace):
 def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, list[str]]:
     """Run the task: records (one per metric and run), details, and prediction rows."""
     from workflow_scripts.harness.run import run_task
-    from workflow_scripts.harness.tasks import FEWSHOT, task_configs
+    from workflow_scripts.harness.tasks import task_configs
 
     if a.task == "sum":  # before the model loads: a missing spiece.model fails at once
         from workflow_scripts.harness.lighteval_metrics import set_rouge_tokenizer
@@ -98,15 +108,16 @@ def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, lis
     model, model_dir = _load(a)
     configs = task_configs(a.task, a.lang, folder, generation_size=a.max_new_tokens, tokenizer_dir=model_dir)
     for config in configs:
-        config.num_fewshots = FEWSHOT[a.task] if a.fewshot is None else a.fewshot
+        config.num_fewshots = TASKS[a.task].fewshot if a.fewshot is None else a.fewshot
     runs = a.runs if a.task in GENERATIVE else 1
+    grouped = TASKS[a.task].group is not None
     records, seconds, rows = [], [], ["run\tid\treference\thypothesis"]
     for run in range(runs):
         seed = a.seed + run
         result = run_task(
             model,
             model_dir,
-            configs if a.task == "gmmlu" else config,  # gmmlu: its 57 subject tasks in one pipeline
+            configs if grouped else config,  # a grouped task: its member tasks in one pipeline
             n=a.n,
             decoding=a.decoding,
             seed=seed,
@@ -128,8 +139,8 @@ def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, lis
         log.info("%s run %d (seed %d): %s", a.task, run, seed, result.scores)
     from workflow_scripts.evaluation import items_used
 
-    # gmmlu: n is per subject, n_items their sum
-    used = {} if a.task == "gmmlu" else items_used(a.task, a.n, len(result.details), a.pairs or a.data)
+    # a grouped task: n is per member, n_items their sum
+    used = {} if grouped else items_used(a.task, a.n, len(result.details), a.pairs or a.data)
     details = {
         "n_items": len(result.details),
         **used,
@@ -144,7 +155,9 @@ def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, lis
     }
     if result.limits.get("prompts_truncated") or result.limits.get("generations_shortened"):
         log.warning("%s %s: prompts over the model's maximum length: %s", a.task, a.lang, result.limits)
-    if result.groups:  # gmmlu: acc* = LightEval's mean over subjects, acc*_items = mean over items; each subject's
+    # a grouped task: acc* = LightEval's mean over its members (MMLU's subjects), acc*_items the mean over items; each
+    # member's scores under its name after the ":"
+    if result.groups:
         details["subjects"] = {name.split(":", 1)[1]: scores for name, scores in result.groups.items()}
     return records, details, rows
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
 from pathlib import Path
 
 from workflow_scripts.harness.sources import (  # noqa: F401  (re-exported: the download step's API)
@@ -25,48 +24,11 @@ from workflow_scripts.harness.sources import (  # noqa: F401  (re-exported: the 
     layout_of,
 )
 from workflow_scripts.io import atomic_path, read_corpus, read_pairs, write_text
-from workflow_scripts.languages import FLORES_ENGLISH, PAPER_LANGUAGES, language, language_arg
+from workflow_scripts.languages import flores_subset, language_arg
+from workflow_scripts.tasks import TASKS
+from workflow_scripts.tasks.base import Source, Unavailable
 
 DOWNLOADS = Path("results/downloads/hf")
-
-
-def flores_subset(lang: str) -> str:
-    """The FLORES-200 / Belebele subset of a language (its FLORES code: workflow_scripts.languages), English's for the
-    retention checks (Table 9)."""
-    return FLORES_ENGLISH if lang == "en" else language(lang).flores
-
-
-# XL-Sum's 45 subsets (csebuetnlp/xlsum), the languages' English names in lower case where one language has one
-# subset; German and Greek come from MLSUM and GreekSUM.
-XLSUM_SUBSETS = frozenset(
-    "amharic arabic azerbaijani bengali burmese chinese_simplified chinese_traditional english french gujarati hausa "
-    "hindi igbo indonesian japanese kirundi korean kyrgyz marathi nepali oromo pashto persian pidgin portuguese "
-    "punjabi russian scottish_gaelic serbian_cyrillic serbian_latin sinhala somali spanish swahili tamil telugu thai "
-    "tigrinya turkish ukrainian urdu uzbek vietnamese welsh yoruba".split()
-)
-# Global-MMLU's 42 subsets (CohereLabs/Global-MMLU), by ISO 639-1 code (fil: Filipino); no Burmese, no Thai.
-GLOBAL_MMLU_LANGS = frozenset(
-    "am ar bn cs de el en es fa fil fr ha he hi id ig it ja ko ky lt mg ms ne nl ny pl pt ro ru si sn so sr sv sw te "
-    "tr uk vi yo zh".split()
-)
-
-
-def xlsum_subset(lang: str) -> str:
-    """XL-Sum's subset of a language (its English name in lower case), or Unavailable."""
-    name = "english" if lang == "en" else language(lang).name.lower().replace(" ", "_")
-    if name not in XLSUM_SUBSETS:
-        raise Unavailable(f"XL-Sum has no subset for {lang} ({name}); give a sum dataset of your own (docs/data.md)")
-    return name
-
-
-@dataclass(frozen=True)
-class Source:
-    """One language's data for a task: dataset name, subset, evaluation split, few-shot split (None: the same)."""
-
-    dataset: str
-    subset: str
-    split: str
-    fewshot_split: str | None = None
 
 
 # evaluation.datasets defaults: hub ids (layouts in LAYOUTS below, docs/data.md); greeksum has no hub copy (a local
@@ -81,30 +43,13 @@ HUB_IDS = {
 }
 
 
-class Unavailable(Exception):
-    """A task that has no data for a language (reported as "–" with this reason, never as 0)."""
-
-
 def task_source(task: str, lang: str) -> Source:
-    """The dataset, subset and splits of ``task`` (mc, sum, gmmlu) for ``lang`` (paper 002 §6.4; Table 9 for en)."""
-    if task == "mc":
-        return Source("belebele", flores_subset(lang), "test")
-    if task == "gmmlu":
-        if lang == "en":  # the original MMLU; "all" holds every subject, the tasks filter by subject
-            return Source("mmlu", "all", "test", "dev")
-        if lang not in GLOBAL_MMLU_LANGS:
-            raise Unavailable(
-                f"Global-MMLU has no {lang} subset"
-                + (" (the paper reports no gmmlu for my and th)" if lang in PAPER_LANGUAGES else "")
-            )
-        return Source("global_mmlu", lang, "test", "dev")
-    if task == "sum":
-        if lang == "de":
-            return Source("mlsum", "de", "test", "train")
-        if lang == "el":
-            return Source("greeksum", "el", "test", "train")
-        return Source("xlsum", xlsum_subset(lang), "test", "train")
-    raise ValueError(f"no hub dataset for task {task!r}")
+    """The dataset, subset and splits of ``task`` for ``lang`` (its module's ``source``: paper 002 §6.4; Table 9 for
+    en); ``Unavailable`` where the language has none."""
+    spec = TASKS.get(task)
+    if spec is None or spec.source is None:
+        raise ValueError(f"no hub dataset for task {task!r}")
+    return spec.source(lang)
 
 
 def mirror_dir(name: str, downloads: Path = DOWNLOADS) -> Path:
@@ -141,7 +86,7 @@ def needed_sources(config: dict) -> dict[str, dict[str, set[str]]]:
     ev = config.get("evaluation", {})
     for task in ev.get("tasks", []):
         base, en = (task.removesuffix("_en"), True) if task.endswith("_en") else (task, False)
-        if base not in ("sum", "mc", "gmmlu"):
+        if base not in TASKS or TASKS[base].source is None:
             continue
         if base == "mc" and ev.get("mc", {}).get("source", "belebele") != "belebele":
             continue

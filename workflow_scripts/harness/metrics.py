@@ -11,9 +11,10 @@
   A third, ``rougeL_reference``, is the computation of the paper's reference code: mT5's pieces joined by spaces and
   scored by rouge-score's default tokenizer with its stemmer, which deletes every character outside [a-z0-9] again;
   it scores Thai, Sinhala, ... 0, so the workflow allows it for Latin-script languages only (docs/evaluation.md).
-- Log-likelihood accuracy (mc, gmmlu): the choice with the highest log-likelihood is the answer, raw (token-normalized
-  = mean over the choice's tokens) and character-normalized (sum / characters of the choice). Ties go to the first
-  tied choice (``numpy.argmax``, as LightEval does): a tie counts as correct only when the gold choice comes first.
+- Log-likelihood accuracy (the multiple-choice tasks): the choice with the highest log-likelihood is the answer, raw
+  (token-normalized = mean over the choice's tokens) and character-normalized (sum / characters of the choice). Ties go
+  to the first tied choice (``numpy.argmax``, as LightEval does): a tie counts as correct only when the gold choice
+  comes first.
 
 The LightEval wrappers of these functions are in ``lighteval_metrics`` (LightEval is imported only there).
 """

@@ -76,8 +76,8 @@ def set_decoding(model, decoding: str) -> None:
 
 @dataclass
 class TaskRun:
-    """One task's scores and per-item details from one pipeline run. A task run as a group (gmmlu: one LightEval task
-    per subject) has its members' scores in ``groups`` and, in ``scores``, LightEval's average over them (its
+    """One task's scores and per-item details from one pipeline run. A task run as a group (Global-MMLU: one LightEval
+    task per subject) has its members' scores in ``groups`` and, in ``scores``, LightEval's average over them (its
     ``{task}:_average``) and each metric's mean over all items (``{metric}_items``)."""
 
     scores: dict[str, float]

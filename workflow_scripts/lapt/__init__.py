@@ -44,12 +44,13 @@ A plain PyTorch loop (no HF Trainer) so that the trained parameter set and resum
 
 The package, one module per part (torch is imported only inside functions, so reading the registries is cheap):
 ``hparams`` (defaults, step schedule, stage ends), ``data`` (packing blocks), ``micro`` (micro-batches),
-``procedures`` (stages and the ``PROCEDURES`` registry), ``objective`` (clm, mtp), ``checkpoint`` (file format, RNG
-states), ``curve`` (the held-out bits-per-character curve, training.curve_points), ``loop`` (``train``: a flat loop
-over enter stage, optimizer step, save/resume), ``outputs`` (the model folder, loss curve and stats), ``shard`` (one
-run over N GPUs of a node with FSDP, launched by torchrun; the identity for one process), ``tracking`` (the config's
-tracking block: TensorBoard, W&B, MLflow or trackio), ``testhooks`` (the tests' kill, hold and signal points: step
-hooks that the command line passes to ``train`` only when a test asks for them), ``cli`` (the command line).
+``procedures`` (the ``PROCEDURES`` registry, built from the stage table of workflow_scripts/procedure_stages.py),
+``objective`` (clm, mtp), ``checkpoint`` (file format, RNG states), ``curve`` (the held-out bits-per-character curve,
+training.curve_points), ``loop`` (``train``: a flat loop over enter stage, optimizer step, save/resume), ``outputs``
+(the model folder, loss curve and stats), ``shard`` (one run over N GPUs of a node with FSDP, launched by torchrun;
+the identity for one process), ``tracking`` (the config's tracking block: TensorBoard, W&B, MLflow or trackio),
+``testhooks`` (the tests' kill, hold and signal points: step hooks that the command line passes to ``train`` only
+when a test asks for them), ``cli`` (the command line).
 """
 
 from workflow_scripts.lapt.checkpoint import CHECKPOINT_FILE, load_checkpoint, remove_checkpoint, save_checkpoint
@@ -58,13 +59,12 @@ from workflow_scripts.lapt.data import build_blocks, pack_blocks
 from workflow_scripts.lapt.hparams import DEFAULT_HPARAMS, resolve_hparams, schedule_lengths, stage_ends
 from workflow_scripts.lapt.loop import TrainingInterrupted, train
 from workflow_scripts.lapt.objective import OBJECTIVES, LossComputer
-from workflow_scripts.lapt.procedures import EEVE_STAGES, PROCEDURES, Procedure, Stage, StageContext
+from workflow_scripts.lapt.procedures import PROCEDURES, Procedure, Stage, StageContext
 from workflow_scripts.lapt.testhooks import HOLD_AT_STEP_ENV, KILL_AT_STEP_ENV, SIGNAL_AT_STEP_ENV
 
 __all__ = [
     "CHECKPOINT_FILE",
     "DEFAULT_HPARAMS",
-    "EEVE_STAGES",
     "HOLD_AT_STEP_ENV",
     "KILL_AT_STEP_ENV",
     "OBJECTIVES",

@@ -2,7 +2,8 @@
 
 A procedure is a tuple of stages run in order on one step budget; a stage's ``prepare`` sets ``requires_grad`` on the
 model (wrapping it with LoRA where the procedure says so) and returns the model and its row limits. ``PROCEDURES`` is
-the registry the command line, the config check and the GPU estimate read; importing it does not import torch.
+the registry the command line and the config check read, built from the stage table of
+workflow_scripts/procedure_stages.py (which the GPU estimate reads too); importing it does not import torch.
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from workflow_scripts import procedure_stages
+from workflow_scripts.procedure_stages import STAGES, StageSpec
 
 
 def decoder_parts(model):
@@ -92,22 +96,18 @@ def _whole(prepare: Callable[[Any, dict[str, Any]], Any]) -> Callable[[Any, dict
     return lambda model, hp, ctx: (prepare(model, hp), [])
 
 
-# EEVE's seven stages (EEVE §2.3): rows of the input embeddings and of the LM head ("new": ids >= n_source_rows,
-# "all": every row, None: frozen), and whether the internal layers (everything but embeddings and head) train.
-EEVE_STAGES: tuple[tuple[str, str | None, str | None, bool], ...] = (
-    ("1-new-input", "new", None, False),
-    ("2-new-output", None, "new", False),
-    ("3-new-input-output", "new", "new", False),
-    ("4-all-output", None, "all", False),
-    ("5-new-input-all-output", "new", "all", False),
-    ("6-all", "all", "all", True),
-    ("7-internal", None, None, True),
-)
+def _rows(trained: bool, new_only: bool) -> str | None:
+    """A matrix's trained rows in an EEVE stage: "new" (ids >= n_source_rows), "all", or None (frozen)."""
+    return ("new" if new_only else "all") if trained else None
 
 
-def _eeve_stage(input_rows: str | None, output_rows: str | None, internal: bool):
-    """One EEVE stage (EEVE §2.3). On a tied model input and output are one matrix: "all" on either side wins, so
-    stages 1-3 all train the new rows of the shared matrix and stages 4-5 the whole shared matrix."""
+def _eeve_stage(spec: StageSpec):
+    """One EEVE stage (EEVE §2.3): the embedding and head rows ``spec`` names, and the internal layers (everything but
+    embeddings and head) when it trains layers. On a tied model input and output are one matrix: "all" on either side
+    wins, so stages 1-3 all train the new rows of the shared matrix and stages 4-5 the whole shared matrix."""
+    input_rows = _rows(spec.embedding, spec.new_embedding_rows)
+    output_rows = _rows(spec.head, spec.new_head_rows)
+    internal = spec.layers != "none"
 
     def prepare(model, hp: dict[str, Any], ctx: StageContext):
         n_src = ctx.n_source_rows
@@ -150,7 +150,7 @@ def _eeve_stage(input_rows: str | None, output_rows: str | None, internal: bool)
 
 def adds_lora(procedure: str, hp: dict[str, Any]) -> bool:
     """Whether a stage of ``procedure`` wraps the model with LoRA (LoRA, 2-stage, EEVE with eeve_layers LoRA)."""
-    return procedure in ("LoRA", "2-stage") or (procedure == "EEVE" and hp["eeve_layers"] == "LoRA")
+    return procedure_stages.adds_lora(procedure, hp["eeve_layers"])
 
 
 def _unwrap(model):
@@ -174,11 +174,27 @@ class Procedure:
     finalize: Callable[[Any], Any] = _unwrap
 
 
+# The stages that train whole parameters, by their name in the stage table; EEVE's stages train rows.
+WHOLE_STAGES: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
+    "2x2LS": _prepare_2x2ls,
+    "full": _prepare_full,
+    "LoRA": _prepare_lora,
+    "embeddings": _prepare_embeddings,
+}
+
+
+def _stage(procedure: str, spec: StageSpec) -> Stage:
+    """The stage lapt runs for ``spec``, a stage of ``procedure`` in the stage table."""
+    if procedure == "EEVE":
+        return Stage(spec.name, _eeve_stage(spec))
+    if spec.name not in WHOLE_STAGES:
+        raise ValueError(
+            f"procedure {procedure!r}: stage {spec.name!r} of workflow_scripts/procedure_stages.py has no prepare "
+            f"function; add one to WHOLE_STAGES in workflow_scripts/lapt/procedures.py (known: {list(WHOLE_STAGES)})"
+        )
+    return Stage(spec.name, _whole(WHOLE_STAGES[spec.name]))
+
+
 PROCEDURES: dict[str, Procedure] = {
-    "2x2LS": Procedure((Stage("2x2LS", _whole(_prepare_2x2ls)),)),
-    "full": Procedure((Stage("full", _whole(_prepare_full)),)),
-    "LoRA": Procedure((Stage("LoRA", _whole(_prepare_lora)),)),
-    # Cui et al. (2023), cited by paper 002 §5: embeddings + head, then LoRA with embeddings and head still trained.
-    "2-stage": Procedure((Stage("embeddings", _whole(_prepare_embeddings)), Stage("LoRA", _whole(_prepare_lora)))),
-    "EEVE": Procedure(tuple(Stage(name, _eeve_stage(i, o, x)) for name, i, o, x in EEVE_STAGES)),
+    name: Procedure(tuple(_stage(name, spec) for spec in specs)) for name, specs in STAGES.items()
 }

@@ -22,7 +22,7 @@ SETTINGS = ("label", "init", "procedure", "objective", "seq_len", "k", "aux_voca
 # Settings a stand-in cell may differ in (footnoted); vocab, posthoc and what a row selects must match.
 SOFT = ("procedure", "objective", "seq_len", "k")
 SPEED_METRICS = ("tokens_per_second", "chars_per_second", "speedup", "speedup_chars", "prompt_token_ratio")
-SPEED_METRICS += ("items_per_second",)  # mc, gmmlu: workflow_scripts/speed/choices.py
+SPEED_METRICS += ("items_per_second",)  # log-likelihood tasks: workflow_scripts/speed/choices.py
 
 
 @dataclass

@@ -26,6 +26,7 @@ import pandas as pd
 from workflow_scripts.grid import unseeded_slug
 from workflow_scripts.intervals import Interval, verdict
 from workflow_scripts.paper.names import language_name, model_name, panel_name
+from workflow_scripts.tasks import TASKS
 
 TOKENS = ("ppl", "tokens_per_sentence")
 SENTENCES = ("ppl", "sentences")  # how many held-out sentences the perplexity step read (tables.load_results)
@@ -41,7 +42,9 @@ FIGURE_TITLE = "Tokens per held-out sentence, paired speed-up against its bound,
 MISSING = "–"
 
 
-TASK_LABEL_TASKS = ("mc", "gmmlu", "mc_en", "gmmlu_en", "sum", "mt", "ppl")
+# The tasks a data label may be about by its first word ("mc proxy: ...", "gmmlu: Global-MMLU"): those the tables and
+# figures name (a task with words in workflow_scripts/tasks/).
+TASK_LABEL_TASKS = tuple(name for name, spec in TASKS.items() if spec.words)
 
 
 def label_task(label: str) -> str | None:
@@ -96,13 +99,24 @@ def _group(part: pd.DataFrame) -> list[str]:
     return [unseeded_slug(str(m), None if pd.isna(s) else int(s)) for m, s in zip(part["method"], seeds, strict=True)]
 
 
-def _interval(cell: pd.DataFrame, reference: str) -> Interval | None:
-    """The cell's bits-per-character difference to ``reference`` (Source, CPT-only) with its interval, if recorded."""
-    rows = cell[(cell["task"] == BPC[0]) & (cell["metric"] == BPC_DIFF + reference)]
-    if rows.empty or "min" not in rows or pd.isna(rows["min"].iloc[0]):
+def number(text: object) -> float | None:
+    """A cell of results.csv as a float; None where it is empty or not a number."""
+    try:
+        value = float(str(text))
+    except ValueError:
         return None
-    first = rows.iloc[0]
-    return Interval(float(first["value"]), float(first["min"]), float(first["max"]), 0)
+    return None if math.isnan(value) else value
+
+
+def bpc_interval(rows: Iterable[dict], reference: str) -> Interval | None:
+    """A cell's bits-per-character difference to ``reference`` (Source, CPT-only) with its paired bootstrap interval,
+    as results.csv records it (tables.add_intervals) in its rows (dicts); None where they have none."""
+    for r in rows:
+        if r["task"] == BPC[0] and r["metric"] == BPC_DIFF + reference:
+            diff, low, high = (number(r.get(k)) for k in ("value", "min", "max"))
+            if None not in (diff, low, high):
+                return Interval(diff, low, high, 0)
+    return None
 
 
 def _seed_sd(cell: pd.DataFrame) -> float | None:
@@ -142,8 +156,8 @@ def lead_rows(frame: pd.DataFrame, is_source: Callable, name: Callable[[dict], s
                 "seeds": int(cell["method"].nunique()),
                 "slugs": [str(m) for m in dict.fromkeys(cell["method"])],
                 "bpc_sd": _seed_sd(cell),
-                "vs_source": _interval(cell, "Source"),
-                "vs_cpt": _interval(cell, "CPT-only"),
+                "vs_source": bpc_interval(cell.to_dict("records"), "Source"),
+                "vs_cpt": bpc_interval(cell.to_dict("records"), "CPT-only"),
             }
             if any(v is not None for v in (*row["tokens"][1:], row["bpc"][1], row["paired"][0])):
                 rows.append(row)

@@ -37,7 +37,7 @@ METRIC_NAMES = {
 }
 MODES = {"teacher_forced": "teacher-forced", "generate": "generation", "loglikelihood": "log-likelihood pass"}
 DECODINGS = {"greedy": "greedy", "paper": "the paper's sampling"}
-PROCEDURES = {"2x2LS": "2x2 LS", "LoRA": "LoRA", "2-stage": "2-stage", "MuMo": "MuMo"}
+PROCEDURE_WORDS = {"2x2LS": "2x2 LS", "LoRA": "LoRA", "2-stage": "2-stage", "MuMo": "MuMo"}
 
 
 def model_name(model: object) -> str:
@@ -88,7 +88,7 @@ def training_text(cell: dict) -> str:
     """A cell's training in words: "2x2 LS, clm, sequence length 128"; "" for one that was not trained."""
     parts = []
     if not _missing(cell.get("procedure")) and str(cell["procedure"]) != "none":
-        parts.append(PROCEDURES.get(str(cell["procedure"]), str(cell["procedure"])))
+        parts.append(PROCEDURE_WORDS.get(str(cell["procedure"]), str(cell["procedure"])))
     if not _missing(cell.get("objective")):
         parts.append(str(cell["objective"]))
     if not _missing(cell.get("seq_len")):
@@ -140,5 +140,5 @@ def setting_words(text: str) -> str:
     out = []
     for part in text.split("."):
         match = re.fullmatch(r"(aux|k|L)(\d+)", part)
-        out.append(words[match[1]].format(match[2]) if match else PROCEDURES.get(part, part))
+        out.append(words[match[1]].format(match[2]) if match else PROCEDURE_WORDS.get(part, part))
     return ", ".join(out)

@@ -9,12 +9,11 @@ Source's, the recipe, where it came from and, generated from the numbers, what i
 from __future__ import annotations
 
 import csv
-import math
 from pathlib import Path
 from typing import Any
 
-from workflow_scripts.intervals import Interval, verdict
-from workflow_scripts.paper.headline import BPC_DIFF
+from workflow_scripts.intervals import verdict
+from workflow_scripts.paper.headline import bpc_interval, number
 from workflow_scripts.tables import MARKDOWN_COLUMNS, is_source
 from workflow_scripts.tasks import TASKS
 
@@ -32,15 +31,6 @@ def read_rows(results: str | Path) -> list[dict[str, str]]:
     """The rows of results.csv as text, so that a value goes into the card exactly as the table holds it."""
     with open(results, newline="", encoding="utf-8") as f:
         return list(csv.DictReader(f))
-
-
-def number(text: object) -> float | None:
-    """A cell of results.csv as a float; None where it is empty or not a number."""
-    try:
-        value = float(str(text))
-    except ValueError:
-        return None
-    return None if math.isnan(value) else value
 
 
 def split_rows(rows: list[dict], cell: dict) -> tuple[list[dict], list[dict]]:
@@ -115,22 +105,11 @@ def headline(cell_rows: list[dict], source_rows: list[dict]) -> list[dict[str, s
     return table
 
 
-def source_interval(cell_rows: list[dict]) -> Interval | None:
-    """The cell's bits-per-character difference to Source with its paired bootstrap interval, as results.csv records
-    it (tables.add_intervals); None where the table has none."""
-    for r in cell_rows:
-        if r["task"] == "ppl" and r["metric"] == BPC_DIFF + "Source":
-            diff, low, high = (number(r.get(k)) for k in ("value", "min", "max"))
-            if None not in (diff, low, high):
-                return Interval(diff, low, high, 0)
-    return None
-
-
 def limitations(cell_rows: list[dict], source_rows: list[dict], spec: dict) -> list[str]:
     """What the model does not do, in words, from the numbers and the recipe."""
     lines = []
     bpc, source_bpc = mean(cell_rows, "ppl", BPC), mean(source_rows, "ppl", BPC)
-    interval = source_interval(cell_rows)
+    interval = bpc_interval(cell_rows, "Source")
     worse = interval.low > 0 if interval else bpc is not None and source_bpc is not None and bpc > source_bpc
     if worse:
         judged = f"; {verdict(interval)}" if interval else ""

@@ -17,6 +17,7 @@ from workflow_scripts.speed import __doc__ as PACKAGE_DOC
 from workflow_scripts.speed.choices import TIMED_CHOICE_TASKS, run_choice_task
 from workflow_scripts.speed.decoders import HFDecoder
 from workflow_scripts.speed.measure import Item, Settings, hardware, run_generation, run_teacher_forced
+from workflow_scripts.tasks import TASKS
 
 log = logging.getLogger("vocabexp")
 
@@ -55,12 +56,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--sum-data", default=None,
                    help="the sum dataset folder the harness evaluates (hub layout): time the sum task too")  # fmt: skip
     p.add_argument("--choice-data", action="append", default=[], metavar="TASK=FOLDER",
-                   help="a log-likelihood task (mc, gmmlu) and its dataset folder (hub layout): time its forward "
+                   help="a log-likelihood task and its dataset folder (hub layout): time its forward "
                         "passes over prompt and choices (workflow_scripts.speed.choices); repeatable")  # fmt: skip
     p.add_argument("--choice-fewshot", action="append", default=[], metavar="TASK=N",
                    help="few-shot examples in the timed contexts of a --choice-data task, as the harness evaluates "
-                        "it (evaluation.mc.fewshot, evaluation.gmmlu.fewshot); default: the harness's (mc 3, gmmlu "
-                        "5); repeatable")  # fmt: skip
+                        "it (evaluation.<task>.fewshot); default: the task's own (its spec's fewshot); "
+                        "repeatable")  # fmt: skip
     p.add_argument("--large-batch-decodings", nargs="*", default=None, choices=sorted(DECODING),
                    help="decodings timed at --batch-size (default: every decoding)")  # fmt: skip
     p.add_argument("--lang", required=True, type=language_arg)
@@ -89,10 +90,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         choice_data[task] = folder
     a.choice_data = choice_data
     fewshot = {}
-    if choice_data:  # LightEval (imported by the harness's tasks) times these tasks' items anyway
-        from workflow_scripts.harness.tasks import FEWSHOT
-
-        fewshot = {task: FEWSHOT[task] for task in choice_data}
+    if choice_data:
+        fewshot = {task: TASKS[task].fewshot for task in choice_data}
     for entry in a.choice_fewshot:
         task, sep, count = entry.partition("=")
         if not sep or task not in choice_data or not count.isdigit():

@@ -1,4 +1,5 @@
-"""Speed on the log-likelihood tasks mc and gmmlu (paper 002 Table 4b; the Speedup rows of Tables 6, 10a and 11).
+"""Speed on the log-likelihood tasks (``timed`` in workflow_scripts/tasks/; paper 002 Table 4b; the Speedup rows of
+Tables 6, 10a and 11).
 
 The work of a log-likelihood task is a forward pass over the prompt and the choices; nothing is generated. The paper
 timed the one token these tasks emit, so its T/S there is the time per item: the speed-up comes from the prompt, which
@@ -7,11 +8,11 @@ with Source and units of generation (``measure``):
 
 - **Items**: the first ``n`` rows of the task's evaluation split (rows its ``hf_filter`` or prompt function drops are
   skipped), as LightEval documents of the harness's own task definitions (``harness.tasks.task_configs``) with the
-  evaluated few-shot count, built by LightEval itself as the harness's pipeline builds them
-  (``harness.run.task_docs``: its registry, loader, ``get_docs`` and few-shot sampler; gmmlu by subject, each item
-  with its subject's examples). The context is LightEval's plain-text prompt of that document (``PromptManager``:
-  instruction, few-shot examples with their answers, query), the choices are the document's: the text timed is the
-  text the harness scores, few-shot examples included.
+  evaluated few-shot count, built by LightEval itself as the harness's pipeline builds them (``harness.run.task_docs``:
+  its registry, loader, ``get_docs`` and few-shot sampler; a grouped task by member, each item with its member's
+  examples). The context is LightEval's plain-text prompt of that document (``PromptManager``: instruction, few-shot
+  examples with their answers, query), the choices are the document's: the text timed is the text the harness scores,
+  few-shot examples included.
 - **Tokens**: as LightEval's ``tok_encode_pair(pairwise=True)``: the context with the tokenizer's special tokens, each
   choice on its own without (trailing spaces of the context move to the choices). A context whose tokens and a
   choice's exceed the model's maximum length (``workflow_scripts.evaluation.model_max_length``) is cut from the
@@ -39,7 +40,7 @@ from workflow_scripts.speed.units import TextCounts, bound, summary
 from workflow_scripts.tasks import TASKS
 
 # the log-likelihood tasks the speed step times (Table 4b; `timed` in workflow_scripts/tasks/): the target-language
-# ones, not the English retention checks mc_en and gmmlu_en
+# ones, not their English retention checks
 TIMED_CHOICE_TASKS = tuple(name for name, spec in TASKS.items() if spec.timed)
 VARIANT = {"mode": "loglikelihood", "decoding": "choices", "batch_size": 1}
 
@@ -53,8 +54,8 @@ class ChoiceItem:
 
 
 def choice_items(task: str, lang: str, folder: str | Path, n: int | None, fewshot: int = 0) -> list[ChoiceItem]:
-    """The first ``n`` items of ``task`` (mc, gmmlu) for ``lang`` from ``folder`` (hub layout) in the order of the
-    evaluation split, each with ``fewshot`` examples: the harness's contexts (module docstring)."""
+    """The first ``n`` items of ``task`` (a log-likelihood task) for ``lang`` from ``folder`` (hub layout) in the order
+    of the evaluation split, each with ``fewshot`` examples: the harness's contexts (module docstring)."""
     import datasets
     from lighteval.tasks.prompt_manager import PromptManager
 
@@ -74,7 +75,7 @@ def choice_items(task: str, lang: str, folder: str | Path, n: int | None, fewsho
     for row in rows:
         if n is not None and len(items) >= n:
             break
-        # the task whose filter keeps the row (gmmlu: its subject's; mc: the one task, no filter)
+        # the task whose filter keeps the row (a grouped task: its member's; else the one task, no filter)
         name = next((c.name for c in configs if c.hf_filter is None or c.hf_filter(row)), None)
         if name is None:
             continue

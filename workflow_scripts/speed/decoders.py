@@ -45,7 +45,7 @@ class Decoder(Protocol):
 
     def score_choices(self, context_ids: list[int], choice_ids: list[list[int]]) -> Scored:
         """Log-probability of each choice after the context, in one forward pass over the context and the choices
-        (the log-likelihood tasks mc and gmmlu; MuMo cells are not evaluated on them)."""
+        (the log-likelihood tasks; MuMo cells are not evaluated on them)."""
 
     def own_tokens(self, ids: list[int]) -> int:
         """How many of the model's own tokens (decoding steps) ``ids`` (tokenizer ids) take: ``len(ids)`` for a plain
@@ -192,10 +192,10 @@ class HFDecoder:
 
     def score_choices(self, context_ids: list[int], choice_ids: list[list[int]]) -> Scored:
         """The choices' log-probabilities after the context in one forward pass, timed between two device
-        synchronisations. Single-token choices (the lettered MCF answers of mc and gmmlu) are all scored by the
-        context's last position: one pass over the context. Longer choices: one batch of the ``context + choice``
-        sequences (right-padded), as LightEval's transformers backend batches an item's choices. Logits are computed
-        for the scored positions only (``logits_to_keep``)."""
+        synchronisations. Single-token choices (the lettered MCF answers of the multiple-choice tasks) are all scored by
+        the context's last position: one pass over the context. Longer choices: one batch of the ``context + choice``
+        sequences (right-padded), as LightEval's transformers backend batches an item's choices. Logits are computed for
+        the scored positions only (``logits_to_keep``)."""
         import time
 
         import torch

@@ -7,7 +7,7 @@ live at a time (``__main__``: Source is loaded for the paired phase only and fre
   sequences of ``prompt + max_new_tokens`` tokens in the KV cache (``kv_bytes_per_token``), the prefill's
   activations (an MLP's intermediate tensors over every prompt token) and, for eager attention (Gemma-2, whose
   logit soft-capping needs it), one layer's ``sequences x heads x prompt^2`` scores in bf16 plus their fp32 softmax.
-- **paired** (teacher forcing of mt / sum references, the log-likelihood of mc / gmmlu choices): the model's and
+- **paired** (teacher forcing of mt / sum references, the log-likelihood of the choice tasks' choices): the model's and
   Source's weights, one sequence's KV cache (teacher forcing) or, for memory, ``CHOICES`` sequences of the prompt
   (log-likelihood with multi-token choices; the lettered MCF answers take one pass over the prompt, which the time
   counts),
@@ -31,8 +31,10 @@ from workflow_scripts.gpu.shape import GIB, ModelShape
 from workflow_scripts.models import Model, describe_models
 from workflow_scripts.resources import GPU_CLASSES, gpu_model_class
 from workflow_scripts.speed.choices import TIMED_CHOICE_TASKS
+from workflow_scripts.tasks import TASKS
 
-PROMPT_TOKENS = {"mt": 512, "sum": 4096, "mc": 4096, "gmmlu": 4096}  # caps: Table 13 truncates prompts at 4,096
+# each task's longest prompt (its spec's prompt_tokens; Table 13 truncates prompts at 4,096)
+PROMPT_TOKENS = {name: spec.prompt_tokens for name, spec in TASKS.items()}
 # Teacher-forced reference tokens per item: 3 per character of the cut reference (byte fallback of a 3-byte script),
 # or a long FLORES sentence / XL-Sum summary in such a byte-level fallback when references are not cut.
 TOKENS_PER_CHAR, UNCUT_TARGET_TOKENS = 3, 384

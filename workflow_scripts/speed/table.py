@@ -5,8 +5,8 @@ A speed record names its variant (``mode``, ``decoding``, ``batch_size``); in th
 ``max`` beside the median; a record timed in llama.cpp prefixes its engine and GGUF type
 (``paired_speedup@llama.cpp-f16.teacher_forced.greedy.b1``). The headline variant, generation at batch size 1 with the
 run's first decoding (the paper timed generation at batch size 1), is also written under the plain metric name, so the
-paper's views and older result files read the same names as before; a task that generates nothing (mc, gmmlu) has its
-log-likelihood pass there.
+paper's views and older result files read the same names as before; a task that generates nothing (a log-likelihood
+task) has its log-likelihood pass there.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 HEADLINE_MODE = "generate"
-CHOICE_MODE = "loglikelihood"  # mc, gmmlu: the forward pass over prompt and choices (speed.choices)
+CHOICE_MODE = "loglikelihood"  # the log-likelihood tasks: the forward pass over prompt and choices (speed.choices)
 RATE_METRICS = ("chars_per_second", "source_tokens_per_second", "tokens_per_second")
 # (derived metric, metric it divides by Source's): speed-ups in each unit.
 SPEEDUPS = (
@@ -38,8 +38,8 @@ def variant_name(record: dict) -> str:
 
 
 def headline_variant(records: list[dict]) -> str | None:
-    """Generation at batch size 1 with the first decoding the run timed; for a task that generates nothing (mc,
-    gmmlu: ``speed.choices``), its log-likelihood pass (None when it timed neither)."""
+    """Generation at batch size 1 with the first decoding the run timed; for a task that generates nothing (a
+    log-likelihood task: ``speed.choices``), its log-likelihood pass (None when it timed neither)."""
     for r in records:
         if r.get("mode") == HEADLINE_MODE and r.get("batch_size") == 1:
             return variant_name(r)

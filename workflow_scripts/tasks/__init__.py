@@ -15,6 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+# The program of the tasks run through LightEval (workflow_scripts/harness), offline: every dataset is a local folder.
+HARNESS = "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness"
+
 
 @dataclass(frozen=True)
 class Column:
@@ -35,12 +38,31 @@ class TaskSpec:
     ``eval/<name>.json``; ``cost``: that rule's cost, (base (MB, min), per billion parameters (MB, min), the tests'
     tiny models (MB, min)) as ``resources.Cost`` takes it; ``rule_words``: the rule in the cost table. ``words``: the
     task in tables and figures (None: never named alone). ``card_type``: the Hugging Face model-index task type.
-    ``columns``: its results.md columns. ``mumo``: MuMo cells are evaluated on it. ``cell_files``: the files it writes
-    inside the per-cell job (``evaluation.one_job_per_cell``), run in ``cell_order`` (cheapest first); None: it keeps
-    its own rule. ``choice``: a log-likelihood task; ``label`` the data label its records carry where it is fixed.
-    ``not_run_note``: why a run may lack it, said where results.md lists it as not run. ``step``: its step for one
-    cell, ``step(steps, wc) -> base.Step`` (the input files and the command's arguments; ``steps.Steps`` holds what
-    every task's step shares: the model folder, the cell, the output paths, ElChat's and MuMo's options).
+    ``columns``: its results.md columns. ``mumo``: MuMo cells are evaluated on it. ``predictions``: besides
+    ``eval/<name>.json`` it writes ``eval/<name>_predictions.tsv``. ``cell_job``: the per-cell job
+    (``evaluation.one_job_per_cell``) runs it, in ``cell_order`` (cheapest first); otherwise only its own rule does.
+    ``command``: the program its rule runs with the step's arguments (rules/evaluate.smk renders one rule per task);
+    ``planned_runtime``: the rule's time limit follows the speed plan (workflow_scripts/speed/plan.py) where the model
+    needs a GPU. ``doc``: the rule's docstring. ``choice``: a log-likelihood task; ``label`` the data label its records
+    carry where it is fixed. ``not_run_note``: why a run may lack it, said where results.md lists it as not run.
+    ``step``: its step for one cell, ``step(steps, wc) -> base.Step`` (the input files and the command's arguments;
+    ``steps.Steps`` holds what every task's step shares: the model folder, the cell, the output paths, ElChat's and
+    MuMo's options).
+
+    A task run through LightEval (workflow_scripts/harness) also has: ``lighteval(kit, lang, folder,
+    generation_size=..., tokenizer_dir=..., **member)``, its LightEval task config reading a dataset folder (LightEval
+    imported there, never when the registry is read; ``kit``: what the harness gives every definition,
+    ``harness.prompting``, so that no task module imports the harness); ``group(folder, lang)``: the members run
+    together as one job, each the keyword arguments of one ``lighteval`` call (a folder of None: every member; None: a
+    task of one config); ``source(lang)``: the hub dataset, subset and splits it reads (``base.Source``;
+    ``base.Unavailable`` where the language has none; None: its data are the config's own files); ``fewshot``: the
+    paper's few-shot count; ``prompt``: each language needs a prompt for it (prompts.yaml or the config's);
+    ``prompt_tokens``: the longest prompt the speed plan sizes its memory for. An English retention check (a name ending
+    in ``_en``) runs its base task's definition on English.
+
+    A task with a program of its own in its module: ``main(argv)``, its command line, which its rule runs as
+    ``python -m workflow_scripts.tasks <name> ARGS``. ``settings``: the JSON-schema properties (with their defaults) of
+    its ``evaluation.<name>`` block, added to the config schema when the schema has none for it.
     """
 
     name: str
@@ -52,13 +74,38 @@ class TaskSpec:
     card_type: str
     columns: tuple[Column, ...] = ()
     mumo: bool = False
-    cell_files: tuple[str, ...] | None = None
+    predictions: bool = False
+    cell_job: bool = False
     cell_order: int = 0
+    command: str = HARNESS
+    planned_runtime: bool = False
+    doc: str = ""
     choice: bool = False
     timed: bool = False
     label: str | None = None
     not_run_note: str | None = None
     step: Callable[[Any, Any], Any] | None = None
+    lighteval: Callable[..., Any] | None = None
+    group: Callable[[Any, str], list[dict]] | None = None
+    source: Callable[[str], Any] | None = None
+    fewshot: int = 0
+    prompt: bool = False
+    prompt_tokens: int = 4096
+    main: Callable[[list[str] | None], None] | None = None
+    settings: dict[str, Any] | None = None
+
+    @property
+    def shell_command(self) -> str:
+        """The program its rule runs, before the step's arguments."""
+        return self.command if self.main is None else f"python -m workflow_scripts.tasks {self.name}"
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        """The files of ``eval/`` its rule writes, by output name."""
+        files = {"result": f"{self.name}.json"}
+        if self.predictions:
+            files["predictions"] = f"{self.name}_predictions.tsv"
+        return files
 
 
 # Filled by the modules of this folder as the package imports them (``discover``), in ``order``.
@@ -77,15 +124,16 @@ def register(spec: TaskSpec) -> TaskSpec:
 
 
 def discover() -> None:
-    """Import every module of this folder: each registers its task."""
+    """Import every module of this folder (but the command line, ``__main__``): each registers its task."""
     for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
+        if module.name != "__main__":
+            importlib.import_module(f"{__name__}.{module.name}")
 
 
 def cell_tasks() -> dict[str, tuple[str, ...]]:
     """The tasks the per-cell job runs, in their cell order, with the files each writes."""
-    cell = sorted((s for s in TASKS.values() if s.cell_files is not None), key=lambda s: s.cell_order)
-    return {s.name: s.cell_files for s in cell}
+    cell = sorted((s for s in TASKS.values() if s.cell_job), key=lambda s: s.cell_order)
+    return {s.name: tuple(s.outputs.values()) for s in cell}
 
 
 def markdown_columns() -> list[tuple[str, str, str, str]]:

@@ -1,9 +1,32 @@
-"""What every task's step is made of (``Step``, ``cli``), and the options the per-cell job gives every step itself."""
+"""What every task's step is made of (``Step``, ``cli``), the options the per-cell job gives every step itself, and
+what a task reads from a hub dataset for a language (``Source``, or ``Unavailable``)."""
 
 from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Source:
+    """One language's data for a task: dataset name (a key of evaluation.datasets), subset, evaluation split, few-shot
+    split (None: the same)."""
+
+    dataset: str
+    subset: str
+    split: str
+    fewshot_split: str | None = None
+
+
+class Unavailable(Exception):
+    """A task that has no data for a language (reported as "–" with this reason, never as 0)."""
+
+
+def item_id(line: dict) -> dict | None:
+    """The dataset's own id of an item, kept for the predictions file (LightEval sets ``Doc.id`` to the row index);
+    the ids files of ``workflow_scripts.items`` name the same ids."""
+    return {"item_id": str(line["id"])} if line.get("id") is not None else None
+
 
 # the options evaluate_cell passes to every step itself
 CELL_SHARED = ("--task", "--model", "--cell")

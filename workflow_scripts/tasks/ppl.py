@@ -26,8 +26,10 @@ SPEC = register(
         words="held-out text",
         card_type="text-generation",
         columns=(Column("bits per character (held-out)", "bits_per_char", "{:.3f}", 90),),
-        cell_files=("ppl.json",),
+        cell_job=True,
         cell_order=1,
+        doc="Perplexity (same-vocabulary comparisons) and bits per character (comparable across vocabularies).",
+        command="python -m workflow_scripts.perplexity",
         step=step,
     )
 )

@@ -56,8 +56,14 @@ SPEC = register(
         words=None,
         card_type="text-generation",
         mumo=True,
-        cell_files=("speed.json",),
+        cell_job=True,
         cell_order=4,
+        doc="Speed on the mt prompts, and sum's where sum is evaluated (the harness's prompts): generation (greedy / "
+        "paper decoding, batch 1 and larger) and teacher forcing of the references, repeated, in characters, "
+        "source-tokenizer tokens and own tokens per second; and the forward passes of the log-likelihood tasks over "
+        "prompt and choices. Each task's records are saved as it finishes (speed.partial.json): a rerun skips them.",
+        command="python -m workflow_scripts.speed",
+        planned_runtime=True,
         step=step,
     )
 )
