@@ -281,8 +281,9 @@ def _handler(hub: Hub):
                 if there.is_file():
                     data = there.read_bytes()
                     oid = hashlib.sha256(data).hexdigest() if lfs else git_oid(data)
-                files.append({"path": f["path"], "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False,
-                              "oid": oid})  # fmt: skip
+                files.append(
+                    {"path": f["path"], "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False, "oid": oid}
+                )
             return self._json({"files": files})
 
         def _apply_commit(self, repo: Repo, repo_id: str, body: bytes):
@@ -304,8 +305,13 @@ def _handler(hub: Hub):
             repo.head = _new_commit(
                 repo_id, sum(r.startswith("POST /api/models/" + repo_id + "/commit") for r in hub.requests)
             )
-            return self._json({"commitUrl": f"http://{self.headers['Host']}/{repo_id}/commit/{repo.head}",
-                               "commitOid": repo.head, "success": True})  # fmt: skip
+            return self._json(
+                {
+                    "commitUrl": f"http://{self.headers['Host']}/{repo_id}/commit/{repo.head}",
+                    "commitOid": repo.head,
+                    "success": True,
+                }
+            )
 
         def do_POST(self):
             self._write()

@@ -26,8 +26,11 @@ def cell_rows(cell: dict, source: bool, i: int) -> list[dict]:
         return base | {"task": task, "metric": metric, "value": repr(value), "seed": 42} | extra
 
     bpc = 1.2345678901234567 + (0 if source else 0.1 * i - 0.15)
-    rows = [row("ppl", "bits_per_char", bpc), row("ppl", "tokens_per_sentence", 30.5 - 4 * i),
-            row("mt", "chrF", 11.0 + i / 3, run=1)]  # fmt: skip
+    rows = [
+        row("ppl", "bits_per_char", bpc),
+        row("ppl", "tokens_per_sentence", 30.5 - 4 * i),
+        row("mt", "chrF", 11.0 + i / 3, run=1),
+    ]
     if not source:
         rows += [row("mt", PAIRED, 1.0 + i / 7, min=0.9 + i / 7, max=1.1 + i / 7), row("mt", BOUND, 1.0 + i / 5)]
     return rows

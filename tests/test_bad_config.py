@@ -116,8 +116,11 @@ def test_a_nested_key_given_twice_is_refused(tmp_path):
 
 def test_the_grid_keys_are_required(tmp_path):
     keys = ("models", "languages", "methods")
-    out = refused(tmp_path, *(f"<top level>: '{key}' is a required property" for key in keys),
-                  mutate=all_of(*(lambda c, key=key: c.pop(key) for key in keys)))  # fmt: skip
+    out = refused(
+        tmp_path,
+        *(f"<top level>: '{key}' is a required property" for key in keys),
+        mutate=all_of(*(lambda c, key=key: c.pop(key) for key in keys)),
+    )
     assert "KeyError" not in out
 
 
@@ -239,8 +242,9 @@ def test_a_configfile_that_does_not_parse_is_named_by_the_check_command(tmp_path
     path.write_text("seed: 1\nmodels: {a: {kind: hub, path: x}\n")
     run = snakemake(["-n", "-q", "--configfile", str(path)], tmp_path)
     assert run.returncode != 0 and "Config file is not valid JSON or YAML" in run.stdout + run.stderr
-    check = subprocess.run([sys.executable, "-m", "workflow_scripts.config_checks", str(path)], cwd=REPO,
-                           capture_output=True, text=True)  # fmt: skip
+    check = subprocess.run(
+        [sys.executable, "-m", "workflow_scripts.config_checks", str(path)], cwd=REPO, capture_output=True, text=True
+    )
     assert check.returncode == 1
     assert f"{path}, line 3, column 1: not valid YAML: expected ',' or '}}', but got '<stream end>'" in check.stderr
 

@@ -584,18 +584,46 @@ def step(*args: str) -> subprocess.CompletedProcess:
 
 def split_args(pairs: Path, out: Path) -> list[str]:
     return [
-        "workflow_scripts.corpus", "split", "--pairs", str(pairs), "--n-heldout", "1", "--n-mt", "1", "--seed", "0",
-        "--out-train", str(out / "train.txt"), "--out-heldout", str(out / "heldout.txt"), "--out-mt",
-        str(out / "mt.tsv"), "--report", str(out / "report.json"),
-    ]  # fmt: skip
+        "workflow_scripts.corpus",
+        "split",
+        "--pairs",
+        str(pairs),
+        "--n-heldout",
+        "1",
+        "--n-mt",
+        "1",
+        "--seed",
+        "0",
+        "--out-train",
+        str(out / "train.txt"),
+        "--out-heldout",
+        str(out / "heldout.txt"),
+        "--out-mt",
+        str(out / "mt.tsv"),
+        "--report",
+        str(out / "report.json"),
+    ]
 
 
 def sample_args(corpus: Path, out: Path, n: int = 2) -> list[str]:
     return [
-        "workflow_scripts.corpus", "sample", "--input", str(corpus), "--n", str(n), "--n-heldout", "1", "--seed", "0",
-        "--out-train", str(out / "train.txt"), "--out-heldout", str(out / "heldout.txt"),
-        "--report", str(out / "report.json"),
-    ]  # fmt: skip
+        "workflow_scripts.corpus",
+        "sample",
+        "--input",
+        str(corpus),
+        "--n",
+        str(n),
+        "--n-heldout",
+        "1",
+        "--seed",
+        "0",
+        "--out-train",
+        str(out / "train.txt"),
+        "--out-heldout",
+        str(out / "heldout.txt"),
+        "--report",
+        str(out / "report.json"),
+    ]
 
 
 GOOD_PAIRS = "".join(f"english sentence {i}\tประโยค {i}\n" for i in range(5))
@@ -643,9 +671,16 @@ def test_sample_refuses_an_empty_corpus(tmp_path, content):
 
 def test_l10n_refuses_a_package_of_another_language(tmp_path):
     run = step(
-        "workflow_scripts.l10n", "--deb", TH_DEB, "--lang", "si", "--out", str(tmp_path / "p.tsv"),
-        "--report", str(tmp_path / "r.json"),
-    )  # fmt: skip
+        "workflow_scripts.l10n",
+        "--deb",
+        TH_DEB,
+        "--lang",
+        "si",
+        "--out",
+        str(tmp_path / "p.tsv"),
+        "--report",
+        str(tmp_path / "r.json"),
+    )
     assert run.returncode != 0 and f"{TH_DEB}: no .mo catalogues for language 'si'" in run.stderr
 
 
@@ -796,20 +831,26 @@ EMPTY = ": the file is empty (or only comments); a config is a mapping of the ke
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("seed: 1\nevaluation:\n  tasks: [mt, ppl\n  ppl: {n: 5}\n",
-         "line 4, column 6: not valid YAML: expected ',' or ']', but got ':' (while parsing a flow sequence at "
-         "line 3); fix the YAML there"),
-        ("seed: 1\ndata:\n  n_mt: 8\n\tn_train: 40\n",
-         "line 4, column 1: not valid YAML: found character '\\t' that cannot start any token; indent with spaces, not "
-         "tabs"),
-        ("seed: 1\nlanguages:\n  th: {corpus: {kind: l10n, deb: x.d",
-         "line 3, column 37: not valid YAML: expected ',' or '}', but got '<stream end>'; fix the YAML there"),
+        (
+            "seed: 1\nevaluation:\n  tasks: [mt, ppl\n  ppl: {n: 5}\n",
+            "line 4, column 6: not valid YAML: expected ',' or ']', but got ':' (while parsing a flow sequence at "
+            "line 3); fix the YAML there",
+        ),
+        (
+            "seed: 1\ndata:\n  n_mt: 8\n\tn_train: 40\n",
+            "line 4, column 1: not valid YAML: found character '\\t' that cannot start any token; indent with spaces, "
+            "not tabs",
+        ),
+        (
+            "seed: 1\nlanguages:\n  th: {corpus: {kind: l10n, deb: x.d",
+            "line 3, column 37: not valid YAML: expected ',' or '}', but got '<stream end>'; fix the YAML there",
+        ),
         ("", EMPTY),
         ("# only a comment\n", EMPTY),
         ("- seed: 1\n", ": the top level is a list, not a mapping of the keys in docs/config.md"),
     ],
     ids=["unclosed-bracket", "tab", "truncated", "empty", "comments-only", "list"],
-)  # fmt: skip
+)
 def test_a_config_file_that_does_not_parse_is_named_with_its_line(tmp_path, text, message):
     path = tmp_path / "config.yaml"
     path.write_text(text)
@@ -858,8 +899,12 @@ def test_a_left_out_evaluation_block_is_refused_unless_a_model_needs_a_gpu():
     ]
     config["models"]["tiny"]["size"] = "7B"  # a label: the random Llama is as small as before
     assert len(missing_blocks(config, SCHEMA)) == 1
-    config["models"]["tiny"]["random"] = {"hidden_size": 2048, "num_layers": 16, "num_heads": 16,
-                                          "intermediate_size": 8192}  # fmt: skip
+    config["models"]["tiny"]["random"] = {
+        "hidden_size": 2048,
+        "num_layers": 16,
+        "num_heads": 16,
+        "intermediate_size": 8192,
+    }
     assert missing_blocks(config, SCHEMA) == []  # 1.1B parameters
     assert unset_evaluation(config, SCHEMA)[0].endswith("give an evaluation block for a smaller run")  # a warning
 

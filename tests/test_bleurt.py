@@ -32,9 +32,14 @@ def spm_file(tmp_path_factory):
         model_type="unigram",
         character_coverage=1.0,
         control_symbols=["[CLS]", "[SEP]", "[MASK]"],
-        pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, pad_piece="[PAD]", unk_piece="[UNK]",
+        pad_id=0,
+        unk_id=1,
+        bos_id=-1,
+        eos_id=-1,
+        pad_piece="[PAD]",
+        unk_piece="[UNK]",
         minloglevel=2,
-    )  # fmt: skip
+    )
     path = tmp_path_factory.mktemp("bleurt_spm") / "spm.model"
     path.write_bytes(model.getvalue())
     return path
@@ -42,9 +47,16 @@ def spm_file(tmp_path_factory):
 
 def tiny(vocab_size: int, embedding_size: int | None = 16, gelu: str = "tanh") -> bleurt.BleurtRegressor:
     torch.manual_seed(0)
-    config = bleurt.BleurtConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                 intermediate_size=64, max_position_embeddings=64, embedding_size=embedding_size,
-                                 max_seq_length=24)  # fmt: skip
+    config = bleurt.BleurtConfig(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        embedding_size=embedding_size,
+        max_seq_length=24,
+    )
     model = bleurt.BleurtRegressor(config, gelu)
     with torch.no_grad():  # spread the parameters so that scores differ between pairs
         for p in model.parameters():
@@ -112,11 +124,19 @@ def test_same_numbers_as_transformers_bert_and_rembert_and_the_ports_weight_name
     vocab = spm.SentencePieceProcessor(model_file=str(spm_file)).get_piece_size()
     ours = tiny(vocab, embedding_size=None)
     c = ours.config
-    bert = BertForSequenceClassification(BertConfig(
-        vocab_size=vocab, hidden_size=c.hidden_size, num_hidden_layers=c.num_hidden_layers,
-        num_attention_heads=c.num_attention_heads, intermediate_size=c.intermediate_size, hidden_act="gelu_new",
-        max_position_embeddings=c.max_position_embeddings, num_labels=1, layer_norm_eps=c.layer_norm_eps,
-    )).eval()  # fmt: skip
+    bert = BertForSequenceClassification(
+        BertConfig(
+            vocab_size=vocab,
+            hidden_size=c.hidden_size,
+            num_hidden_layers=c.num_hidden_layers,
+            num_attention_heads=c.num_attention_heads,
+            intermediate_size=c.intermediate_size,
+            hidden_act="gelu_new",
+            max_position_embeddings=c.max_position_embeddings,
+            num_labels=1,
+            layer_norm_eps=c.layer_norm_eps,
+        )
+    ).eval()
     state = {k.replace("bleurt.", "bert.", 1): v for k, v in ours.state_dict().items()}
     missing, unexpected = bert.load_state_dict(state, strict=False)
     assert not unexpected and all("position_ids" in k or "token_type_ids" in k for k in missing)
@@ -128,12 +148,24 @@ def test_same_numbers_as_transformers_bert_and_rembert_and_the_ports_weight_name
     from transformers import RemBertConfig, RemBertForSequenceClassification
 
     projected = tiny(vocab, embedding_size=16)
-    rembert = RemBertForSequenceClassification(RemBertConfig(
-        vocab_size=vocab, hidden_size=c.hidden_size, num_hidden_layers=c.num_hidden_layers,
-        num_attention_heads=c.num_attention_heads, intermediate_size=c.intermediate_size, hidden_act="gelu_new",
-        max_position_embeddings=c.max_position_embeddings, input_embedding_size=16, output_embedding_size=16,
-        num_labels=1, layer_norm_eps=c.layer_norm_eps, pad_token_id=0, bos_token_id=2, eos_token_id=3,
-    )).eval()  # fmt: skip
+    rembert = RemBertForSequenceClassification(
+        RemBertConfig(
+            vocab_size=vocab,
+            hidden_size=c.hidden_size,
+            num_hidden_layers=c.num_hidden_layers,
+            num_attention_heads=c.num_attention_heads,
+            intermediate_size=c.intermediate_size,
+            hidden_act="gelu_new",
+            max_position_embeddings=c.max_position_embeddings,
+            input_embedding_size=16,
+            output_embedding_size=16,
+            num_labels=1,
+            layer_norm_eps=c.layer_norm_eps,
+            pad_token_id=0,
+            bos_token_id=2,
+            eos_token_id=3,
+        )
+    ).eval()
     mapping = ("encoder.embedding_projection", "encoder.embedding_hidden_mapping_in")
     renamed = {k.replace("bleurt.", "rembert.", 1).replace(*mapping): v for k, v in projected.state_dict().items()}
     missing, unexpected = rembert.load_state_dict(renamed, strict=False)
@@ -161,8 +193,11 @@ def write_sum_fixture(folder, lang="si", label="Source", method="source", rows=N
     """A cell's sum.json (two runs, seeds 42 and 43) and sum_predictions.tsv as the harness writes them."""
     folder.mkdir(parents=True, exist_ok=True)
     cell = {"model": "smollm2", "language": lang, "method": method, "label": label}
-    records = [] if unavailable else [{"task": "sum", "metric": "rougeL_script", "value": 10.0 + r, "run": r,
-                                       "seed": 42 + r} for r in (0, 1)]  # fmt: skip
+    records = (
+        []
+        if unavailable
+        else [{"task": "sum", "metric": "rougeL_script", "value": 10.0 + r, "run": r, "seed": 42 + r} for r in (0, 1)]
+    )
     details = {"task": "sum", "unavailable": unavailable} if unavailable else {"task": "sum", "runs": 2}
     (folder / "sum.json").write_text(json.dumps({"cell": cell, "records": records, "details": details}))
     lines = ["run\tid\treference\thypothesis", *(rows or [])]
@@ -175,9 +210,22 @@ def test_command_fills_table8s_bleurt_column(tiny_folder, tmp_path):
     rows = [f"{run}\t{i}\t{ref}\t{hyp if run == 0 else ref}" for run in (0, 1) for i, (ref, hyp) in enumerate(pairs)]
     cell = write_sum_fixture(tmp_path / "si", rows=rows)
     out = cell / "sum_bleurt.json"
-    bleurt.main(["--model", str(tiny_folder), "--predictions", str(cell / "sum_predictions.tsv"), "--sum-result",
-                 str(cell / "sum.json"), "--out", str(out), "--items", str(cell / "items.tsv"),
-                 "--batch-size", "2"])  # fmt: skip
+    bleurt.main(
+        [
+            "--model",
+            str(tiny_folder),
+            "--predictions",
+            str(cell / "sum_predictions.tsv"),
+            "--sum-result",
+            str(cell / "sum.json"),
+            "--out",
+            str(out),
+            "--items",
+            str(cell / "items.tsv"),
+            "--batch-size",
+            "2",
+        ]
+    )
     result = json.loads(out.read_text())
     assert result["cell"]["method"] == "source"
     assert [(r["metric"], r["run"], r["seed"]) for r in result["records"]] == [("bleurt", 0, 42), ("bleurt", 1, 43)]
@@ -190,8 +238,18 @@ def test_command_fills_table8s_bleurt_column(tiny_folder, tmp_path):
     assert [float(x[2]) for x in items[:3]] == pytest.approx(run0, abs=1e-5)
     # a language without sum data: no records, and why
     other = write_sum_fixture(tmp_path / "te", lang="te", unavailable="no te subset")
-    bleurt.main(["--model", str(tiny_folder), "--predictions", str(other / "sum_predictions.tsv"), "--sum-result",
-                 str(other / "sum.json"), "--out", str(other / "sum_bleurt.json")])  # fmt: skip
+    bleurt.main(
+        [
+            "--model",
+            str(tiny_folder),
+            "--predictions",
+            str(other / "sum_predictions.tsv"),
+            "--sum-result",
+            str(other / "sum.json"),
+            "--out",
+            str(other / "sum_bleurt.json"),
+        ]
+    )
     assert json.loads((other / "sum_bleurt.json").read_text())["records"] == []
     # -> results table -> Table 8 (smollm2 stands in for Llama2): both columns of the Source row, mean ± sd over runs
     frame, md = tables.build_tables([cell / "sum.json", out, other / "sum.json", other / "sum_bleurt.json"])
@@ -232,8 +290,10 @@ def serve_hub(repos: dict[str, dict[str, bytes]]):
                 if files is None or len(parts) < 5:
                     return self.send_error(404)
                 if parts[4] == "tree":
-                    tree = [{"type": "file", "path": f, "size": len(d), "oid": hashlib.sha1(d).hexdigest()}
-                            for f, d in files.items()]  # fmt: skip
+                    tree = [
+                        {"type": "file", "path": f, "size": len(d), "oid": hashlib.sha1(d).hexdigest()}
+                        for f, d in files.items()
+                    ]
                     return self.reply(json.dumps(tree).encode(), head)
                 info = {"id": "/".join(parts[2:4]), "sha": commit, "siblings": [{"rfilename": f} for f in files]}
                 return self.reply(json.dumps(info).encode(), head)
@@ -262,16 +322,33 @@ def test_download_rules_fetch_from_a_hub_layout(tiny_folder, spm_file, tmp_path)
     from tests.conftest import REPO
 
     bleurt_files = {n: (tiny_folder / n).read_bytes() for n in ("config.json", "spm.model", "model.safetensors")}
-    server = serve_hub({"org/BLEURT-tiny": {**bleurt_files, "README.md": b"card"},
-                        "org/mt5-tiny": {"spiece.model": spm_file.read_bytes()}})  # fmt: skip
-    env = {**os.environ, "HF_ENDPOINT": f"http://127.0.0.1:{server.server_port}", "HF_HUB_OFFLINE": "0",
-           "HF_HOME": str(tmp_path / "hf"), "HF_HUB_DISABLE_XET": "1", "PYTHONPATH": str(REPO)}  # fmt: skip
+    server = serve_hub(
+        {
+            "org/BLEURT-tiny": {**bleurt_files, "README.md": b"card"},
+            "org/mt5-tiny": {"spiece.model": spm_file.read_bytes()},
+        }
+    )
+    env = {
+        **os.environ,
+        "HF_ENDPOINT": f"http://127.0.0.1:{server.server_port}",
+        "HF_HUB_OFFLINE": "0",
+        "HF_HOME": str(tmp_path / "hf"),
+        "HF_HUB_DISABLE_XET": "1",
+        "PYTHONPATH": str(REPO),
+    }
     try:
-        for args in (["folder", "--hub-id", "org/BLEURT-tiny", "--out", str(tmp_path / "bleurt")],
-                     ["file", "--hub-id", "org/mt5-tiny", "--file", "spiece.model", "--out", str(tmp_path / "sp")],
-                     ["folder", "--hub-id", "org/mt5-tiny", "--out", str(tmp_path / "not-bleurt")]):  # fmt: skip
-            proc = subprocess.run([sys.executable, "-m", "workflow_scripts.sum_assets", *args], env=env,
-                                  capture_output=True, text=True, timeout=120)  # fmt: skip
+        for args in (
+            ["folder", "--hub-id", "org/BLEURT-tiny", "--out", str(tmp_path / "bleurt")],
+            ["file", "--hub-id", "org/mt5-tiny", "--file", "spiece.model", "--out", str(tmp_path / "sp")],
+            ["folder", "--hub-id", "org/mt5-tiny", "--out", str(tmp_path / "not-bleurt")],
+        ):
+            proc = subprocess.run(
+                [sys.executable, "-m", "workflow_scripts.sum_assets", *args],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             if "not-bleurt" in args[-1]:
                 assert proc.returncode != 0 and "not a BLEURT checkpoint" in proc.stderr
                 assert not (tmp_path / "not-bleurt").exists()  # atomic: nothing half-fetched is left
@@ -298,18 +375,46 @@ def test_harness_sum_on_mt5_pieces_then_bleurt_then_table8(tiny_llama_dir, tiny_
     from workflow_scripts.harness import datasets, metrics
 
     pairs = l10n_pairs("si")[300:310]
-    rows = [{"id": str(i), "url": "", "title": "", "text": " ".join(t for _, t in pairs[i : i + 3]), "summary": t}
-            for i, (_, t) in enumerate(pairs[:6])]  # fmt: skip
+    rows = [
+        {"id": str(i), "url": "", "title": "", "text": " ".join(t for _, t in pairs[i : i + 3]), "summary": t}
+        for i, (_, t) in enumerate(pairs[:6])
+    ]
     xlsum = datasets.write_hub_layout(tmp_path / "xlsum", {"sinhala": {"train": rows[:2], "test": rows[2:]}})
     cell = {"model": "smollm2", "language": "si", "method": "source", "label": "Source"}
     folder = tmp_path / "smollm2" / "si" / "source" / "eval"
     folder.mkdir(parents=True)
     env = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "workflow_scripts.harness", "--task", "sum", "--lang", "si", "--model",
-           str(tiny_llama_dir), "--data", str(xlsum), "--n", "3", "--max-new-tokens", "6", "--runs", "2",
-           "--decoding", "paper", "--rouge-tokenizer", "mt5", "--mt5-spiece", str(spm_file), "--cell",
-           json.dumps(cell), "--out", str(folder / "sum.json"),
-           "--predictions", str(folder / "sum_predictions.tsv")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "workflow_scripts.harness",
+        "--task",
+        "sum",
+        "--lang",
+        "si",
+        "--model",
+        str(tiny_llama_dir),
+        "--data",
+        str(xlsum),
+        "--n",
+        "3",
+        "--max-new-tokens",
+        "6",
+        "--runs",
+        "2",
+        "--decoding",
+        "paper",
+        "--rouge-tokenizer",
+        "mt5",
+        "--mt5-spiece",
+        str(spm_file),
+        "--cell",
+        json.dumps(cell),
+        "--out",
+        str(folder / "sum.json"),
+        "--predictions",
+        str(folder / "sum_predictions.tsv"),
+    ]
     proc = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((folder / "sum.json").read_text())
@@ -321,8 +426,18 @@ def test_harness_sum_on_mt5_pieces_then_bleurt_then_table8(tiny_llama_dir, tiny_
         mine = [p for p in predictions if int(p["run"]) == record["run"]]
         expected = sum(metrics.rouge_l(p["hypothesis"], p["reference"], tok) for p in mine) / len(mine)
         assert len(mine) == 3 and record["value"] == pytest.approx(expected)
-    bleurt.main(["--model", str(tiny_folder), "--predictions", str(folder / "sum_predictions.tsv"),
-                 "--sum-result", str(folder / "sum.json"), "--out", str(folder / "sum_bleurt.json")])  # fmt: skip
+    bleurt.main(
+        [
+            "--model",
+            str(tiny_folder),
+            "--predictions",
+            str(folder / "sum_predictions.tsv"),
+            "--sum-result",
+            str(folder / "sum.json"),
+            "--out",
+            str(folder / "sum_bleurt.json"),
+        ]
+    )
     frame, _ = tables.build_tables([folder / "sum.json", folder / "sum_bleurt.json"])
     filled = fill(TABLES_BY_NAME["table8"], frame)
     assert {c.metric for c in filled.spec.columns} == {"rougeL_mt5", "bleurt"}
@@ -353,8 +468,11 @@ def test_planning_schedules_bleurt_only_where_configured(tmp_path):
     assert "score_bleurt" not in default.stdout and "download_mt5_spiece" not in default.stdout
     proc = plan(tmp_path / "paper", rouge_tokenizer="mt5", bleurt="lucadiliello/BLEURT-20-D12")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    counts = {line.split()[0]: int(line.split()[1]) for line in proc.stdout.splitlines()
-              if len(line.split()) == 2 and line.split()[1].isdigit()}  # fmt: skip
+    counts = {
+        line.split()[0]: int(line.split()[1])
+        for line in proc.stdout.splitlines()
+        if len(line.split()) == 2 and line.split()[1].isdigit()
+    }
     assert counts["download_bleurt"] == 1 and counts["download_mt5_spiece"] == 1
     assert counts["score_bleurt"] == counts["evaluate_sum"] > 0  # MuMo cells included: one evaluate_sum rule
     assert "--rouge-tokenizer mt5 --mt5-spiece results/downloads/mt5/google--mt5-small/spiece.model" in proc.stdout

@@ -82,15 +82,24 @@ def results_frame(pilot: dict = PILOT) -> pd.DataFrame:
     for lang, cells in pilot.items():
         for name, (_, bpc, tokens, paired, bound, chrf) in cells.items():
             base = {"model": "smollm2", "language": lang, "posthoc": "none", **_cell(lang, name)}
-            rows += [{**base, "task": "ppl", "metric": "bits_per_char", "value": bpc},
-                     {**base, "task": "ppl", "metric": "tokens_per_sentence", "value": tokens},
-                     {**base, "task": "ppl", "metric": "sentences", "value": 50},
-                     {**base, "task": "mt", "metric": "chrF", "value": chrf, "seed": 42}]  # fmt: skip
+            rows += [
+                {**base, "task": "ppl", "metric": "bits_per_char", "value": bpc},
+                {**base, "task": "ppl", "metric": "tokens_per_sentence", "value": tokens},
+                {**base, "task": "ppl", "metric": "sentences", "value": 50},
+                {**base, "task": "mt", "metric": "chrF", "value": chrf, "seed": 42},
+            ]
             if paired is not None:
                 speed = {**base, "task": "mt", "seed": 42}
-                rows += [{**speed, "metric": f"paired_speedup{TF}", "value": paired, "min": paired - 0.1,
-                          "max": paired + 0.1},
-                         {**speed, "metric": f"token_ratio_bound{TF}", "value": bound}]  # fmt: skip
+                rows += [
+                    {
+                        **speed,
+                        "metric": f"paired_speedup{TF}",
+                        "value": paired,
+                        "min": paired - 0.1,
+                        "max": paired + 0.1,
+                    },
+                    {**speed, "metric": f"token_ratio_bound{TF}", "value": bound},
+                ]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -117,9 +126,13 @@ def pilot(tmp_path) -> Path:
 
 def _panels() -> dict[str, numbers.Panel]:
     frame = results_frame()
-    curves = {("smollm2", lang, _cell(lang, n)["method"]): pd.DataFrame(
-        {"step": range(len(STEPS)), "tokens": STEPS, "bits_per_char": bpc, "n_sentences": 50})
-        for lang, cells in CURVES.items() for n, bpc in cells.items()}  # fmt: skip
+    curves = {
+        ("smollm2", lang, _cell(lang, n)["method"]): pd.DataFrame(
+            {"step": range(len(STEPS)), "tokens": STEPS, "bits_per_char": bpc, "n_sentences": 50}
+        )
+        for lang, cells in CURVES.items()
+        for n, bpc in cells.items()
+    }
     return {p.language: p for p in numbers.panels(frame, curves)}
 
 
@@ -161,20 +174,26 @@ def test_sentences_follow_the_numbers():
     panels = _panels()
     thai, sinhala = panels["th"], panels["si"]
     against_cpt = glance.quality_part(thai, False, "CPT-only")
-    assert against_cpt == ("Thai: best Align 3.060 against 3.000, 2.0% above, within 5%; of 5 initializations no "
-                           "intervals recorded")  # fmt: skip
+    assert against_cpt == (
+        "Thai: best Align 3.060 against 3.000, 2.0% above, within 5%; of 5 initializations no intervals recorded"
+    )
     source = glance.quality_part(sinhala, False, "Source")
     assert source.startswith("Sinhala: best Mean 5.500 against 6.000, 8.3% below")
-    assert glance.speed_part(thai, False) == ("Thai: 1.90x–1.96x over 5 initializations at 100 new tokens (bound "
-                                              "2.00x; 40.0 tokens a held-out sentence against 80.0)")  # fmt: skip
-    assert glance.ranking_part(thai, False) == ("Thai: Align, Mean, FOCUS, Merge, Random by the point values (no "
-                                                "intervals recorded)")  # fmt: skip
+    assert glance.speed_part(thai, False) == (
+        "Thai: 1.90x–1.96x over 5 initializations at 100 new tokens (bound "
+        "2.00x; 40.0 tokens a held-out sentence against 80.0)"
+    )
+    assert glance.ranking_part(thai, False) == (
+        "Thai: Align, Mean, FOCUS, Merge, Random by the point values (no intervals recorded)"
+    )
     order = paragraph.order_sentence(thai, False)
     assert "before training (step 0) the initializations order Align (5.500) < Mean (6.000) < Random (9.000)" in order
     assert "a spread of 3.500; after training Align (3.060) <" in order and "training narrows the gap" in order
     reach = paragraph.reach_sentence(thai, False)
-    assert reach == ("On Thai, Mean reaches Source's bits per character after 1.5K training tokens; Random after 3K "
-                     "(2.0x the tokens of Mean); Align after 3.2K (2.1x the tokens of Mean).")  # fmt: skip
+    assert reach == (
+        "On Thai, Mean reaches Source's bits per character after 1.5K training tokens; Random after 3K "
+        "(2.0x the tokens of Mean); Align after 3.2K (2.1x the tokens of Mean)."
+    )
     assert "; Random does not reach it within the 8K it trained." in paragraph.reach_sentence(sinhala, False)
     rose = _row(thai, "Random")
     rose["bpc"] = (rose["bpc"][0], thai.source["bpc"] + 0.5)  # came down to Source's level, then rose above it
@@ -257,8 +276,10 @@ def test_default_run_page(tmp_path):
     (root / "tables").mkdir(parents=True)
     csv = root / "tables" / "results.csv"
     csv.write_text((FIXTURES / "default_results.csv").read_text(encoding="utf-8"), encoding="utf-8")
-    (root / "tables" / "results.md").write_text(f"# Results\n\n> Data: {LABEL}. The embedded default's numbers are "
-                                                "not comparable to the paper's.\n", encoding="utf-8")  # fmt: skip
+    (root / "tables" / "results.md").write_text(
+        f"# Results\n\n> Data: {LABEL}. The embedded default's numbers are not comparable to the paper's.\n",
+        encoding="utf-8",
+    )
     main(["--results", str(csv), "--out", str(root / "findings")])
     written = {p.name for p in (root / "findings").iterdir()}
     assert written == {"findings.md", "findings.html", "quality_speed.png", "quality_speed.pdf"}
@@ -307,9 +328,14 @@ SERVED = "@llama.cpp-f16.teacher_forced.greedy.b1"
 
 
 def _fidelity(agreement: float, equal: int, embd: str, blocks: str = "q4_0") -> dict:
-    return {"token_mismatches": 0, "greedy_prompts": 4, "greedy_tokens": 16, "greedy_equal_prompts": equal,
-            "greedy_token_agreement": agreement,
-            "tensor_types": {"token_embd": embd, "output": None, "blocks": {blocks: 210}}}  # fmt: skip
+    return {
+        "token_mismatches": 0,
+        "greedy_prompts": 4,
+        "greedy_tokens": 16,
+        "greedy_equal_prompts": equal,
+        "greedy_token_agreement": agreement,
+        "tensor_types": {"token_embd": embd, "output": None, "blocks": {blocks: 210}},
+    }
 
 
 def test_served_cells_get_their_llama_cpp_ratio_and_agreement_tables(tmp_path):
@@ -320,14 +346,19 @@ def test_served_cells_get_their_llama_cpp_ratio_and_agreement_tables(tmp_path):
     for name, (paired, bound) in {"Mean": (2.4, 2.5), "Align": (1.8, 2.0)}.items():
         speed = {"model": "smollm2", "language": "th", "posthoc": "none", **_cell("th", name), "task": "mt"}
         spread = {"min": paired - 0.1, "max": paired + 0.1}
-        served += [{**speed, "metric": f"paired_speedup{SERVED}", "value": paired, **spread},
-                   {**speed, "metric": f"token_ratio_bound{SERVED}", "value": bound}]  # fmt: skip
+        served += [
+            {**speed, "metric": f"paired_speedup{SERVED}", "value": paired, **spread},
+            {**speed, "metric": f"token_ratio_bound{SERVED}", "value": bound},
+        ]
     csv = write_run(tmp_path / "run", pd.concat([frame, pd.DataFrame(served, columns=COLUMNS)], ignore_index=True))
     for name, (f16, q4, q4_kept) in {"Source": (1.0, 0.5, 0.75), "Mean": (1.0, 0.25, 0.5)}.items():
         path = Path(paths.gguf_fidelity("smollm2", "th", _cell("th", name)["method"], str(tmp_path / "run")))
         path.parent.mkdir(parents=True)
-        files = {"model.f16.gguf": _fidelity(f16, 4, "f16", "f16"), "model.q4_0.gguf": _fidelity(q4, 1, "q4_0"),
-                 "model.q4_0+emb_q8_0.gguf": _fidelity(q4_kept, 2, "q8_0")}  # fmt: skip
+        files = {
+            "model.f16.gguf": _fidelity(f16, 4, "f16", "f16"),
+            "model.q4_0.gguf": _fidelity(q4, 1, "q4_0"),
+            "model.q4_0+emb_q8_0.gguf": _fidelity(q4_kept, 2, "q8_0"),
+        }
         path.write_text(json.dumps({"lang": "th", "cell": {}, "files": files}), encoding="utf-8")
     main(["--results", str(csv), "--out", str(tmp_path / "run" / "findings"), "--data-label", LABEL])
     md = (tmp_path / "run" / "findings" / "findings.md").read_text(encoding="utf-8")

@@ -57,12 +57,28 @@ def test_command_line(tmp_path):
         (tmp_path / f"{lang}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     out, log = tmp_path / "out" / "fragmentation.csv", tmp_path / "log.txt"
     texts = [f"en={tmp_path / 'en.txt'}", f"th={tmp_path / 'th.txt'}"]
-    F.main(["--tokenizers", f"bytes={folder}", f"words={words}", "--texts", *texts, "--texts-label", "l10n stand-in",
-            "--out", str(out), "--log", str(log)])  # fmt: skip
+    F.main(
+        [
+            "--tokenizers",
+            f"bytes={folder}",
+            f"words={words}",
+            "--texts",
+            *texts,
+            "--texts-label",
+            "l10n stand-in",
+            "--out",
+            str(out),
+            "--log",
+            str(log),
+        ]
+    )
     frame = pd.read_csv(out)
     assert frame[["tokenizer", "language", "tokens"]].values.tolist() == [
-        ["bytes", "en", 9], ["bytes", "th", 13], ["words", "en", 3], ["words", "th", 3]
-    ]  # fmt: skip
+        ["bytes", "en", 9],
+        ["bytes", "th", 13],
+        ["words", "en", 3],
+        ["words", "th", 3],
+    ]
     assert (frame["texts"] == "l10n stand-in").all()
     assert "bytes th: 6.5 tokens/sentence" in log.read_text(encoding="utf-8")
     # Parallel mt files: each language's ratio is to its own English side; the en row pools the English sides.

@@ -54,18 +54,48 @@ def assert_one_line_error(result: subprocess.CompletedProcess, path: Path, messa
 
 def split_args(pairs: Path, out: Path, *extra: str) -> list[str]:
     return [
-        "workflow_scripts.corpus", "split", "--pairs", str(pairs), "--n-heldout", "2", "--n-mt", "2", "--seed", "0",
-        "--out-train", str(out / "train.txt"), "--out-heldout", str(out / "heldout.txt"), "--out-mt",
-        str(out / "mt.tsv"), "--report", str(out / "report.json"), *extra,
-    ]  # fmt: skip
+        "workflow_scripts.corpus",
+        "split",
+        "--pairs",
+        str(pairs),
+        "--n-heldout",
+        "2",
+        "--n-mt",
+        "2",
+        "--seed",
+        "0",
+        "--out-train",
+        str(out / "train.txt"),
+        "--out-heldout",
+        str(out / "heldout.txt"),
+        "--out-mt",
+        str(out / "mt.tsv"),
+        "--report",
+        str(out / "report.json"),
+        *extra,
+    ]
 
 
 def sample_args(corpus: Path, out: Path, *extra: str) -> list[str]:
     return [
-        "workflow_scripts.corpus", "sample", "--input", str(corpus), "--n", "5", "--n-heldout", "2", "--seed", "0",
-        "--out-train", str(out / "train.txt"), "--out-heldout", str(out / "heldout.txt"),
-        "--report", str(out / "report.json"), *extra,
-    ]  # fmt: skip
+        "workflow_scripts.corpus",
+        "sample",
+        "--input",
+        str(corpus),
+        "--n",
+        "5",
+        "--n-heldout",
+        "2",
+        "--seed",
+        "0",
+        "--out-train",
+        str(out / "train.txt"),
+        "--out-heldout",
+        str(out / "heldout.txt"),
+        "--report",
+        str(out / "report.json"),
+        *extra,
+    ]
 
 
 # The sampling step reads gzip and xz by their magic bytes, whatever the file's name (corpus.open_text_stream).
@@ -204,8 +234,17 @@ def test_vocab_aux_refuses_garbage(tmp_path, kind):
     name, content, message = GARBAGE[kind]
     corpus = tmp_path / name
     corpus.write_bytes(content)
-    args = ["aux", "--source-tokenizer", str(tmp_path / "none"), "--corpus", str(corpus), "--vocab-size", "300",
-            "--out", str(tmp_path / "aux.json")]  # fmt: skip
+    args = [
+        "aux",
+        "--source-tokenizer",
+        str(tmp_path / "none"),
+        "--corpus",
+        str(corpus),
+        "--vocab-size",
+        "300",
+        "--out",
+        str(tmp_path / "aux.json"),
+    ]
     assert_one_line_error(run("workflow_scripts.vocab", *args), corpus, message)
 
 
@@ -214,8 +253,16 @@ def test_evaluate_ppl_refuses_garbage(tmp_path, kind):
     name, content, message = GARBAGE[kind]
     text = tmp_path / name
     text.write_bytes(content)
-    args = ["--model", str(tmp_path / "no-model"), "--cell", "{}", "--out", str(tmp_path / "ppl.json"),
-            "--text", str(text)]  # fmt: skip
+    args = [
+        "--model",
+        str(tmp_path / "no-model"),
+        "--cell",
+        "{}",
+        "--out",
+        str(tmp_path / "ppl.json"),
+        "--text",
+        str(text),
+    ]
     assert_one_line_error(run("workflow_scripts.perplexity", *args), text, message)
     assert not (tmp_path / "ppl.json").exists()
 
@@ -224,8 +271,19 @@ def test_vocab_aux_skips_and_logs_nul_lines(tmp_path, smollm2_tokenizer_dir, tha
     corpus = tmp_path / "d.txt"
     corpus.write_bytes("".join(f"{s}\n" for s in thai_lines[:300]).encode() + b"x\x00y\n" * 3)
     log = tmp_path / "aux.log"
-    args = ["aux", "--source-tokenizer", str(smollm2_tokenizer_dir), "--corpus", str(corpus), "--vocab-size",
-            "400", "--out", str(tmp_path / "aux.json"), "--log", str(log)]  # fmt: skip
+    args = [
+        "aux",
+        "--source-tokenizer",
+        str(smollm2_tokenizer_dir),
+        "--corpus",
+        str(corpus),
+        "--vocab-size",
+        "400",
+        "--out",
+        str(tmp_path / "aux.json"),
+        "--log",
+        str(log),
+    ]
     result = run("workflow_scripts.vocab", *args)
     assert result.returncode == 0, result.stderr
     assert "skipped 3 line(s) that contain NUL bytes (first: line 301)" in log.read_text()

@@ -306,7 +306,10 @@ def test_quantized_gguf_keeps_token_embeddings_and_output_at_q8_0_and_the_blocks
     plain = tensor_types(quantized["untied"] / "model.q4_0.gguf")  # llama.cpp's own choice for a 64-wide model
     assert (plain["token_embd.weight"], plain["output.weight"]) == ("Q4_0", "Q8_0")
     assert F.tensor_types(quantized["untied"] / "model.q4_0+emb_q8_0.gguf") == {
-        "token_embd": "q8_0", "output": "q8_0", "blocks": {"q4_0": 42}}  # fmt: skip
+        "token_embd": "q8_0",
+        "output": "q8_0",
+        "blocks": {"q4_0": 42},
+    }
 
 
 def test_quantized_gguf_keeps_the_expanded_vocabulary(quantized):
@@ -320,8 +323,26 @@ def test_greedy_agreement_is_reported_for_plain_and_kept_embeddings(untied, quan
     text.write_text("\n".join(thai_lines[:8]) + "\n", encoding="utf-8")
     out = tmp_path / "fidelity.json"
     files = [quantized["untied"] / f"model.{t}.gguf" for t in ("f16", "q4_0", "q4_0+emb_q8_0")]
-    F.main(["--gguf", *map(str, files), "--model", str(untied), "--text", str(text), "--n", "8", "--prompts", "4",
-            "--tokens", "8", "--lang", "th", "--out", str(out)])  # fmt: skip
+    F.main(
+        [
+            "--gguf",
+            *map(str, files),
+            "--model",
+            str(untied),
+            "--text",
+            str(text),
+            "--n",
+            "8",
+            "--prompts",
+            "4",
+            "--tokens",
+            "8",
+            "--lang",
+            "th",
+            "--out",
+            str(out),
+        ]
+    )
     result = json.loads(out.read_text(encoding="utf-8"))["files"]
     assert [r["gguf"] for r in result.values()] == ["f16", "q4_0", "q4_0+emb_q8_0"]
     assert result["model.f16.gguf"]["greedy_token_agreement"] == 1.0
@@ -338,7 +359,9 @@ def test_quantize_params_set_the_file_type_and_the_embeddings_type():
     plain = E.quantize_params(E.GgufType.of("q4_0"), llama_cpp)
     default = llama_cpp.llama_model_quantize_default_params()
     assert (plain.token_embedding_type, plain.output_tensor_type) == (
-        default.token_embedding_type, default.output_tensor_type)  # fmt: skip
+        default.token_embedding_type,
+        default.output_tensor_type,
+    )
     # every name the schema allows has its llama.cpp constant
     assert all(hasattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{name.upper()}") for name in E.QUANTIZED)
     assert all(hasattr(llama_cpp, f"GGML_TYPE_{name.upper()}") for name in E.EMBEDDING_TYPES)

@@ -70,8 +70,12 @@ def test_fsdp_check_exits_1_when_a_run_fails(tmp_path, monkeypatch, capsys):
 
 
 def test_fsdp_check_refuses_too_few_steps_before_building_anything(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "tools.gpu_fsdp_check", "--steps", "4", "--out", str(tmp_path / "o")],
-                          cwd=REPO, capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.gpu_fsdp_check", "--steps", "4", "--out", str(tmp_path / "o")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 2
     assert "--steps 4: every run needs at least 7 optimizer steps (EEVE has 7 stages" in done.stderr
     assert not (tmp_path / "o").exists()
@@ -100,8 +104,18 @@ def test_fsdp_check_documented_rehearsal_passes(tmp_path):
 
 def test_gpu_bench_exits_1_on_an_out_of_memory_entry(tmp_path, monkeypatch, capsys):
     def oom(name, procedure, *, emit, **kw):
-        emit({"model": name, "procedure": procedure, "stage": "LoRA", "objective": "clm", "seq_len": 8,
-              "micro_batch": 4, "oom": "CUDA out of memory", "estimate_peak_gib": 70.0})  # fmt: skip
+        emit(
+            {
+                "model": name,
+                "procedure": procedure,
+                "stage": "LoRA",
+                "objective": "clm",
+                "seq_len": 8,
+                "micro_batch": 4,
+                "oom": "CUDA out of memory",
+                "estimate_peak_gib": 70.0,
+            }
+        )
 
     monkeypatch.setattr(gpu_bench, "time_training", oom)
     out = tmp_path / "bench.json"
@@ -117,18 +131,38 @@ def test_gpu_bench_exits_1_on_an_out_of_memory_entry(tmp_path, monkeypatch, caps
 
 def test_gpu_corrections_exits_1_on_an_empty_or_wrong_estimate(tmp_path, capsys):
     def entry(**measured) -> dict:
-        est = {"weights": 8, "gradients": 4, "optimizer": 8, "autocast_cache": 0, "frozen_row_snapshot": 0,
-               "activations_layers": 0, "logits": 0}  # fmt: skip
+        est = {
+            "weights": 8,
+            "gradients": 4,
+            "optimizer": 8,
+            "autocast_cache": 0,
+            "frozen_row_snapshot": 0,
+            "activations_layers": 0,
+            "logits": 0,
+        }
         held = {"weights": 8, "gradients": 4, "optimizer": 8, **measured}
-        return {"model": "llama2-7b", "procedure": "LoRA", "stage": "LoRA", "objective": "clm", "seq_len": 8,
-                "micro_batch": 4, "measured_bytes": held, "estimate_bytes": est}  # fmt: skip
+        return {
+            "model": "llama2-7b",
+            "procedure": "LoRA",
+            "stage": "LoRA",
+            "objective": "clm",
+            "seq_len": 8,
+            "micro_batch": 4,
+            "measured_bytes": held,
+            "estimate_bytes": est,
+        }
 
     bench = tmp_path / "bench.json"
-    cases = [({"training": [entry()]}, 0, ""),
-             ({"training": [{"skipped": "--budget-s reached"}]}, 1, "FAILED: no measured LAPT entry"),
-             ({"training": [entry(gradients=6)]}, 1, "FAILED: the estimate's weights, gradients or optimizer bytes"),
-             ({"training": [entry(), {**entry(), "oom": "CUDA out of memory"}]}, 1,
-              "FAILED: out of memory although estimated to fit: llama2-7b LoRA/LoRA clm L8 micro 4")]  # fmt: skip
+    cases = [
+        ({"training": [entry()]}, 0, ""),
+        ({"training": [{"skipped": "--budget-s reached"}]}, 1, "FAILED: no measured LAPT entry"),
+        ({"training": [entry(gradients=6)]}, 1, "FAILED: the estimate's weights, gradients or optimizer bytes"),
+        (
+            {"training": [entry(), {**entry(), "oom": "CUDA out of memory"}]},
+            1,
+            "FAILED: out of memory although estimated to fit: llama2-7b LoRA/LoRA clm L8 micro 4",
+        ),
+    ]
     for content, code, message in cases:
         bench.write_text(json.dumps(content))
         assert gpu_corrections.main([str(bench)]) == code, content

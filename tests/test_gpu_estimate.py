@@ -104,10 +104,16 @@ def test_state_bytes_match_a_real_cpu_run(
     src = tiny_llama_dir if tied else untied_llama_dir
     n_stages = len(lapt.PROCEDURES[procedure].stages)
     stats = lapt.train(
-        src, thai_file, tmp_path / "out", procedure=procedure, objective=objective, seq_len=16,
-        hparams={"max_steps": n_stages, "batch_size": 2, **hp}, checkpoint_dir=tmp_path / "ckpt",
+        src,
+        thai_file,
+        tmp_path / "out",
+        procedure=procedure,
+        objective=objective,
+        seq_len=16,
+        hparams={"max_steps": n_stages, "batch_size": 2, **hp},
+        checkpoint_dir=tmp_path / "ckpt",
         n_source_rows=49152 - 16,
-    )  # fmt: skip
+    )
     shape = shape_from_config(AutoConfig.from_pretrained(src))
     assert shape.tied is tied and shape.vocab == 49152 and shape.hidden == 64
     est = ge.estimate(shape, procedure, 16, 2, objective=objective, **{k: v for k, v in hp.items()})

@@ -44,8 +44,16 @@ def thai_file(tmp_path_factory, thai_lines) -> Path:
 
 def test_two_stage_keeps_one_mtp_hook_and_frees_a_replaced_head(tmp_path, tiny_llama_dir, thai_file):
     hp = {"batch_size": 2, "max_steps": 2, "checkpoint_every": 1000}
-    run = loop.prepare_run(tiny_llama_dir, thai_file, procedure="2-stage", objective="mtp", seq_len=16, hparams=hp,
-                           checkpoint_dir=tmp_path / "c", n_source_rows=None)  # fmt: skip
+    run = loop.prepare_run(
+        tiny_llama_dir,
+        thai_file,
+        procedure="2-stage",
+        objective="mtp",
+        seq_len=16,
+        hparams=hp,
+        checkpoint_dir=tmp_path / "c",
+        n_source_rows=None,
+    )
     state = loop.load_model(run)
     loop.enter_stage(run, state, 0)
     loop.optimizer_step(run, state)
@@ -84,8 +92,11 @@ def test_every_paper_lapt_job_fits_its_gpu_class(gpu_class):
     assert gpu_fit_problems(config, gpu_class) == []
     # The check looked at every LAPT job of a model that needs a GPU, and each one's planned peak is within the class.
     gpu, models = GPU_CLASSES[gpu_class], describe_models(config)
-    jobs = {(model, m.slug, m.procedure, m.objective, m.seq_len) for model, _, m in expand_grid(config)
-            if m.trains and m.procedure in STAGES and models[model].needs_gpu}  # fmt: skip
+    jobs = {
+        (model, m.slug, m.procedure, m.objective, m.seq_len)
+        for model, _, m in expand_grid(config)
+        if m.trains and m.procedure in STAGES and models[model].needs_gpu
+    }
     assert {p for *_, p, _, _ in jobs} >= {"LoRA", "2-stage", "2x2LS", "EEVE"}
     training = {k: v for k, v in config["training"].items() if k not in TRAINING_NOT_HPARAMS}
     hp = resolve_hparams({**training, "eeve_layers": "LoRA"})
@@ -127,8 +138,14 @@ def _slurm_commands(job) -> tuple[str, str]:
 
     res = Resources(job.resources)
     fake = SimpleNamespace(resources=res, threads=int(job.threads or 1))
-    params = {"run_uuid": "u", "slurm_logfile": "log", "comment_str": "c", "account": "", "partition": "",
-              "workdir": ""}  # fmt: skip
+    params = {
+        "run_uuid": "u",
+        "slurm_logfile": "log",
+        "comment_str": "c",
+        "account": "",
+        "partition": "",
+        "workdir": "",
+    }
     sbatch = get_submit_command(fake, params) + set_gres_string(fake)
     gpu = bool(res.get("gpu"))
     step = f"srun -n1 {get_cpu_setting(fake, gpu)} {get_gpu_setting(fake)} {get_node_setting(fake)}"
@@ -143,15 +160,23 @@ def test_the_dry_run_refuses_a_cell_that_cannot_fit(tmp_path):
     path = tmp_path / "paper.yaml"
     path.write_text(yaml.safe_dump(config))
     one_gpu = ["--set-resources", "lapt:node_gpus=1"]  # nodes of one GPU: nothing to shard over
-    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-q", "--configfile", str(path), *one_gpu],
-                         cwd=REPO, capture_output=True, text=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "-q", "--configfile", str(path), *one_gpu],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     text = out.stdout + out.stderr
     assert out.returncode != 0 and "LAPT jobs do not fit the GPU" in text and "training.eeve_layers" in text
     assert "node_gpus: 4" in text  # the other way out: 4 GPUs of a node
     # With the default of up to 8 GPUs a node, the EEVE job is planned on 4 of 80 GB and launched by torchrun.
     target = "results/test-gpu-fit/llama3/my/EEVE.k100.EEVE.clm.L512/train_stats.json"
-    out = subprocess.run([sys.executable, "-m", "snakemake", target, "-n", "-p", "--configfile", str(path)], cwd=REPO,
-                         capture_output=True, text=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", target, "-n", "-p", "--configfile", str(path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     text = out.stdout + out.stderr
     assert out.returncode == 0, text[-3000:]
     lapt_job = text[text.index("rule lapt:") :]
@@ -231,9 +256,17 @@ def test_micro_batch_resplits_the_same_step(tmp_path, tiny_llama_dir, thai_file)
 def _tiny_gemma2(weights: torch.dtype):
     from transformers import Gemma2Config, Gemma2ForCausalLM
 
-    config = Gemma2Config(vocab_size=512, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                          num_attention_heads=2, num_key_value_heads=1, head_dim=16, final_logit_softcapping=30.0,
-                          attn_implementation="eager")  # fmt: skip
+    config = Gemma2Config(
+        vocab_size=512,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        final_logit_softcapping=30.0,
+        attn_implementation="eager",
+    )
     torch.manual_seed(0)
     return Gemma2ForCausalLM(config).to(weights)
 
@@ -309,9 +342,12 @@ def test_residual_stream_width_matches_the_estimate(embedding_trained, weights_d
     if embedding_trained:  # lapt keeps trainable parameters in fp32
         model.get_input_embeddings().float()
     widths = []
-    model.model.layers[1].register_forward_pre_hook(lambda mod, args, kw: widths.append(args[0].element_size())
-                                                    if args else widths.append(kw["hidden_states"].element_size()),
-                                                    with_kwargs=True)  # fmt: skip
+    model.model.layers[1].register_forward_pre_hook(
+        lambda mod, args, kw: (
+            widths.append(args[0].element_size()) if args else widths.append(kw["hidden_states"].element_size())
+        ),
+        with_kwargs=True,
+    )
     with torch.autocast("cpu", dtype=torch.bfloat16):
         model(input_ids=torch.zeros(1, 8, dtype=torch.long), use_cache=False)
     stage = StageSpec("2x2" if embedding_trained else "lora", embedding_trained, embedding_trained)
@@ -357,10 +393,12 @@ def test_gpu_bench_tiny_measures_the_paper_jobs_term_by_term(tmp_path, monkeypat
     out = tmp_path / "bench.json"
     written = []
     real_write = gpu_bench.write_json
-    monkeypatch.setattr(gpu_bench, "write_json", lambda path, obj: (written.append(len(obj["training"])),
-                                                                     real_write(path, obj)))  # fmt: skip
-    gpu_bench.main(["--tiny", "--out", str(out), "--models", "gemma2-9b", "--seq-lens", "8", "--repeats", "1",
-                    "--no-decoding"])  # fmt: skip
+    monkeypatch.setattr(
+        gpu_bench, "write_json", lambda path, obj: (written.append(len(obj["training"])), real_write(path, obj))
+    )
+    gpu_bench.main(
+        ["--tiny", "--out", str(out), "--models", "gemma2-9b", "--seq-lens", "8", "--repeats", "1", "--no-decoding"]
+    )
     result = json.loads(out.read_text(encoding="utf-8"))
     # The paper grid's Gemma-2 LAPT kinds: 2x2 LS + mtp, and EEVE's seven stages with LoRA layers, bf16 frozen weights.
     jobs = {(j["model"], j["procedure"], tuple(j["objectives"]), j["hp"]["eeve_layers"]) for j in result["jobs"]}
@@ -385,17 +423,40 @@ def test_gpu_corrections_from_cuda_entries():
     from tools import gpu_corrections
 
     def entry(beyond_factor: float, seconds: float, classes: list[str], peak_gib: float) -> dict:
-        est = {"weights": 10 * GIB, "gradients": 2 * GIB, "optimizer": 4 * GIB, "autocast_cache": GIB,
-               "frozen_row_snapshot": 0, "activations_layers": GIB, "logits": 2 * GIB}  # fmt: skip
+        est = {
+            "weights": 10 * GIB,
+            "gradients": 2 * GIB,
+            "optimizer": 4 * GIB,
+            "autocast_cache": GIB,
+            "frozen_row_snapshot": 0,
+            "activations_layers": GIB,
+            "logits": 2 * GIB,
+        }
         held = {k: est[k] for k in ("weights", "gradients", "optimizer")}
         peak = int(peak_gib * GIB)
         measured = {**held, "peak": peak, "beyond_states": int(beyond_factor * 4 * GIB)}
-        return {"model": "gemma2-9b", "procedure": "2x2LS", "stage": "2x2LS", "objective": "mtp", "seq_len": 512,
-                "micro_batch": 4, "gpu_classes": classes, "measured_bytes": measured, "estimate_bytes": est,
-                "step_seconds": seconds, "estimate_stage_step_seconds": 1.0}  # fmt: skip
+        return {
+            "model": "gemma2-9b",
+            "procedure": "2x2LS",
+            "stage": "2x2LS",
+            "objective": "mtp",
+            "seq_len": 512,
+            "micro_batch": 4,
+            "gpu_classes": classes,
+            "measured_bytes": measured,
+            "estimate_bytes": est,
+            "step_seconds": seconds,
+            "estimate_stage_step_seconds": 1.0,
+        }
 
-    bench = {"training": [entry(1.5, 2.0, ["80GB"], 60.0), entry(1.2, 1.0, ["141GB"], 90.0), {"skipped": "budget"},
-                          {**entry(1, 1, ["80GB"], 1), "oom": "CUDA out of memory"}]}  # fmt: skip
+    bench = {
+        "training": [
+            entry(1.5, 2.0, ["80GB"], 60.0),
+            entry(1.2, 1.0, ["141GB"], 90.0),
+            {"skipped": "budget"},
+            {**entry(1, 1, ["80GB"], 1), "oom": "CUDA out of memory"},
+        ]
+    }
     c = gpu_corrections.corrections(bench)
     assert c["activation_factor"] == pytest.approx(1.5, rel=1e-6)
     assert c["mfu_by_model"]["gemma2-9b"] == pytest.approx(statistics.median([0.35 / 2, 0.35, 0.35]))

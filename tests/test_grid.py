@@ -298,8 +298,13 @@ def test_seed_is_a_grid_dimension_whose_config_seed_keeps_its_slug():
     assert methods[3].unseeded == methods[1] and "train_seed" not in methods[1].cell("m", "th", 8000)
     assert methods[3].cell("m", "th", 8000)["train_seed"] == 44
     # method_defaults may carry the seeds; the config's seed is read from the config
-    config = {"seed": 43, "models": {"m": {}}, "languages": {"th": {}}, "method_defaults": {"seed": [42, 43]},
-              "methods": [{"init": "Mean", "procedure": "2x2LS"}]}  # fmt: skip
+    config = {
+        "seed": 43,
+        "models": {"m": {}},
+        "languages": {"th": {}},
+        "method_defaults": {"seed": [42, 43]},
+        "methods": [{"init": "Mean", "procedure": "2x2LS"}],
+    }
     assert [m.slug for _, _, m in expand_grid(config)] == ["Mean.k100.2x2LS.clm.L2048.s42", "Mean.k100.2x2LS.clm.L2048"]
     with pytest.raises(ConfigError, match="MuMo cells run with the top-level seed only"):
         expand_methods([{"init": "none", "procedure": "MuMo", "seed": [42, 43]}], base_seed=42)

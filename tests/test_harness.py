@@ -353,8 +353,24 @@ def test_result_records_max_length_and_truncated_prompts(llama_1100, tmp_path, f
     from workflow_scripts.harness.__main__ import main
 
     out = tmp_path / "mc.json"
-    main(["--task", "mc", "--lang", "th", "--model", str(llama_1100), "--data", str(belebele_fixture(tmp_path / "b")),
-          "--fewshot", str(fewshot), "--cell", '{"method": "Source"}', "--out", str(out)])  # fmt: skip
+    main(
+        [
+            "--task",
+            "mc",
+            "--lang",
+            "th",
+            "--model",
+            str(llama_1100),
+            "--data",
+            str(belebele_fixture(tmp_path / "b")),
+            "--fewshot",
+            str(fewshot),
+            "--cell",
+            '{"method": "Source"}',
+            "--out",
+            str(out),
+        ]
+    )
     details = json.loads(out.read_text())["details"]
     assert (details["n_items"], details["fewshot"], details["max_length"]) == (8, fewshot, 1100)
     assert details["prompts_truncated"] == truncated

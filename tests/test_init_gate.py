@@ -30,11 +30,30 @@ def mean_cell(tiny_llama_dir, smollm2_tokenizer_dir, tmp_path_factory) -> dict:
 
 def _cli(model: Path, report: Path, train: Path, out: Path, *extra: str) -> list[str]:
     return [
-        "--model", str(model), "--train", str(train), "--procedure", "2x2LS", "--seq-len", "16",
-        "--hparams", json.dumps(HP), "--out", str(out / "model"), "--stats", str(out / "stats.json"),
-        "--loss-curve", str(out / "loss.tsv"), "--checkpoint-dir", str(out / "ckpt"), "--init-report", str(report),
-        "--threads", "1", *extra,
-    ]  # fmt: skip
+        "--model",
+        str(model),
+        "--train",
+        str(train),
+        "--procedure",
+        "2x2LS",
+        "--seq-len",
+        "16",
+        "--hparams",
+        json.dumps(HP),
+        "--out",
+        str(out / "model"),
+        "--stats",
+        str(out / "stats.json"),
+        "--loss-curve",
+        str(out / "loss.tsv"),
+        "--checkpoint-dir",
+        str(out / "ckpt"),
+        "--init-report",
+        str(report),
+        "--threads",
+        "1",
+        *extra,
+    ]
 
 
 def test_random_rows_are_the_random_cells(mean_cell, tiny_llama_dir, thai_lines):

@@ -60,8 +60,25 @@ def test_flores_paper_items_same_rows_every_language(tmp_path):
     listings = {}
     for lang in ("th", "si"):
         out, ids = tmp_path / f"{lang}.tsv", tmp_path / f"{lang}.json"
-        corpus.main(["flores", "--root", str(root), "--lang", lang, "--n", "500", "--seed", "1", "--items", "paper",
-                     "--out", str(out), "--ids", str(ids)])  # fmt: skip
+        corpus.main(
+            [
+                "flores",
+                "--root",
+                str(root),
+                "--lang",
+                lang,
+                "--n",
+                "500",
+                "--seed",
+                "1",
+                "--items",
+                "paper",
+                "--out",
+                str(out),
+                "--ids",
+                str(ids),
+            ]
+        )
         listing = json.loads(ids.read_text())
         pairs = read_pairs(out)
         assert listing["positions"] == expected and listing["ids"] == expected  # ids = line numbers here
@@ -161,8 +178,25 @@ def test_sum_cli_writes_the_folder_the_harness_reads(tmp_path, sum_folder, bos_t
 
     source = task_source("sum", "th")
     out, ids = tmp_path / "sum_items" / "paper", tmp_path / "sum_items" / "paper.ids.json"
-    items.main(["sum", "--data", str(sum_folder), "--lang", "th", "--items", "paper", "--n", "3",
-                "--tokenizer", str(bos_tokenizer_dir), "--out", str(out), "--ids", str(ids)])  # fmt: skip
+    items.main(
+        [
+            "sum",
+            "--data",
+            str(sum_folder),
+            "--lang",
+            "th",
+            "--items",
+            "paper",
+            "--n",
+            "3",
+            "--tokenizer",
+            str(bos_tokenizer_dir),
+            "--out",
+            str(out),
+            "--ids",
+            str(ids),
+        ]
+    )
     listing = json.loads(ids.read_text())
     with private_datasets_cache(tmp_path / "cache"):
         ds = datasets.load_dataset(str(out), source.subset, split=source.split)
@@ -188,8 +222,25 @@ def test_harness_reads_exactly_the_selected_rows(tmp_path, sum_folder, bos_token
     from workflow_scripts.harness.tasks import task_config
 
     out, ids = tmp_path / "sel", tmp_path / "sel.json"
-    items.main(["sum", "--data", str(sum_folder), "--lang", "th", "--items", "paper", "--n", "4",
-                "--tokenizer", str(bos_tokenizer_dir), "--out", str(out), "--ids", str(ids)])  # fmt: skip
+    items.main(
+        [
+            "sum",
+            "--data",
+            str(sum_folder),
+            "--lang",
+            "th",
+            "--items",
+            "paper",
+            "--n",
+            "4",
+            "--tokenizer",
+            str(bos_tokenizer_dir),
+            "--out",
+            str(out),
+            "--ids",
+            str(ids),
+        ]
+    )
     config = task_config("sum", "th", out, tokenizer_dir=str(smollm2_tokenizer_dir))
     config.num_fewshots = 0
     with private_datasets_cache(tmp_path / "cache"):
@@ -260,8 +311,10 @@ def _hub_handler(folder, repo: str, sha: str = "a" * 40):
         def do_GET(self, body: bool = True):
             path = self.path.split("?")[0]
             if path.startswith(f"/api/models/{repo}/tree/"):
-                tree = [{"type": "file", "path": n, "size": len(d), "oid": hashlib.sha1(d).hexdigest()}
-                        for n, d in files.items()]  # fmt: skip
+                tree = [
+                    {"type": "file", "path": n, "size": len(d), "oid": hashlib.sha1(d).hexdigest()}
+                    for n, d in files.items()
+                ]
                 return self._send(200, json.dumps(tree).encode(), body)
             if path.startswith(f"/api/models/{repo}/revision/"):
                 info = {"id": repo, "sha": sha, "siblings": [{"rfilename": n} for n in files]}
@@ -294,15 +347,31 @@ def test_length_tokenizer_download_fetches_tokenizer_files_only(tmp_path, bos_to
     server = ThreadingHTTPServer(("127.0.0.1", 0), _hub_handler(repo_files, "meta-llama/Llama-2-7b-hf"))
     server.requests = []
     threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
-    env = {**os.environ, "HF_HUB_OFFLINE": "0", "HF_HOME": str(tmp_path / "home"),
-           "HF_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}"}  # fmt: skip
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "0",
+        "HF_HOME": str(tmp_path / "home"),
+        "HF_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}",
+    }
     out = tmp_path / "items_tokenizer"
     try:
         run = subprocess.run(
-            [sys.executable, "-m", "workflow_scripts.items", "tokenizer", "--hub-id", "meta-llama/Llama-2-7b-hf",
-             "--out", str(out)],
-            cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "workflow_scripts.items",
+                "tokenizer",
+                "--hub-id",
+                "meta-llama/Llama-2-7b-hf",
+                "--out",
+                str(out),
+            ],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         server.shutdown()
     assert run.returncode == 0, run.stderr

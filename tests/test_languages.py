@@ -58,8 +58,9 @@ def test_given_facts_win_and_travel_to_a_steps_process(monkeypatch):
     assert (am.name, am.script, am.flores, am.inferred) == ("Amharic (Ethiopia)", "Ethi", "amh_Ethi", ())
     # planning puts what the config gave into the environment; a step's process (fresh state) reads it from there
     carried = os.environ[L.LANGUAGES_ENV]
-    assert json.loads(carried) == {"am": {"name": "Amharic (Ethiopia)", "flores": "amh_Ethi", "script": "Ethi",
-                                          "prompts": {"mt": "ተርጉም:"}}}  # fmt: skip
+    assert json.loads(carried) == {
+        "am": {"name": "Amharic (Ethiopia)", "flores": "amh_Ethi", "script": "Ethi", "prompts": {"mt": "ተርጉም:"}}
+    }
     monkeypatch.setattr(L, "_GIVEN", {})
     assert L.language("am").name == "Amharic (Ethiopia)"
     assert prompts.mt_query("Open the file", "am") == "ተርጉም:\nOpen the file ="

@@ -63,9 +63,15 @@ def test_changed_parameters_are_exactly_the_procedure_set(
         "gradient_checkpointing": grad_ckpt,
     }
     stats = lapt.train(
-        src, thai_file, out, procedure=procedure, objective=objective, seq_len=16, hparams=hp,
+        src,
+        thai_file,
+        out,
+        procedure=procedure,
+        objective=objective,
+        seq_len=16,
+        hparams=hp,
         checkpoint_dir=tmp_path / "ckpt",
-    )  # fmt: skip
+    )
     before, after = model_state(src), model_state(out)
     assert sorted(after) == sorted(before)  # same architecture; no extra (mtp) head saved
     changed = {k for k in before if not torch.equal(before[k], after[k])}
@@ -94,11 +100,29 @@ def test_changed_parameters_are_exactly_the_procedure_set(
 
 def _cli(model: Path, train: Path, work: Path, hp: dict, procedure: str = "LoRA", objective: str = "mtp") -> list[str]:
     return [
-        "--model", str(model), "--train", str(train), "--procedure", procedure, "--objective", objective,
-        "--seq-len", "16",
-        "--hparams", json.dumps(hp), "--out", str(work / "out"), "--stats", str(work / "stats.json"),
-        "--loss-curve", str(work / "loss.tsv"), "--checkpoint-dir", str(work / "ckpt"), "--threads", "1",
-    ]  # fmt: skip
+        "--model",
+        str(model),
+        "--train",
+        str(train),
+        "--procedure",
+        procedure,
+        "--objective",
+        objective,
+        "--seq-len",
+        "16",
+        "--hparams",
+        json.dumps(hp),
+        "--out",
+        str(work / "out"),
+        "--stats",
+        str(work / "stats.json"),
+        "--loss-curve",
+        str(work / "loss.tsv"),
+        "--checkpoint-dir",
+        str(work / "ckpt"),
+        "--threads",
+        "1",
+    ]
 
 
 def _loss_rows(path: Path) -> list[list[str]]:
@@ -147,8 +171,9 @@ def test_kill_and_resume_matches_uninterrupted_run(tmp_path, tiny_llama_dir, tha
 
 
 @pytest.mark.slow  # three training runs, two of them subprocesses
-def test_usr1_before_the_time_limit_checkpoints_exits_and_resumes_to_the_same_result(tmp_path, tiny_llama_dir,
-                                                                                     thai_lines):  # fmt: skip
+def test_usr1_before_the_time_limit_checkpoints_exits_and_resumes_to_the_same_result(
+    tmp_path, tiny_llama_dir, thai_lines
+):
     # Slurm's --signal=USR1@600 (rules/lapt.smk) arrives during some step: the step is finished, checkpointed, the
     # process exits non-zero without a traceback, and the rerun reaches what an uninterrupted run reaches.
     hp = {"batch_size": 2, "grad_accum": 2, "lr": 1e-3, "checkpoint_every": None, "checkpoint_minutes": None}
@@ -158,8 +183,9 @@ def test_usr1_before_the_time_limit_checkpoints_exits_and_resumes_to_the_same_re
     lapt.main(_cli(tiny_llama_dir, thai_file, ref, hp))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     cmd = [sys.executable, "-m", "workflow_scripts.lapt", *_cli(tiny_llama_dir, thai_file, run, hp)]
-    stopped = subprocess.run(cmd, cwd=REPO, env={**env, lapt.SIGNAL_AT_STEP_ENV: "3:USR1"}, capture_output=True,
-                             text=True)  # fmt: skip
+    stopped = subprocess.run(
+        cmd, cwd=REPO, env={**env, lapt.SIGNAL_AT_STEP_ENV: "3:USR1"}, capture_output=True, text=True
+    )
     assert stopped.returncode == 1 and "stopped on request after step 3" in stopped.stderr, stopped.stderr[-3000:]
     assert "Traceback" not in stopped.stderr and not (run / "out").exists()
     assert lapt.load_checkpoint(run / "ckpt" / lapt.CHECKPOINT_FILE)["step"] == 3  # by the signal, not by steps
@@ -186,10 +212,20 @@ def test_rule_shell_survives_usr1_sent_to_its_whole_process_group(tmp_path, tiny
     hp = {"batch_size": 2, "max_steps": 4, "checkpoint_every": None}
     cli = _cli(tiny_llama_dir, thai_file, tmp_path, hp, "2x2LS", "clm")
     trainer = " ".join(shlex.quote(x) for x in [sys.executable, "-m", "workflow_scripts.lapt", *cli])
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           lapt.SIGNAL_AT_STEP_ENV: "2:USR1:group"}  # fmt: skip
-    done = subprocess.run(["bash", "-c", f"{prefix}{trainer}; echo trained"], cwd=REPO, env=env, capture_output=True,
-                          text=True, start_new_session=True)  # fmt: skip
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        lapt.SIGNAL_AT_STEP_ENV: "2:USR1:group",
+    }
+    done = subprocess.run(
+        ["bash", "-c", f"{prefix}{trainer}; echo trained"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        start_new_session=True,
+    )
     assert done.returncode == 1, (done.returncode, done.stderr[-3000:])  # -10: the shell died of the signal
     assert "stopped on request after step 2" in done.stderr and "trained" not in done.stdout
     assert lapt.load_checkpoint(tmp_path / "ckpt" / lapt.CHECKPOINT_FILE)["step"] == 2
@@ -285,9 +321,15 @@ def test_loss_falls_on_repetitive_thai_text(tmp_path, tiny_llama_dir, thai_lines
     train.write_text("\n".join(thai_lines[:20] * 10) + "\n", encoding="utf-8")
     hp = {"max_steps": 20, "batch_size": 4, "lr": 3e-3, "warmup_steps": 0}
     stats = lapt.train(
-        tiny_llama_dir, train, tmp_path / "out", procedure="2x2LS", seq_len=32, hparams=hp,
-        checkpoint_dir=tmp_path / "ckpt", loss_curve=tmp_path / "loss.tsv",
-    )  # fmt: skip
+        tiny_llama_dir,
+        train,
+        tmp_path / "out",
+        procedure="2x2LS",
+        seq_len=32,
+        hparams=hp,
+        checkpoint_dir=tmp_path / "ckpt",
+        loss_curve=tmp_path / "loss.tsv",
+    )
     losses = [float(r[3]) for r in _loss_rows(tmp_path / "loss.tsv")]
     assert len(losses) == 20 and losses[0] == pytest.approx(stats["first_loss"])
     # A random 49152-way model starts near ln(49152) = 10.8; memorizing 20 repeated sentences must bring it far below.

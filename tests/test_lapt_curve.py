@@ -63,10 +63,15 @@ def test_curve_points_are_the_ppl_steps_numbers(tmp_path, tiny_llama_dir, thai_f
     heldout = _heldout(tmp_path, thai_lines)
     spec = CurveSpec(3, heldout, 12, 4, tmp_path / "curve.tsv")
     stats = lapt.train(
-        tiny_llama_dir, thai_file, tmp_path / "out", procedure="2x2LS", seq_len=16,
-        hparams={"max_steps": 4, "batch_size": 2, "lr": 1e-3, "warmup_steps": 0}, checkpoint_dir=tmp_path / "ckpt",
+        tiny_llama_dir,
+        thai_file,
+        tmp_path / "out",
+        procedure="2x2LS",
+        seq_len=16,
+        hparams={"max_steps": 4, "batch_size": 2, "lr": 1e-3, "warmup_steps": 0},
+        checkpoint_dir=tmp_path / "ckpt",
         curve=spec,
-    )  # fmt: skip
+    )
     rows = _rows(spec.out)
     assert [int(r[0]) for r in rows] == [0, 2, 4] == stats["curve"]["steps"]
     assert [int(r[1]) for r in rows] == [0, 2 * 2 * 16, 4 * 2 * 16]  # tokens: steps x batch x seq_len
@@ -85,11 +90,24 @@ def test_curve_does_not_change_training(tmp_path, tiny_llama_dir, thai_file, tha
     # measurement that moved the RNG or left a captured hidden state behind would change the weights.
     hp = {"max_steps": 4, "batch_size": 2, "lr": 1e-3, "warmup_steps": 0, "log_every": 1}
     kw = dict(procedure="LoRA", objective="mtp", seq_len=16, hparams=hp)
-    off = lapt.train(tiny_llama_dir, thai_file, tmp_path / "off", checkpoint_dir=tmp_path / "c0",
-                     loss_curve=tmp_path / "off.tsv", **kw)  # fmt: skip
+    off = lapt.train(
+        tiny_llama_dir,
+        thai_file,
+        tmp_path / "off",
+        checkpoint_dir=tmp_path / "c0",
+        loss_curve=tmp_path / "off.tsv",
+        **kw,
+    )
     spec = CurveSpec(3, _heldout(tmp_path, thai_lines), 10, 4, tmp_path / "curve.tsv")
-    on = lapt.train(tiny_llama_dir, thai_file, tmp_path / "on", checkpoint_dir=tmp_path / "c1",
-                    loss_curve=tmp_path / "on.tsv", curve=spec, **kw)  # fmt: skip
+    on = lapt.train(
+        tiny_llama_dir,
+        thai_file,
+        tmp_path / "on",
+        checkpoint_dir=tmp_path / "c1",
+        loss_curve=tmp_path / "on.tsv",
+        curve=spec,
+        **kw,
+    )
     assert "curve" not in off and on["curve"]["steps"] == [0, 2, 4]
     # every step's loss, learning rate and tokens, to the printed digit
     assert (tmp_path / "on.tsv").read_text() == (tmp_path / "off.tsv").read_text()
@@ -101,12 +119,41 @@ def test_curve_does_not_change_training(tmp_path, tiny_llama_dir, thai_file, tha
 
 def _cli(model: Path, train: Path, heldout: Path, work: Path, hp: dict) -> list[str]:
     return [
-        "--model", str(model), "--train", str(train), "--procedure", "LoRA", "--objective", "mtp", "--seq-len", "16",
-        "--hparams", json.dumps(hp), "--out", str(work / "out"), "--stats", str(work / "stats.json"),
-        "--loss-curve", str(work / "loss.tsv"), "--checkpoint-dir", str(work / "ckpt"), "--threads", "1",
-        "--curve-points", "4", "--curve-text", str(heldout), "--curve-n", "10", "--curve-batch-size", "4",
-        "--curve", str(work / "curve.tsv"), "--log", str(work / "log.txt"),
-    ]  # fmt: skip
+        "--model",
+        str(model),
+        "--train",
+        str(train),
+        "--procedure",
+        "LoRA",
+        "--objective",
+        "mtp",
+        "--seq-len",
+        "16",
+        "--hparams",
+        json.dumps(hp),
+        "--out",
+        str(work / "out"),
+        "--stats",
+        str(work / "stats.json"),
+        "--loss-curve",
+        str(work / "loss.tsv"),
+        "--checkpoint-dir",
+        str(work / "ckpt"),
+        "--threads",
+        "1",
+        "--curve-points",
+        "4",
+        "--curve-text",
+        str(heldout),
+        "--curve-n",
+        "10",
+        "--curve-batch-size",
+        "4",
+        "--curve",
+        str(work / "curve.tsv"),
+        "--log",
+        str(work / "log.txt"),
+    ]
 
 
 @pytest.mark.slow  # two training runs, one of them a killed subprocess, and a resume

@@ -27,8 +27,15 @@ REPO = Path(__file__).resolve().parents[1]
 EMB, HEAD = "model.embed_tokens.weight", "lm_head.weight"
 N_SRC = 49152 - 24  # EEVE: the last 24 rows of the tiny model's vocabulary are the new tokens
 # 4 blocks a step (2 per process), decay on every trained matrix, a checkpoint every step.
-HP = {"batch_size": 2, "grad_accum": 2, "lr": 1e-3, "warmup_steps": 0, "weight_decay": 0.1, "checkpoint_every": 1,
-      "log_every": 1}  # fmt: skip
+HP = {
+    "batch_size": 2,
+    "grad_accum": 2,
+    "lr": 1e-3,
+    "warmup_steps": 0,
+    "weight_decay": 0.1,
+    "checkpoint_every": 1,
+    "log_every": 1,
+}
 # The stated tolerance. Two processes sum each step's gradient from two halves, one process from the whole: fp32
 # additions in another order. Adam's first steps move an element by about lr * g / (|g| + eps), so an element whose
 # gradient is near eps turns that rounding into a visible share of one step (measured: one element in 8192 of a
@@ -40,10 +47,29 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 def _cli(model: Path, train: Path, work: Path, procedure: str, objective: str, hp: dict) -> list[str]:
     args = [
-        "--model", str(model), "--train", str(train), "--procedure", procedure, "--objective", objective,
-        "--seq-len", "16", "--hparams", json.dumps(hp), "--out", str(work / "out"), "--stats", str(work / "stats.json"),
-        "--loss-curve", str(work / "loss.tsv"), "--checkpoint-dir", str(work / "ckpt"), "--threads", "1",
-    ]  # fmt: skip
+        "--model",
+        str(model),
+        "--train",
+        str(train),
+        "--procedure",
+        procedure,
+        "--objective",
+        objective,
+        "--seq-len",
+        "16",
+        "--hparams",
+        json.dumps(hp),
+        "--out",
+        str(work / "out"),
+        "--stats",
+        str(work / "stats.json"),
+        "--loss-curve",
+        str(work / "loss.tsv"),
+        "--checkpoint-dir",
+        str(work / "ckpt"),
+        "--threads",
+        "1",
+    ]
     return [*args, "--n-source-rows", str(N_SRC)] if procedure == "EEVE" else args
 
 
@@ -183,5 +209,12 @@ def test_two_processes_measure_the_curve_of_one(tmp_path, tiny_llama_dir, thai_f
 def test_lora_procedures_refuse_to_shard(tmp_path, tiny_llama_dir, thai_file, monkeypatch):
     monkeypatch.setattr(shard, "init_ranks", lambda: shard.Ranks(0, 2, sharded=True))
     with pytest.raises(ValueError, match="adds LoRA modules"):
-        lapt.train(tiny_llama_dir, thai_file, tmp_path / "out", procedure="LoRA", seq_len=16,
-                   hparams={"max_steps": 1}, checkpoint_dir=tmp_path / "ckpt")  # fmt: skip
+        lapt.train(
+            tiny_llama_dir,
+            thai_file,
+            tmp_path / "out",
+            procedure="LoRA",
+            seq_len=16,
+            hparams={"max_steps": 1},
+            checkpoint_dir=tmp_path / "ckpt",
+        )

@@ -95,8 +95,9 @@ def test_eeve_changes_exactly_each_stage_rows_and_resumes_across_every_boundary(
     for stage in range(1, 8):
         if stage < 7:
             with pytest.raises(lapt.TrainingInterrupted, match=f"after step {stage} of 7"):
-                lapt.train(src, thai_file, tmp_path / "out", hparams=hp, checkpoint_dir=ckpt, should_stop=lambda: True,
-                           **kw)  # fmt: skip
+                lapt.train(
+                    src, thai_file, tmp_path / "out", hparams=hp, checkpoint_dir=ckpt, should_stop=lambda: True, **kw
+                )
         else:
             stats = lapt.train(src, thai_file, tmp_path / "out", hparams=hp, checkpoint_dir=ckpt, **kw)
         saved = lapt.load_checkpoint(ckpt / lapt.CHECKPOINT_FILE)
@@ -134,12 +135,32 @@ def test_eeve_needs_the_source_vocabulary_size(tmp_path, untied_llama_dir, thai_
 def test_cli_reads_source_rows_from_the_init_report(tmp_path, untied_llama_dir, thai_file):
     report = tmp_path / "init.report.json"
     report.write_text(json.dumps({"vocab": {"source": N_SRC - 3, "source_matrix_rows": N_SRC}}))
-    lapt.main([
-        "--model", str(untied_llama_dir), "--train", str(thai_file), "--procedure", "EEVE", "--seq-len", "16",
-        "--hparams", json.dumps({**HP, "max_steps": 7}), "--out", str(tmp_path / "out"),
-        "--stats", str(tmp_path / "stats.json"), "--loss-curve", str(tmp_path / "loss.tsv"),
-        "--checkpoint-dir", str(tmp_path / "ckpt"), "--init-report", str(report), "--threads", "1",
-    ])  # fmt: skip
+    lapt.main(
+        [
+            "--model",
+            str(untied_llama_dir),
+            "--train",
+            str(thai_file),
+            "--procedure",
+            "EEVE",
+            "--seq-len",
+            "16",
+            "--hparams",
+            json.dumps({**HP, "max_steps": 7}),
+            "--out",
+            str(tmp_path / "out"),
+            "--stats",
+            str(tmp_path / "stats.json"),
+            "--loss-curve",
+            str(tmp_path / "loss.tsv"),
+            "--checkpoint-dir",
+            str(tmp_path / "ckpt"),
+            "--init-report",
+            str(report),
+            "--threads",
+            "1",
+        ]
+    )
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["n_source_rows"] == N_SRC and stats["steps"] == 7
     changed = _changed_rows(model_state(untied_llama_dir), model_state(tmp_path / "out"))
@@ -167,8 +188,9 @@ def test_two_stage_trains_embeddings_then_lora_and_resumes_across_the_boundary(
     hp = {**HP, "max_steps": 6, "stage_split": [1, 2]}
     kw = dict(procedure="2-stage", objective=objective, seq_len=16, hparams=hp)
 
-    ref = lapt.train(src, thai_file, tmp_path / "ref", checkpoint_dir=tmp_path / "c_ref",
-                     loss_curve=tmp_path / "ref.tsv", **kw)  # fmt: skip
+    ref = lapt.train(
+        src, thai_file, tmp_path / "ref", checkpoint_dir=tmp_path / "c_ref", loss_curve=tmp_path / "ref.tsv", **kw
+    )
     assert [(s["name"], s["first_step"], s["last_step"]) for s in ref["stages"]] == [
         ("embeddings", 1, 2),
         ("LoRA", 3, 6),
@@ -216,8 +238,15 @@ def test_two_stage_trains_embeddings_then_lora_and_resumes_across_the_boundary(
 def test_bf16_weights_keep_frozen_weights_bit_identical(tmp_path, untied_llama_dir, thai_file):
     # lr 1e-2: a bf16-rounded update must still show on the norm weights (spacing 2**-7 at 1.0).
     hp = {**HP, "max_steps": 2, "lr": 1e-2, "weights_dtype": "bf16"}
-    stats = lapt.train(untied_llama_dir, thai_file, tmp_path / "out", procedure="2x2LS", seq_len=16, hparams=hp,
-                       checkpoint_dir=tmp_path / "ckpt")  # fmt: skip
+    stats = lapt.train(
+        untied_llama_dir,
+        thai_file,
+        tmp_path / "out",
+        procedure="2x2LS",
+        seq_len=16,
+        hparams=hp,
+        checkpoint_dir=tmp_path / "ckpt",
+    )
     assert stats["precision"].startswith("bf16 autocast, bf16 frozen weights")
     from transformers import AutoModelForCausalLM
 
@@ -257,10 +286,27 @@ def test_sigkill_in_stage_two_resumes_in_stage_two(tmp_path, tiny_llama_dir, tha
 
     def cli(work: Path) -> list[str]:
         return [
-            "--model", str(tiny_llama_dir), "--train", str(thai_file), "--procedure", "2-stage", "--seq-len", "16",
-            "--hparams", json.dumps(hp), "--out", str(work / "out"), "--stats", str(work / "stats.json"),
-            "--loss-curve", str(work / "loss.tsv"), "--checkpoint-dir", str(work / "ckpt"), "--threads", "1",
-        ]  # fmt: skip
+            "--model",
+            str(tiny_llama_dir),
+            "--train",
+            str(thai_file),
+            "--procedure",
+            "2-stage",
+            "--seq-len",
+            "16",
+            "--hparams",
+            json.dumps(hp),
+            "--out",
+            str(work / "out"),
+            "--stats",
+            str(work / "stats.json"),
+            "--loss-curve",
+            str(work / "loss.tsv"),
+            "--checkpoint-dir",
+            str(work / "ckpt"),
+            "--threads",
+            "1",
+        ]
 
     lapt.main(cli(tmp_path / "ref"))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}

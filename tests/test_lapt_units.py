@@ -101,9 +101,16 @@ def test_rng_states_round_trip_through_the_checkpoint(tmp_path):
 
 def _two_stage_run(tmp_path: Path, model: Path, data: Path, ckpt: str = "ckpt") -> loop.Run:
     # 4 steps split 1:1: stage 1 (embeddings) is steps 1-2, stage 2 (LoRA, whose dropout draws from the RNG) 3-4.
-    return loop.prepare_run(model, data, procedure="2-stage", objective="clm", seq_len=16,
-                            hparams={**HP, "max_steps": 4, "stage_split": [1, 1]}, checkpoint_dir=tmp_path / ckpt,
-                            n_source_rows=None)  # fmt: skip
+    return loop.prepare_run(
+        model,
+        data,
+        procedure="2-stage",
+        objective="clm",
+        seq_len=16,
+        hparams={**HP, "max_steps": 4, "stage_split": [1, 1]},
+        checkpoint_dir=tmp_path / ckpt,
+        n_source_rows=None,
+    )
 
 
 def _steps(run: loop.Run, state: loop.TrainState, n: int) -> None:
@@ -154,8 +161,16 @@ def test_resume_inside_stage_two_enters_stage_two(tmp_path, tiny_llama_dir, thai
     run = _two_stage_run(tmp_path, tiny_llama_dir, thai_file)
     calls = iter([False, False, True])  # stop after step 3, the first step of stage 2
     with pytest.raises(lapt.TrainingInterrupted, match="after step 3 of 4"):
-        lapt.train(tiny_llama_dir, thai_file, tmp_path / "out", procedure="2-stage", seq_len=16, hparams=run.hp,
-                   checkpoint_dir=tmp_path / "ckpt", should_stop=lambda: next(calls))  # fmt: skip
+        lapt.train(
+            tiny_llama_dir,
+            thai_file,
+            tmp_path / "out",
+            procedure="2-stage",
+            seq_len=16,
+            hparams=run.hp,
+            checkpoint_dir=tmp_path / "ckpt",
+            should_stop=lambda: next(calls),
+        )
     state = loop.load_model(run)
     loop.resume(run, state)
 
@@ -217,9 +232,16 @@ def test_checkpoint_due_every_n_steps_at_stage_ends_and_at_the_end():
 
 def test_eeve_stage_one_trains_only_the_new_input_rows(tmp_path, untied_llama_dir, thai_file):
     n_rows = 49152
-    run = loop.prepare_run(untied_llama_dir, thai_file, procedure="EEVE", objective="clm", seq_len=16,
-                           hparams={**HP, "max_steps": 7}, checkpoint_dir=tmp_path / "c",
-                           n_source_rows=n_rows - 24)  # fmt: skip
+    run = loop.prepare_run(
+        untied_llama_dir,
+        thai_file,
+        procedure="EEVE",
+        objective="clm",
+        seq_len=16,
+        hparams={**HP, "max_steps": 7},
+        checkpoint_dir=tmp_path / "c",
+        n_source_rows=n_rows - 24,
+    )
     state = loop.load_model(run)
     before = state.model.get_input_embeddings().weight.detach().clone()
     loop.enter_stage(run, state, 0)

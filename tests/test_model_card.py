@@ -58,8 +58,13 @@ def spec_for(method, kind: str = "lapt", **changes) -> dict:
 @pytest.fixture
 def table(tmp_path):
     """results.csv of configs/test.yaml's grid plus ElChat and MuMo cells."""
-    methods = [{"init": "none", "procedure": "none"}, {"init": "none"}, {"init": "Mean"},
-               {"init": "Mean", "posthoc": "elchat"}, {"init": "none", "procedure": "MuMo"}]  # fmt: skip
+    methods = [
+        {"init": "none", "procedure": "none"},
+        {"init": "none"},
+        {"init": "Mean"},
+        {"init": "Mean", "posthoc": "elchat"},
+        {"init": "none", "procedure": "MuMo"},
+    ]
     _, run, cells = fake_run(tmp_path, methods=methods)
     return run / "tables" / "results.csv", {m.slug: m for _, _, m in cells}
 
@@ -133,8 +138,12 @@ def test_the_default_run_plans_a_card_per_adapted_cell(tmp_path):
 
 @pytest.mark.slow  # a Snakemake run of the card jobs alone: 5-10 s of CPU
 def test_model_card_rule_writes_every_adapted_cell_and_stays_done(tmp_path):
-    methods = [{"init": "none", "procedure": "none"}, {"init": "none"}, {"init": "Mean"},
-               {"init": "Mean", "procedure": "none"}]  # fmt: skip
+    methods = [
+        {"init": "none", "procedure": "none"},
+        {"init": "none"},
+        {"init": "Mean"},
+        {"init": "Mean", "procedure": "none"},
+    ]
     config, run, cells = fake_run(tmp_path, methods=methods)
     targets = [
         paths.model_card(model, lang, m.slug, "results/default") for model, lang, m in cells if m.slug != "Source"

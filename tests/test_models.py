@@ -35,9 +35,15 @@ PUBLIC = {
 }
 # Llama-3.2-3B's shape: a model of a size no label of the paper names
 LLAMA_3B = {
-    "model_type": "llama", "hidden_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 24,
-    "num_key_value_heads": 8, "intermediate_size": 8192, "vocab_size": 128256, "tie_word_embeddings": True,
-}  # fmt: skip
+    "model_type": "llama",
+    "hidden_size": 3072,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 24,
+    "num_key_value_heads": 8,
+    "intermediate_size": 8192,
+    "vocab_size": 128256,
+    "tie_word_embeddings": True,
+}
 
 
 @pytest.fixture
@@ -56,8 +62,14 @@ def test_the_shape_of_a_committed_config_json(hub_id, empty_hf_cache):
     hidden, layers, heads, kv_heads, ffn, vocab, tied, published, words = PUBLIC[hub_id]
     s = model.shape
     assert (s.hidden, s.layers, s.heads, s.kv_heads, s.ffn, s.vocab, s.tied) == (
-        hidden, layers, heads, kv_heads, ffn, vocab, tied,
-    )  # fmt: skip
+        hidden,
+        layers,
+        heads,
+        kv_heads,
+        ffn,
+        vocab,
+        tied,
+    )
     assert model.parameters == pytest.approx(published, rel=0.01)
     assert model.source == f"resources/model_configs/{hub_id}/config.json" and model.warning is None
     assert model.needs_gpu and model.label is None and model.size == words
@@ -158,8 +170,10 @@ def test_qwen_is_planned_by_its_own_shape_not_llama2s(empty_hf_cache):
     config = _grid({"qwen": {"kind": "hub", "path": "Qwen/Qwen2.5-7B", "size": "7B"}})
     jobs = {m.slug: (shape, hp) for _, m, shape, hp, _ in lapt_jobs(config)}
     assert jobs["Align.k100.2x2LS.mtp.L512"][0].vocab == 152064 + 100  # the expanded embedding, Qwen's padded rows
-    planned = {slug: planned_gpus(shape, slug.split(".")[2], slug.split(".")[3], int(slug.split(".L")[1]), hp, "H100")
-               for slug, (shape, hp) in jobs.items()}  # fmt: skip
+    planned = {
+        slug: planned_gpus(shape, slug.split(".")[2], slug.split(".")[3], int(slug.split(".L")[1]), hp, "H100")
+        for slug, (shape, hp) in jobs.items()
+    }
     # The paper's 2x2 LS recipe (mtp, 512, 8 blocks a step, frozen weights bf16) on an 80 GB card: what "7B" meant
     # (Llama-2-7B's shape) against Qwen2.5-7B's own (3.4M more embedding rows and an untied head).
     hp = jobs["Align.k100.2x2LS.mtp.L512"][1]

@@ -318,8 +318,11 @@ def test_the_real_archive_parses_into_plain_thai_sentences(real_sdist):
     assert {k: vars(counts)[k] for k in REAL} == REAL and counts.stray_lines == 0
     per_doc, _ = orchid.clean(docs, "th", 10)
     usable = [s for sents in per_doc.values() for s in sents]
-    assert {"documents": sum(map(bool, per_doc.values())), "sentences": len(usable),
-            "characters": sum(map(len, usable))} == USABLE_AT_10  # fmt: skip
+    assert {
+        "documents": sum(map(bool, per_doc.values())),
+        "sentences": len(usable),
+        "characters": sum(map(len, usable)),
+    } == USABLE_AT_10
     assert not [s for s in usable if "//" in s or "\\" in s or s.startswith("%") or ORCHID_TAGS.search(s)]
     train, heldout, split = orchid.split_by_document(per_doc, n_train=2000, n_heldout=100, seed=42)
     assert (len(train), len(heldout), len(split["heldout_documents"])) == (2000, 100, 2)

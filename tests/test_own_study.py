@@ -74,8 +74,14 @@ def test_a_missing_prompt_is_refused_at_planning(tmp_path):
 
 
 # the shape of both tiny models (2x2 LS needs at least 4 layers)
-_TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
-             max_position_embeddings=512)  # fmt: skip
+_TINY = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=512,
+)
 
 
 def _qwen2_style(tokenizer_dir: Path, out: Path, layers: int = 4) -> Path:
@@ -86,8 +92,13 @@ def _qwen2_style(tokenizer_dir: Path, out: Path, layers: int = 4) -> Path:
 
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
     rows = (len(tok) // 64 + 2) * 64  # at least 64 rows no token uses
-    config = Qwen2Config(vocab_size=rows, tie_word_embeddings=False, **{**_TINY, "num_hidden_layers": layers},
-                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)  # fmt: skip
+    config = Qwen2Config(
+        vocab_size=rows,
+        tie_word_embeddings=False,
+        **{**_TINY, "num_hidden_layers": layers},
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(config)
     model.save_pretrained(out)
@@ -104,8 +115,13 @@ def _mistral_style(out: Path) -> Path:
 
     write_folder("mistral", out / "tokenizer")
     tok = AutoTokenizer.from_pretrained(out / "tokenizer")
-    config = MistralConfig(vocab_size=len(tok), tie_word_embeddings=False, **_TINY, bos_token_id=tok.bos_token_id,
-                           eos_token_id=tok.eos_token_id)  # fmt: skip
+    config = MistralConfig(
+        vocab_size=len(tok),
+        tie_word_embeddings=False,
+        **_TINY,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
     torch.manual_seed(0)
     model = MistralForCausalLM(config)
     model.save_pretrained(out / "model")

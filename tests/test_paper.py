@@ -17,8 +17,23 @@ PAIRED_TF = "paired_speedup@teacher_forced.greedy.b1"
 REC = {"procedure": "2x2LS", "objective": "mtp", "seq_len": 512}
 
 
-def rec(label, lang, task, metric, value, *, model="llama2", k=100, seed=None, run=None, method=None,
-        vocab="expand", posthoc="none", spread=None, **settings):  # fmt: skip
+def rec(
+    label,
+    lang,
+    task,
+    metric,
+    value,
+    *,
+    model="llama2",
+    k=100,
+    seed=None,
+    run=None,
+    method=None,
+    vocab="expand",
+    posthoc="none",
+    spread=None,
+    **settings,
+):
     """One results.csv row with every method field; the slug is spelled as the grid does, but the tables read the
     fields. ``spread``: the row's (min, max), as a speed measurement's repeats give it."""
     expands = label not in ("Source", "CPT-only")
@@ -31,12 +46,26 @@ def rec(label, lang, task, metric, value, *, model="llama2", k=100, seed=None, r
         method = ".".join(parts) if label != "Source" else "Source"
     low, high = spread or (None, None)
     return {
-        "model": model, "language": lang, "method": method, "label": label, "init": label if expands else None,
-        "vocab": vocab if expands else None, "posthoc": posthoc,
-        "procedure": s.get("procedure"), "objective": s.get("objective"), "seq_len": s.get("seq_len"),
-        "k": (k if vocab == "expand" else None) if expands else None, "aux_vocab_size": 50000 if expands else None,
-        "task": task, "metric": metric, "value": value, "seed": seed, "run": run, "min": low, "max": high,
-    }  # fmt: skip
+        "model": model,
+        "language": lang,
+        "method": method,
+        "label": label,
+        "init": label if expands else None,
+        "vocab": vocab if expands else None,
+        "posthoc": posthoc,
+        "procedure": s.get("procedure"),
+        "objective": s.get("objective"),
+        "seq_len": s.get("seq_len"),
+        "k": (k if vocab == "expand" else None) if expands else None,
+        "aux_vocab_size": 50000 if expands else None,
+        "task": task,
+        "metric": metric,
+        "value": value,
+        "seed": seed,
+        "run": run,
+        "min": low,
+        "max": high,
+    }
 
 
 def frame(*rows):
@@ -194,11 +223,23 @@ def test_mumo_rows_sit_next_to_expansion_with_their_teacher_forced_speed_up():
         rec("Mean", "si", "mt", "chrF", 30.0, **REC),
         rec("Mean", "si", "mt", f"paired_speedup{tf}", 3.0, **REC),
         {**rec("Source", "si", "mt", "chrF", 0), **mumo, "label": "MuMo", "method": "MuMo", "value": 21.0},
-        {**rec("Source", "si", "mt", "chrF", 0), **mumo, "label": "MuMo", "method": "MuMo",
-         "metric": f"paired_speedup{tf}", "value": 1.5},
-        {**rec("Source", "si", "mt", "chrF", 0), **mumo, "label": "MuMo w/o verification",
-         "method": "MuMo.noverify", "posthoc": "noverify", "value": 19.0},
-    )  # fmt: skip
+        {
+            **rec("Source", "si", "mt", "chrF", 0),
+            **mumo,
+            "label": "MuMo",
+            "method": "MuMo",
+            "metric": f"paired_speedup{tf}",
+            "value": 1.5,
+        },
+        {
+            **rec("Source", "si", "mt", "chrF", 0),
+            **mumo,
+            "label": "MuMo w/o verification",
+            "method": "MuMo.noverify",
+            "posthoc": "noverify",
+            "value": 19.0,
+        },
+    )
     filled = fill(TABLES_BY_NAME["table_mumo"], f)
     assert filled.cell("llama2", "Mean", "si", "mt").text == "30.0"
     assert filled.cell("llama2", "MuMo", "si", "mt").text == "21.0"
@@ -309,8 +350,10 @@ def test_cli_on_a_csv_alone(tmp_path):
         rec("Source", "th", "mt", "chrF", 2.5, model="smollm2"), rec("Mean", "th", "mt", "chrF", 2.9, model="smollm2")
     )
     f.to_csv(csv, index=False)
-    (csv.parent / "results.md").write_text("# Results\n\n> Data: stand-in text. The embedded default's numbers are "
-                                           "not comparable to the paper's.\n", encoding="utf-8")  # fmt: skip
+    (csv.parent / "results.md").write_text(
+        "# Results\n\n> Data: stand-in text. The embedded default's numbers are not comparable to the paper's.\n",
+        encoding="utf-8",
+    )
     main(["--results", str(csv), "--out", str(tmp_path / "paper")])
     written = sorted(p.name for p in (tmp_path / "paper").iterdir())
     # what mt chrF of Source and Mean on Thai fills: Table 1 and Figure 3
@@ -380,10 +423,11 @@ def test_one_point_per_method_is_a_bar_chart_from_zero_and_a_task_without_result
     from workflow_scripts.paper import figures
 
     f = frame(
-        rec("Source", "th", "mc", "acc", 0.25), rec("Mean", "th", "mc", "acc", 0.26, k=50, **REC),
+        rec("Source", "th", "mc", "acc", 0.25),
+        rec("Mean", "th", "mc", "acc", 0.26, k=50, **REC),
         rec("Mean", "th", "mc", "speedup_chars", 0.9, k=50, **REC),  # unpaired: not shown
         rec("Mean", "th", "mc", "paired_speedup@loglikelihood.choices.b1", 1.4, k=50, **REC),
-    )  # fmt: skip
+    )
     figures.figure_vnew(f, "unused", figures.FIGURE5_TASKS, "Figure 5", ["mc proxy: test"])
     (fig,) = drawn
     axes = [ax for ax in fig.axes if ax.axison]
@@ -409,13 +453,21 @@ def test_a_sweep_is_drawn_as_lines(drawn):
 def test_figure2_puts_the_expanded_tokenizer_next_to_the_source_one(drawn):
     from workflow_scripts.paper import figures
 
-    frag = pd.DataFrame({"tokenizer": ["tiny", "tiny"], "language": ["en", "th"], "tokens_per_sentence": [12.5, 90.0],
-                         "ratio_to_english": [1.0, 7.2]})  # fmt: skip
+    frag = pd.DataFrame(
+        {
+            "tokenizer": ["tiny", "tiny"],
+            "language": ["en", "th"],
+            "tokens_per_sentence": [12.5, 90.0],
+            "ratio_to_english": [1.0, 7.2],
+        }
+    )
     # the held-out numbers are the perplexity step's, as results.md shows them (not the expansion report's)
-    f = frame(rec("Source", "th", "ppl", "tokens_per_sentence", 77.0, model="tiny"),
-              rec("Source", "th", "ppl", "sentences", 50, model="tiny"),
-              rec("Mean", "th", "ppl", "tokens_per_sentence", 42.5, model="tiny", k=50),
-              rec("CPT-only", "th", "ppl", "tokens_per_sentence", 77.0, model="tiny"))  # fmt: skip
+    f = frame(
+        rec("Source", "th", "ppl", "tokens_per_sentence", 77.0, model="tiny"),
+        rec("Source", "th", "ppl", "sentences", 50, model="tiny"),
+        rec("Mean", "th", "ppl", "tokens_per_sentence", 42.5, model="tiny", k=50),
+        rec("CPT-only", "th", "ppl", "tokens_per_sentence", 77.0, model="tiny"),
+    )
     figures.figure2(frag, f, "unused")
     left, right = drawn[0].axes
     assert [round(p.get_height(), 1) for p in left.patches] == [7.2]  # against English: not tokens per sentence
@@ -427,8 +479,15 @@ def test_figure2_puts_the_expanded_tokenizer_next_to_the_source_one(drawn):
 def test_loss_curves_name_methods_and_say_the_losses_are_per_own_token(drawn):
     from workflow_scripts.paper import figures
 
-    losses = pd.DataFrame({"step": [1, 2, 1, 2], "loss": [3.0, 2.0, 4.0, 3.0], "model": "tiny", "language": "th",
-                           "method": ["Mean.k50.2x2LS.clm.L64"] * 2 + ["CPT-only.2x2LS.clm.L64"] * 2})  # fmt: skip
+    losses = pd.DataFrame(
+        {
+            "step": [1, 2, 1, 2],
+            "loss": [3.0, 2.0, 4.0, 3.0],
+            "model": "tiny",
+            "language": "th",
+            "method": ["Mean.k50.2x2LS.clm.L64"] * 2 + ["CPT-only.2x2LS.clm.L64"] * 2,
+        }
+    )
     names = {"Mean.k50.2x2LS.clm.L64": "Mean", "CPT-only.2x2LS.clm.L64": "CPT-only"}
     figures.loss_curves(losses, "unused", names, ["stand-in text"])
     fig = drawn[0]
@@ -478,9 +537,11 @@ def test_report_lists_tables_in_the_papers_order_with_titles():
 def test_the_proxy_note_only_on_tables_with_mc(tmp_path):
     from workflow_scripts.paper.__main__ import write_tables
 
-    f = frame(*(rec(label, "th", "mc", "acc", 0.5) for label in ("Source", "Mean")),
-              *(rec(label, "th", "ppl", "perplexity", 5.0) for label in ("Source", "Mean")),
-              rec("Mean", "th", "mt", PAIRED_TF, 2.0))  # fmt: skip
+    f = frame(
+        *(rec(label, "th", "mc", "acc", 0.5) for label in ("Source", "Mean")),
+        *(rec(label, "th", "ppl", "perplexity", 5.0) for label in ("Source", "Mean")),
+        rec("Mean", "th", "mt", PAIRED_TF, 2.0),
+    )
     labels = ["stand-in text", "mc proxy: a 4-way choice"]
     write_tables(f, tmp_path, labels, {})
     assert "mc proxy" in (tmp_path / "table3.md").read_text(encoding="utf-8")

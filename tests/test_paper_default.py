@@ -18,11 +18,25 @@ from workflow_scripts.paper import figures, headline
 LABEL = "stand-in for CC-100 / FLORES-200: LibreOffice UI translations (Debian libreoffice-l10n)"
 CELLS = {
     "Source": {"method": "Source", "label": "Source", "procedure": "none"},
-    "CPT-only": {"method": "CPT-only.2x2LS.clm.L128", "label": "CPT-only", "procedure": "2x2LS", "objective": "clm",
-                 "seq_len": 128},
-    "Mean": {"method": "Mean.k100.2x2LS.clm.L128", "label": "Mean", "init": "Mean", "procedure": "2x2LS",
-             "objective": "clm", "seq_len": 128, "k": 100, "aux_vocab_size": 4000, "vocab": "expand"},
-}  # fmt: skip
+    "CPT-only": {
+        "method": "CPT-only.2x2LS.clm.L128",
+        "label": "CPT-only",
+        "procedure": "2x2LS",
+        "objective": "clm",
+        "seq_len": 128,
+    },
+    "Mean": {
+        "method": "Mean.k100.2x2LS.clm.L128",
+        "label": "Mean",
+        "init": "Mean",
+        "procedure": "2x2LS",
+        "objective": "clm",
+        "seq_len": 128,
+        "k": 100,
+        "aux_vocab_size": 4000,
+        "vocab": "expand",
+    },
+}
 # per language and cell: tokens per held-out sentence, bits per character, chrF, source tokens of the references
 NUMBERS = {
     "th": {"Source": (74.9, 3.21, 5.2), "CPT-only": (74.9, 3.05, 5.9), "Mean": (35.5, 4.10, 3.1)},
@@ -48,12 +62,16 @@ def _write(path: Path, cell: dict, records: list[dict], **details) -> Path:
 
 def _speed(name: str, lang: str) -> list[dict]:
     rate = 10.0 if name == "Source" else 6.0  # unpaired generation: noise between jobs
-    records = [{"task": "mt", "metric": m, "value": rate, "min": rate * 0.8, "max": rate * 1.2, **GEN}
-               for m in ("chars_per_second", "source_tokens_per_second", "tokens_per_second")]  # fmt: skip
+    records = [
+        {"task": "mt", "metric": m, "value": rate, "min": rate * 0.8, "max": rate * 1.2, **GEN}
+        for m in ("chars_per_second", "source_tokens_per_second", "tokens_per_second")
+    ]
     if name == "Mean":
         (low, value, high), bound = PAIRED[lang]
-        records += [{"task": "mt", "metric": "paired_speedup", "value": value, "min": low, "max": high, **TF},
-                    {"task": "mt", "metric": "token_ratio_bound", "value": bound, **TF}]  # fmt: skip
+        records += [
+            {"task": "mt", "metric": "paired_speedup", "value": value, "min": low, "max": high, **TF},
+            {"task": "mt", "metric": "token_ratio_bound", "value": bound, **TF},
+        ]
     return records
 
 
@@ -82,9 +100,11 @@ def run(tmp_path_factory, drawn):
     for lang, cells in NUMBERS.items():
         for name, (tokens, bpc, chrf) in cells.items():
             cell, folder = _cell(name, lang), root / "smollm2" / lang / CELLS[name]["method"]
-            ppl = [{"task": "ppl", "metric": "tokens_per_sentence", "value": tokens},
-                   {"task": "ppl", "metric": "bits_per_char", "value": bpc},
-                   {"task": "ppl", "metric": "perplexity", "value": 2**bpc}]  # fmt: skip
+            ppl = [
+                {"task": "ppl", "metric": "tokens_per_sentence", "value": tokens},
+                {"task": "ppl", "metric": "bits_per_char", "value": bpc},
+                {"task": "ppl", "metric": "perplexity", "value": 2**bpc},
+            ]
             paths.append(_write(folder / "eval/ppl.json", cell, ppl, n=50, **_sentences(bpc)))
             paths.append(_write(folder / "eval/mt.json", cell, [{"task": "mt", "metric": "chrF", "value": chrf}]))
             paths.append(_write(folder / "eval/speed.json", cell, _speed(name, lang)))
@@ -94,18 +114,38 @@ def run(tmp_path_factory, drawn):
                 losses[-1].write_text("step\tloss\n" + rows)
     analysis = root / "analysis" / "fragmentation.csv"
     analysis.parent.mkdir(parents=True)
-    rows = ["smollm2,en,64,3373,742,11.6,0.22,1.0", "smollm2,th,32,1506,2711,84.7,1.8,7.0",
-            "smollm2,si,32,1482,3713,116.0,2.5,10.5"]  # fmt: skip
+    rows = [
+        "smollm2,en,64,3373,742,11.6,0.22,1.0",
+        "smollm2,th,32,1506,2711,84.7,1.8,7.0",
+        "smollm2,si,32,1482,3713,116.0,2.5,10.5",
+    ]
     header = "tokenizer,language,sentences,characters,tokens,tokens_per_sentence,tokens_per_character,ratio_to_english"
     analysis.write_text(f"{header},texts\n" + "".join(f"{row},{LABEL}\n" for row in rows))
-    for bench in ("lapt/smollm2.th.Mean.k100.2x2LS.clm.L128", "evaluate_cell/smollm2.si.Source",
-                  "initialize/smollm2.th.Mean.aux4000.k100", "prepare_source_model/smollm2"):  # fmt: skip
+    for bench in (
+        "lapt/smollm2.th.Mean.k100.2x2LS.clm.L128",
+        "evaluate_cell/smollm2.si.Source",
+        "initialize/smollm2.th.Mean.aux4000.k100",
+        "prepare_source_model/smollm2",
+    ):
         (root / "benchmarks" / f"{bench}.tsv").parent.mkdir(parents=True, exist_ok=True)
         (root / "benchmarks" / f"{bench}.tsv").write_text("s\th:m:s\tcpu_time\n60.0\t0:01:00\t50.0\n")
     out = root / "tables"
-    tables.main(["--inputs", *map(str, paths), "--losses", *map(str, losses), "--csv", str(out / "results.csv"),
-                 "--markdown", str(out / "results.md"), "--figure", str(out / "results.png"),
-                 "--html", str(out / "results.html")])  # fmt: skip
+    tables.main(
+        [
+            "--inputs",
+            *map(str, paths),
+            "--losses",
+            *map(str, losses),
+            "--csv",
+            str(out / "results.csv"),
+            "--markdown",
+            str(out / "results.md"),
+            "--figure",
+            str(out / "results.png"),
+            "--html",
+            str(out / "results.html"),
+        ]
+    )
     _paper(root)
     _findings(root)
     return root
@@ -127,11 +167,32 @@ def _paper(root: Path) -> Path:
 
 # What a reader must never see: configuration keys, method slugs, metric fields, speed variants, rule names.
 RAW = [
-    r"smollm2", r"\bth\b(?! bound)", r"\bsi\b", r"Mean\.k100", r"CPT-only\.2x2LS", r"2x2LS", r"teacher_forced",
-    r"\.b1\b", r"@", r"paired_speedup", r"tokens_per_sentence", r"bits_per_char", r"\bppl\b", r"mt chrF",
-    r"\brule\b", r"evaluate_\w+", r"measure_speed", r"expand_tokenizer", r"No data yet", r"per method: bars",
-    r"↑ \(green\)", r"\|V_new\| per method", r"rougeL", r"speedup", r"\w+_\w+\.json",
-]  # fmt: skip
+    r"smollm2",
+    r"\bth\b(?! bound)",
+    r"\bsi\b",
+    r"Mean\.k100",
+    r"CPT-only\.2x2LS",
+    r"2x2LS",
+    r"teacher_forced",
+    r"\.b1\b",
+    r"@",
+    r"paired_speedup",
+    r"tokens_per_sentence",
+    r"bits_per_char",
+    r"\bppl\b",
+    r"mt chrF",
+    r"\brule\b",
+    r"evaluate_\w+",
+    r"measure_speed",
+    r"expand_tokenizer",
+    r"No data yet",
+    r"per method: bars",
+    r"↑ \(green\)",
+    r"\|V_new\| per method",
+    r"rougeL",
+    r"speedup",
+    r"\w+_\w+\.json",
+]
 
 
 def _texts(fig) -> list[str]:
@@ -141,9 +202,11 @@ def _texts(fig) -> list[str]:
 
 def test_no_raw_name_and_no_empty_output(run, drawn):
     paper, findings = run / "paper", run / "findings"
-    pages = {p.name: p.read_text(encoding="utf-8")
-             for p in [*paper.iterdir(), *(run / "tables").iterdir(), *findings.iterdir()]
-             if p.suffix in (".md", ".html", ".tex", ".csv") and p.name != "results.csv"}  # fmt: skip
+    pages = {
+        p.name: p.read_text(encoding="utf-8")
+        for p in [*paper.iterdir(), *(run / "tables").iterdir(), *findings.iterdir()]
+        if p.suffix in (".md", ".html", ".tex", ".csv") and p.name != "results.csv"
+    }
     assert {"findings.md", "findings.html"} <= set(pages) and "Not in this run: learning curves" in pages["findings.md"]
     # the words a reader sees: HTML without its style, tags and embedded images
     pages = {name: re.sub(r"<style>.*?</style>|<[^>]+>", " ", text, flags=re.S) for name, text in pages.items()}
@@ -182,11 +245,16 @@ def test_one_tokens_per_held_out_sentence_everywhere(run, drawn):
 def test_the_page_says_whether_quality_is_held_and_why_a_speed_up_passes_its_bound(run):
     md = (run / "tables/results.md").read_text(encoding="utf-8")
     # better or worse only where the paired bootstrap interval of the difference excludes zero
-    assert re.search(r"- Mean ends 0\.89 bits per character above Source on Thai \(3\.210 → 4\.100\) after 16 "
-                     r"training steps: worse \(95% interval \[\+0\.8\d\d, \+0\.9\d\d\]\), quality is not held\.",
-                     md)  # fmt: skip
-    assert re.search(r"- CPT-only ends 0\.16 bits per character below Source on Thai .*: better \(95% interval "
-                     r"\[-0\.1\d\d, -0\.1\d\d\]\), quality is held\.", md)  # fmt: skip
+    assert re.search(
+        r"- Mean ends 0\.89 bits per character above Source on Thai \(3\.210 → 4\.100\) after 16 "
+        r"training steps: worse \(95% interval \[\+0\.8\d\d, \+0\.9\d\d\]\), quality is not held\.",
+        md,
+    )
+    assert re.search(
+        r"- CPT-only ends 0\.16 bits per character below Source on Thai .*: better \(95% interval "
+        r"\[-0\.1\d\d, -0\.1\d\d\]\), quality is held\.",
+        md,
+    )
     # si: every repeat above the bound; th: its worst repeat under it
     assert "Mean on Sinhala: 3.74x against a bound of 3.54x: every repeat above it" in md
     assert "Mean on Thai: 2.38x against a bound of 2.14x; its worst repeat (2.00x) lies under the bound" in md

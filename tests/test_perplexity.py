@@ -82,8 +82,22 @@ def test_cli(tiny_llama_dir, tmp_path):
 def test_cli_records_n_requested_and_used_when_the_text_holds_fewer(tiny_llama_dir, tmp_path, capsys):
     text = tmp_path / "heldout.txt"
     text.write_text("".join(f"{th}\n" for th in THAI), encoding="utf-8")  # 4 sentences
-    perplexity.main(["--model", str(tiny_llama_dir), "--n", "10", "--cell", "{}", "--threads", "1", "--text",
-                     str(text), "--out", str(tmp_path / "ppl.json")])  # fmt: skip
+    perplexity.main(
+        [
+            "--model",
+            str(tiny_llama_dir),
+            "--n",
+            "10",
+            "--cell",
+            "{}",
+            "--threads",
+            "1",
+            "--text",
+            str(text),
+            "--out",
+            str(tmp_path / "ppl.json"),
+        ]
+    )
     details = json.loads((tmp_path / "ppl.json").read_text())["details"]
     assert (details["n"], details["n_requested"], details["n_used"]) == (4, 10, 4)
     assert f"WARNING ppl: evaluation.ppl.n asks for 10 items, {text} holds 4: 4 used" in capsys.readouterr().err

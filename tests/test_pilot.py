@@ -108,8 +108,14 @@ def test_pilot_grid_runs_and_fills_the_findings_page(tmp_path):
     assert "Not in this run" not in page
     # training before evaluation: every job on the way to a trained model ran at the training priority, no other
     priorities = job_priorities(run.stdout + run.stderr)
-    training = {"train_aux_tokenizer", "expand_tokenizer", "initialize", "initialize_seeded", "initialize_configured",
-                "lapt"}  # fmt: skip
+    training = {
+        "train_aux_tokenizer",
+        "expand_tokenizer",
+        "initialize",
+        "initialize_seeded",
+        "initialize_configured",
+        "lapt",
+    }
     assert {rule: priorities[rule] for rule in training} == {rule: {1} for rule in training}
     assert {p for rule, found in priorities.items() if rule not in training for p in found} == {0}
     again = snakemake(["-n", "--configfile", str(path)], tmp_path)

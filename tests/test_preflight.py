@@ -173,8 +173,9 @@ def test_a_closed_port_as_the_hub_gives_unreachable_rows_and_no_traceback(tmp_pa
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_TOKEN")}
     env.update(HF_ENDPOINT=url, HF_HOME=str(tmp_path / "hf"))
     argv = ["--configfile", str(config), "--results", str(tmp_path / "results"), "--json", str(tmp_path / "r.json")]
-    done = subprocess.run([sys.executable, "-m", "tools.preflight", *argv], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.preflight", *argv], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr and "Error" not in done.stderr, done.stderr
     rows = {r["item"]: preflight.Row(**r) for r in json.loads((tmp_path / "r.json").read_text())}
@@ -311,8 +312,13 @@ def test_too_little_disk_is_a_row_and_blocks(hub, tmp_path, monkeypatch):
 def test_a_mirror_already_downloaded_is_read_offline(hub, tmp_path, monkeypatch):
     from workflow_scripts.harness import datasets as D
 
-    D.download("global_mmlu", str(sf.gmmlu_repo(tmp_path / "g")), ["si", "en"], ["test", "dev"],
-               tmp_path / "results/downloads/hf/global_mmlu")  # fmt: skip
+    D.download(
+        "global_mmlu",
+        str(sf.gmmlu_repo(tmp_path / "g")),
+        ["si", "en"],
+        ["test", "dev"],
+        tmp_path / "results/downloads/hf/global_mmlu",
+    )
     config = small_paper_config(hub.url)
     config["evaluation"]["tasks"] = ["gmmlu", "gmmlu_en"]
     code, rows, text = run(tmp_path, config, "--offline")

@@ -128,9 +128,14 @@ def test_offline_mode_is_the_users_error(hub, cell, tmp_path, monkeypatch):
 
 def test_preflight_rows_per_repository(hub, monkeypatch):
     hub.create(f"{ORG}/exists")
-    config = {"models": {"tiny": {}}, "languages": {"th": {}, "si": {}},
-              "methods": [{"init": "none", "procedure": "none"}, {"init": "Mean", "k": 50, "procedure": "2x2LS",
-                                                                  "objective": "clm", "seq_len": 64}]}  # fmt: skip
+    config = {
+        "models": {"tiny": {}},
+        "languages": {"th": {}, "si": {}},
+        "methods": [
+            {"init": "none", "procedure": "none"},
+            {"init": "Mean", "k": 50, "procedure": "2x2LS", "objective": "clm", "seq_len": 64},
+        ],
+    }
     config["publish"] = {"repo_prefix": USER, "languages": ["th"]}
     rows = publish_rows(config, online=True)
     assert [(r.status, r.item) for r in rows] == [(READY, f"publish {USER}/tiny-th-Mean.k50.2x2LS.clm.L64")]

@@ -94,7 +94,9 @@ def test_each_task_is_one_module_whose_facts_every_list_reads():
     assert [s.order for s in specs] == sorted(s.order for s in specs) and tuple(tasks.TASKS) == steps.TASKS
     # one module per task, its English retention check (``<task>_en``) beside it
     assert sorted(
-        p.stem for p in (REPO / "workflow_scripts" / "tasks").glob("*.py") if p.stem not in ("__init__", "__main__", "base")
+        p.stem
+        for p in (REPO / "workflow_scripts" / "tasks").glob("*.py")
+        if p.stem not in ("__init__", "__main__", "base")
     ) == sorted({name.removesuffix("_en") for name in tasks.TASKS})
     for s in specs:
         cost = resources.SIZE_RESOURCES[s.rule]

@@ -66,8 +66,13 @@ def test_byte_level_replacement_size_roundtrip_specials(byte_level_replacement, 
     assert ids.count(tgt_special["<|im_start|>"]) == 3 and ids.count(tgt_special["<|im_end|>"]) == 2
     assert hf.decode(ids) == text
     # Thai gets much shorter than under SmolLM2's English-centric vocabulary.
-    report = replacement_report(Tokenizer.from_file(str(smollm2_tokenizer_dir / "tokenizer.json")), tok, mapping,
-                                thai_lines[:100], thai_lines[:100])  # fmt: skip
+    report = replacement_report(
+        Tokenizer.from_file(str(smollm2_tokenizer_dir / "tokenizer.json")),
+        tok,
+        mapping,
+        thai_lines[:100],
+        thai_lines[:100],
+    )
     assert report["roundtrip_failures_in_D"] == 0
     assert report["tokens_per_sentence_target"] < 0.5 * report["tokens_per_sentence_source"]
 
@@ -87,8 +92,11 @@ def test_sentencepiece_replacement_keeps_byte_fallback_and_specials(sp_replaceme
         assert hf.decode(hf.encode(line, add_special_tokens=False)) == line
     # An unseen character is spelled by byte-fallback pieces, never <unk>.
     enc = tok.encode("ꙮ", add_special_tokens=False)
-    assert vocab["<unk>"] not in enc.ids and {t for t in enc.tokens if t.startswith("<0x")} == {"<0xEA>", "<0x99>",
-                                                                                              "<0xAE>"}  # fmt: skip
+    assert vocab["<unk>"] not in enc.ids and {t for t in enc.tokens if t.startswith("<0x")} == {
+        "<0xEA>",
+        "<0x99>",
+        "<0xAE>",
+    }
     assert mapping["special_ids_changed"] == 0 and mapping["family"] == "sentencepiece_bpe"
 
 
@@ -138,13 +146,14 @@ def test_mean_rows_copy_shared_and_average_spelling(
             if piece in src_vocab:  # specials, byte symbols, shared pieces: the source row, bit for bit
                 assert torch.equal(new[i], old[src_vocab[piece]]), piece
             else:
-                torch.testing.assert_close(new[i].to(torch.float64), _spelling_mean(bpe, old, piece), rtol=0,
-                                           atol=1e-6)  # fmt: skip
+                torch.testing.assert_close(new[i].to(torch.float64), _spelling_mean(bpe, old, piece), rtol=0, atol=1e-6)
                 checked_new += 1
     assert report["vocab"]["new"] == checked_new // 2 > 300
     assert report["copied_rows"]["special"] == 17
-    assert report["copied_rows"]["special"] + report["copied_rows"]["shared_with_source"] + report["vocab"][
-        "new"] == SIZE_BYTE_LEVEL  # fmt: skip
+    assert (
+        report["copied_rows"]["special"] + report["copied_rows"]["shared_with_source"] + report["vocab"]["new"]
+        == SIZE_BYTE_LEVEL
+    )
     # A hand case: "ก" (U+0E01, bytes e0 b8 81) is two SmolLM2 pieces; its row is their mean.
     piece = "".join(BYTE_TO_UNICODE[b] for b in "ก".encode())
     parts = [t.value for t in bpe.tokenize(piece)]
@@ -220,8 +229,16 @@ def test_replaced_model_trains_and_evaluates(byte_level_replacement, tiny_llama_
     assert report["vocab"]["rows"] == SIZE_BYTE_LEVEL  # already a multiple of 8
     (tmp_path / "init.report.json").write_text(json.dumps(report), encoding="utf-8")
     hp = {"max_steps": 2, "batch_size": 2, "lr": 1e-3, "warmup_steps": 0}
-    stats = lapt.train(tmp_path / "init", thai_file, tmp_path / "out", procedure="2x2LS", objective="mtp", seq_len=32,
-                       hparams=hp, checkpoint_dir=tmp_path / "ckpt")  # fmt: skip
+    stats = lapt.train(
+        tmp_path / "init",
+        thai_file,
+        tmp_path / "out",
+        procedure="2x2LS",
+        objective="mtp",
+        seq_len=32,
+        hparams=hp,
+        checkpoint_dir=tmp_path / "ckpt",
+    )
     assert stats["steps"] == 2
     before, after = model_state(tmp_path / "init"), model_state(tmp_path / "out")
     emb = "model.embed_tokens.weight"
@@ -247,9 +264,10 @@ def test_grid_accepts_replace_and_names_what_it_cannot_do():
     paper = yaml.safe_load((REPO / "configs" / "paper.yaml").read_text(encoding="utf-8"))
     table11 = {(model, lang, m.slug) for model, lang, m in expand_grid(paper) if m.vocab == "replace"}
     assert table11 == {
-        ("gemma2", lang, f"{init}.replace.2x2LS.mtp.L512") for lang in ("my", "si", "te")
+        ("gemma2", lang, f"{init}.replace.2x2LS.mtp.L512")
+        for lang in ("my", "si", "te")
         for init in ("Random", "FOCUS", "Mean")
-    }  # fmt: skip
+    }
     assert paper["tokenizer"]["replace_vocab_size"] == 32000
     base = yaml.safe_load((REPO / "configs" / "test.yaml").read_text(encoding="utf-8"))
     base["methods"] = [{"init": "Mean", "vocab": "replace", "k": 7}]
@@ -296,8 +314,14 @@ def test_real_family_replacement_loads_and_keeps_bos(name, tmp_path, thai_lines)
     src_bos = Tokenizer.from_file(str(src / "tokenizer.json")).token_to_id(bos)
     (src / "added_tokens.json").write_text(json.dumps({bos: src_bos}), encoding="utf-8")
     cfg = json.loads((src / "tokenizer_config.json").read_text(encoding="utf-8"))
-    entry = {"content": bos, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
-             "special": True}  # fmt: skip
+    entry = {
+        "content": bos,
+        "lstrip": False,
+        "normalized": False,
+        "rstrip": False,
+        "single_word": False,
+        "special": True,
+    }
     cfg["added_tokens_decoder"] = {str(src_bos): entry}
     (src / "tokenizer_config.json").write_text(json.dumps(cfg), encoding="utf-8")
     out = tmp_path / "replaced"

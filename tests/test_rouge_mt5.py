@@ -173,10 +173,21 @@ def test_config_checks_name_the_key(tmp_path):
 
 def row(method, metric, value, model="smollm2", run=0):
     label = "Source" if method == "source" else "Mean"
-    return {"model": model, "language": "si", "method": method, "label": label, "task": "sum", "metric": metric,
-            "value": value, "run": run, "procedure": "2x2LS" if label != "Source" else None,
-            "objective": "mtp" if label != "Source" else None, "seq_len": 512 if label != "Source" else None,
-            "k": 100 if label != "Source" else None, "init": None if label == "Source" else "Mean"}  # fmt: skip
+    return {
+        "model": model,
+        "language": "si",
+        "method": method,
+        "label": label,
+        "task": "sum",
+        "metric": metric,
+        "value": value,
+        "run": run,
+        "procedure": "2x2LS" if label != "Source" else None,
+        "objective": "mtp" if label != "Source" else None,
+        "seq_len": 512 if label != "Source" else None,
+        "k": 100 if label != "Source" else None,
+        "init": None if label == "Source" else "Mean",
+    }
 
 
 def test_paper_tables_show_one_segmentation_and_say_which():
@@ -212,8 +223,11 @@ def test_results_markdown_keeps_each_segmentation_in_its_own_column(tmp_path):
     ]
     mt5 = header.index("summarization ROUGE-L (mT5 pieces)")
     script = header.index("summarization ROUGE-L (script-aware)")
-    rows = {line.split(" | ")[1]: [c.strip("| ") for c in line.split(" | ")] for line in md.splitlines()
-            if line.startswith("| Sinhala |")}  # fmt: skip
+    rows = {
+        line.split(" | ")[1]: [c.strip("| ") for c in line.split(" | ")]
+        for line in md.splitlines()
+        if line.startswith("| Sinhala |")
+    }
     assert (rows["Source"][mt5], rows["Source"][script]) == ("10.0", "–")
     assert (rows["Mean"][mt5], rows["Mean"][script]) == ("–", "11.0")
 

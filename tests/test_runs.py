@@ -27,9 +27,16 @@ def test_run_name_is_the_key_else_the_config_files_name():
 
 @pytest.mark.parametrize(
     "name, problem",
-    [("default", None), ("paper+mine", None), ("v1.2_a-b", None), ("downloads", "shared by every run"),
-     ("../x", "a run folder name is letters"), ("-x", "a run folder name is letters"), ("a/b", "a run folder name")],
-)  # fmt: skip
+    [
+        ("default", None),
+        ("paper+mine", None),
+        ("v1.2_a-b", None),
+        ("downloads", "shared by every run"),
+        ("../x", "a run folder name is letters"),
+        ("-x", "a run folder name is letters"),
+        ("a/b", "a run folder name"),
+    ],
+)
 def test_run_name_problems(name, problem):
     found = runs.run_name_problem(name)
     assert (found is None) if problem is None else (problem in found)
@@ -55,12 +62,19 @@ def test_a_run_folder_belongs_to_the_config_files_that_claimed_it(tmp_path):
 def outside_layout(results):
     """Outputs of a default run lying directly under results/, as every run wrote them before run folders."""
     files = [
-        "tables/results.csv", "paper/tables.md", "paper/table1.md", "analysis/fragmentation.csv",
-        "data/th/l10n/train.txt", "models/smollm2/source/config.json", "logs/lapt/smollm2.th.Mean.log",
+        "tables/results.csv",
+        "paper/tables.md",
+        "paper/table1.md",
+        "analysis/fragmentation.csv",
+        "data/th/l10n/train.txt",
+        "models/smollm2/source/config.json",
+        "logs/lapt/smollm2.th.Mean.log",
         "logs/tables/tables.log",
-        "benchmarks/lapt/smollm2.th.Mean.tsv", "smollm2/th/tokenizer/aux4000.k100/tokenizer.json",
-        "smollm2/th/Source/eval/mt.json", "downloads/hf/belebele/README.md",
-    ]  # fmt: skip
+        "benchmarks/lapt/smollm2.th.Mean.tsv",
+        "smollm2/th/tokenizer/aux4000.k100/tokenizer.json",
+        "smollm2/th/Source/eval/mt.json",
+        "downloads/hf/belebele/README.md",
+    ]
     for name in files:
         (results / name).parent.mkdir(parents=True, exist_ok=True)
         (results / name).write_text(name)
@@ -122,8 +136,12 @@ def test_paper_grid_plans_every_job_beside_another_runs_outputs(tmp_path):
     default = tiny_config(tmp_path, "config.yaml")
     outside_layout(tmp_path / "results")
     shutil.rmtree(tmp_path / "results" / "downloads")  # shared by every run: its mirrors would count as done
-    written = {"tables/results.csv": "tables", "tables/results.md": "tables",
-               "analysis/fragmentation.csv": "fragmentation", "paper/tables.md": "paper_tables"}  # fmt: skip
+    written = {
+        "tables/results.csv": "tables",
+        "tables/results.md": "tables",
+        "analysis/fragmentation.csv": "fragmentation",
+        "paper/tables.md": "paper_tables",
+    }
     for target in written:
         (tmp_path / "results" / "default" / target).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "results" / "default" / target).write_text("")

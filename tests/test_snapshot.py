@@ -19,8 +19,17 @@ MEAN = {"init": "Mean", "procedure": "2x2LS", "objective": "clm", "seq_len": 128
 
 def _rec(method: str, label: str, task: str, metric: str, value: float, **extra) -> dict:
     cell = MEAN if method != "Source" else {}
-    return {"model": "smollm2", "language": "si", "method": method, "label": label, **cell,
-            "task": task, "metric": metric, "value": value, **extra}  # fmt: skip
+    return {
+        "model": "smollm2",
+        "language": "si",
+        "method": method,
+        "label": label,
+        **cell,
+        "task": task,
+        "metric": metric,
+        "value": value,
+        **extra,
+    }
 
 
 def _bench(path: Path, seconds: float, cpu: float, rss: float) -> None:
@@ -48,8 +57,15 @@ def make_run(root: Path) -> Path:
     _bench(root / "benchmarks" / "lapt" / f"smollm2.si.{mean}.tsv", 92.5, 180.0, 3300.0)
     _bench(root / "benchmarks" / "evaluate_cell" / "smollm2.si.Source.tsv", 60.0, 50.0, 1400.0)
     _bench(root / "benchmarks" / "evaluate_cell" / f"smollm2.si.{mean}.tsv", 40.0, 45.0, 1500.0)
-    hardware = {"device": "cpu", "torch_threads": 1, "cpu_count": 2, "torch": "2.13.0", "transformers": "4.57.1",
-                "platform": "Linux-test", "dtype": "float32"}  # fmt: skip
+    hardware = {
+        "device": "cpu",
+        "torch_threads": 1,
+        "cpu_count": 2,
+        "torch": "2.13.0",
+        "transformers": "4.57.1",
+        "platform": "Linux-test",
+        "dtype": "float32",
+    }
     speed = root / "smollm2" / "si" / mean / "eval" / "speed.json"
     speed.parent.mkdir(parents=True)
     details = {"n_used": 2, "repeats": 3, "warmup": 1, "reference_chars": 8, "hardware": hardware}
@@ -58,8 +74,13 @@ def make_run(root: Path) -> Path:
     (speed.parent / "ppl.json").write_text(json.dumps({"records": [], "details": ppl}), encoding="utf-8")
     mt = {"n_used": 16, "decoding": "greedy", "runs": 1}
     (speed.parent / "mt.json").write_text(json.dumps({"records": [], "details": mt}), encoding="utf-8")
-    stats = {"device": "cpu", "threads": 2, "precision": "bf16 autocast, bf16 frozen weights", "steps": 16,
-             "tokens_per_second": 431.2}  # fmt: skip
+    stats = {
+        "device": "cpu",
+        "threads": 2,
+        "precision": "bf16 autocast, bf16 frozen weights",
+        "steps": 16,
+        "tokens_per_second": 431.2,
+    }
     (root / "smollm2" / "si" / mean / "train_stats.json").write_text(json.dumps(stats), encoding="utf-8")
     return root
 

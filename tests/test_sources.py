@@ -82,8 +82,9 @@ def test_mlsum_summary_falls_back_to_the_first_reference(tmp_path):
 
     src = sf.mlsum_branch(tmp_path / "src")
     table = pq.read_table(src / "de/test/0000.parquet")
-    pq.write_table(table.set_column(table.column_names.index("target"), "target", [["", "", ""]]),
-                   src / "de/test/0000.parquet")  # fmt: skip
+    pq.write_table(
+        table.set_column(table.column_names.index("target"), "target", [["", "", ""]]), src / "de/test/0000.parquet"
+    )
     ds = load(D.download("mlsum", str(src), ["de"], ["test"], tmp_path / "m"), "de", "test", tmp_path)
     assert ds["summary"] == ["Zusammenfassung 0.", "Zusammenfassung 1.", "Zusammenfassung 2."]
 
@@ -138,8 +139,12 @@ def test_a_branch_in_neither_layout_names_the_repository_revision_and_files(hub,
 
 
 def test_global_mmlu_keeps_rows_with_an_empty_option(tmp_path):
-    ds = load(D.download("global_mmlu", str(sf.gmmlu_repo(tmp_path / "s")), ["si"], ["test"], tmp_path / "m"), "si",
-              "test", tmp_path)  # fmt: skip
+    ds = load(
+        D.download("global_mmlu", str(sf.gmmlu_repo(tmp_path / "s")), ["si"], ["test"], tmp_path / "m"),
+        "si",
+        "test",
+        tmp_path,
+    )
     assert len(ds) == 3 and ds[1]["option_d"] == "" and ds[0]["option_d"] == "9"
 
 
@@ -212,8 +217,10 @@ def test_hub_download_then_offline_load(hub, tmp_path, monkeypatch, name, hub_id
 def test_mlsum_hub_branch_in_the_files_layout_downloads(hub, tmp_path):
     hub.repos[("dataset", "GEM/mlsum")].revisions[S.PARQUET_BRANCH] = sf.mlsum_branch(tmp_path / "pq2", "files")
     out = D.download("mlsum", "GEM/mlsum", ["es"], ["train"], tmp_path / "m")
-    assert any(r.startswith("GET /datasets/GEM/mlsum/resolve/") and r.endswith("/es/mlsum-train-00001-of-00002.parquet")
-               for r in hub.requests)  # fmt: skip
+    assert any(
+        r.startswith("GET /datasets/GEM/mlsum/resolve/") and r.endswith("/es/mlsum-train-00001-of-00002.parquet")
+        for r in hub.requests
+    )
     assert load(out, "es", "train", tmp_path)["id"] == [f"mlsum_es-train-{i}" for i in range(3)]
 
 
@@ -313,9 +320,28 @@ def test_the_harness_reads_the_mirrors_offline(tiny_llama_dir, tmp_path):
         "mc": D.download("belebele", str(sf.belebele_repo(tmp_path / "b")), ["tha_Thai"], ["test"], tmp_path / "be"),
     }
     env = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
-    argvs = [["--task", task, "--lang", "th", "--model", str(tiny_llama_dir), "--n", "2", "--max-new-tokens", "4",
-              "--cell", '{"method": "Source"}', "--out", str(tmp_path / f"{task}.json"), "--data", str(folder),
-              *(["--fewshot", "1"] if task == "mc" else [])] for task, folder in mirrors.items()]  # fmt: skip
+    argvs = [
+        [
+            "--task",
+            task,
+            "--lang",
+            "th",
+            "--model",
+            str(tiny_llama_dir),
+            "--n",
+            "2",
+            "--max-new-tokens",
+            "4",
+            "--cell",
+            '{"method": "Source"}',
+            "--out",
+            str(tmp_path / f"{task}.json"),
+            "--data",
+            str(folder),
+            *(["--fewshot", "1"] if task == "mc" else []),
+        ]
+        for task, folder in mirrors.items()
+    ]
     run_harness_jobs(argvs, env, tmp_path)  # both jobs in one process: LightEval imported once
     for task in mirrors:
         result = json.loads((tmp_path / f"{task}.json").read_text())

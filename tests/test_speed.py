@@ -63,8 +63,9 @@ def tiny(tiny_llama_dir):
 def test_teacher_forcing_runs_one_step_per_target_token(tiny):
     model, tok, decoder = tiny
     calls = []  # an independent count: the inner decoder's forward passes and their input widths
-    hook = model.model.register_forward_pre_hook(lambda m, args, kwargs: calls.append(kwargs["input_ids"].shape[1]),
-                                                 with_kwargs=True)  # fmt: skip
+    hook = model.model.register_forward_pre_hook(
+        lambda m, args, kwargs: calls.append(kwargs["input_ids"].shape[1]), with_kwargs=True
+    )
     try:
         prompt = tok("แปลภาษาอังกฤษเป็นไทย:\nOpen the file. =")["input_ids"]
         target = tok(" เปิดแฟ้ม", add_special_tokens=False)["input_ids"]
@@ -141,10 +142,36 @@ def test_cli_on_an_expanded_model(tmp_path, smollm2_tokenizer_dir):
     pairs = tmp_path / "mt.tsv"
     pairs.write_text("".join(f"{en}\t{th}\n" for en, th in PAIRS), encoding="utf-8")
     cell = {"model": "tiny", "language": "th", "method": "Mean", "label": "Mean"}
-    speed_cli.main(["--model", str(model_dir), "--source-tokenizer", str(source_dir),
-                         "--pairs", str(pairs), "--lang", "th", "--n", "2", "--max-new-tokens", "3", "--repeats", "2",
-                         "--batch-size", "2", "--decodings", "greedy", "paper", "--paired", "--cell", json.dumps(cell),
-                         "--threads", "1", "--out", str(tmp_path / "speed.json")])  # fmt: skip
+    speed_cli.main(
+        [
+            "--model",
+            str(model_dir),
+            "--source-tokenizer",
+            str(source_dir),
+            "--pairs",
+            str(pairs),
+            "--lang",
+            "th",
+            "--n",
+            "2",
+            "--max-new-tokens",
+            "3",
+            "--repeats",
+            "2",
+            "--batch-size",
+            "2",
+            "--decodings",
+            "greedy",
+            "paper",
+            "--paired",
+            "--cell",
+            json.dumps(cell),
+            "--threads",
+            "1",
+            "--out",
+            str(tmp_path / "speed.json"),
+        ]
+    )
     result = json.loads((tmp_path / "speed.json").read_text(encoding="utf-8"))
     assert result["cell"] == cell and result["details"]["n"] == 2 and result["details"]["repeats"] == 2
     assert (result["details"]["n_requested"], result["details"]["n_used"]) == (2, 2)
@@ -243,8 +270,22 @@ def test_gpu_bench_tiny(tmp_path):
     from tools import gpu_bench
 
     out = tmp_path / "bench.json"
-    gpu_bench.main(["--tiny", "--out", str(out), "--models", "llama3-8b", "gemma2-9b", "--procedures", "2-stage",
-                    "--seq-lens", "8", "--repeats", "1"])  # fmt: skip
+    gpu_bench.main(
+        [
+            "--tiny",
+            "--out",
+            str(out),
+            "--models",
+            "llama3-8b",
+            "gemma2-9b",
+            "--procedures",
+            "2-stage",
+            "--seq-lens",
+            "8",
+            "--repeats",
+            "1",
+        ]
+    )
     result = json.loads(out.read_text(encoding="utf-8"))
     decoding = [(d["model"], d["vocab_size"], d["steps"]) for d in result["decoding"]]
     assert decoding == [(m, 512 + k, 16) for m in ("llama3-8b", "gemma2-9b") for k in (0, 100, 5000)]
@@ -254,8 +295,11 @@ def test_gpu_bench_tiny(tmp_path):
     ]
     assert all(t["step_seconds"] > 0 and t["estimate_step_seconds"] > 0 for t in result["training"])
     # 2-stage's first stage trains only the embeddings and the head (tied in Gemma-2): (512 + 100) x 64 each
-    first = {t["model"]: t["trainable_parameters"] for t in result["training"] if t["stage"] == "embeddings"
-             and t["objective"] == "clm"}  # fmt: skip
+    first = {
+        t["model"]: t["trainable_parameters"]
+        for t in result["training"]
+        if t["stage"] == "embeddings" and t["objective"] == "clm"
+    }
     assert first == {"llama3-8b": 2 * 612 * 64, "gemma2-9b": 612 * 64}
     if not torch.cuda.is_available():  # the real shapes refuse to run on the CPU
         with pytest.raises(SystemExit):
@@ -300,9 +344,30 @@ def test_sum_items_and_records_from_a_local_xlsum_folder(tmp_path, smollm2_token
     model_dir = tiny_model(smollm2_tokenizer_dir, tmp_path / "m", hand_rows(len(tok), 16, 3, 7) / 7, None)
     pairs = tmp_path / "mt.tsv"
     pairs.write_text("".join(f"{en}\t{th}\n" for en, th in PAIRS[:1]), encoding="utf-8")
-    speed_cli.main(["--model", str(model_dir), "--source-tokenizer", str(model_dir), "--pairs", str(pairs),
-                    "--lang", "th", "--max-new-tokens", "2", "--repeats", "1", "--batch-size", "1", "--cell", "{}",
-                    "--sum-data", str(tmp_path / "short"), "--out", str(tmp_path / "speed.json")])  # fmt: skip
+    speed_cli.main(
+        [
+            "--model",
+            str(model_dir),
+            "--source-tokenizer",
+            str(model_dir),
+            "--pairs",
+            str(pairs),
+            "--lang",
+            "th",
+            "--max-new-tokens",
+            "2",
+            "--repeats",
+            "1",
+            "--batch-size",
+            "1",
+            "--cell",
+            "{}",
+            "--sum-data",
+            str(tmp_path / "short"),
+            "--out",
+            str(tmp_path / "speed.json"),
+        ]
+    )
     result = json.loads((tmp_path / "speed.json").read_text(encoding="utf-8"))
     assert result["details"]["n_items"] == {"mt": 1, "sum": 1}
     tasks = {(r["task"], r["mode"]) for r in result["records"] if r["metric"] == "chars_per_second"}
@@ -337,9 +402,15 @@ def test_paired_teacher_forcing_alternates_which_model_goes_first():
         model, Tok(), Tok(), [[0], [1]], [[5, 6], [7]], repeats=2, warmup=0, baseline=(source, [[0], [1]], [[5], [7]])
     )
     assert calls == [
-        ("model", 0), ("source", 0), ("source", 1), ("model", 1),  # repeat 0: item 1 Source first
-        ("source", 0), ("model", 0), ("model", 1), ("source", 1),  # repeat 1: item 0 Source first
-    ]  # fmt: skip
+        ("model", 0),
+        ("source", 0),
+        ("source", 1),
+        ("model", 1),  # repeat 0: item 1 Source first
+        ("source", 0),
+        ("model", 0),
+        ("model", 1),
+        ("source", 1),  # repeat 1: item 0 Source first
+    ]
     assert timing["paired"] == [3.0, 3.0]  # Source's seconds ÷ the model's, per repeat
 
 

@@ -76,11 +76,25 @@ def test_gmmlu_items_by_subject(tmp_path):
     from workflow_scripts.harness.datasets import write_hub_layout
 
     rows = [
-        {"question": "2 + 2 = ?", "option_a": "3", "option_b": "4", "option_c": "5", "option_d": "6", "answer": "B",
-         "subject": "elementary_mathematics"},
-        {"question": "H2O คือ?", "option_a": "น้ำ", "option_b": "ไฟ", "option_c": "ลม", "option_d": "ดิน",
-         "answer": "A", "subject": "high_school_chemistry"},
-    ]  # fmt: skip
+        {
+            "question": "2 + 2 = ?",
+            "option_a": "3",
+            "option_b": "4",
+            "option_c": "5",
+            "option_d": "6",
+            "answer": "B",
+            "subject": "elementary_mathematics",
+        },
+        {
+            "question": "H2O คือ?",
+            "option_a": "น้ำ",
+            "option_b": "ไฟ",
+            "option_c": "ลม",
+            "option_d": "ดิน",
+            "answer": "A",
+            "subject": "high_school_chemistry",
+        },
+    ]
     folder = write_hub_layout(tmp_path / "gmmlu", {"si": {"test": rows, "dev": rows}})
     items = choices.choice_items("gmmlu", "si", folder, None)
     assert len(items) == 2 and all(len(i.choices) == 4 for i in items)
@@ -144,8 +158,13 @@ def test_timed_gmmlu_contexts_are_the_harness_contexts_by_subject(models, tmp_pa
         return {"question": f"Q{i} {subject}?", **options, **blank, "answer": "ABCD"[i % 4], "subject": subject}
 
     dev = [row(s, 10 + i) for s in ("anatomy", "astronomy") for i in range(4)]
-    test = [row("astronomy", 0), row("anatomy", 1), row("anatomy", 2, option_c=""), row("astronomy", 3),
-            row("anatomy", 4)]  # fmt: skip
+    test = [
+        row("astronomy", 0),
+        row("anatomy", 1),
+        row("anatomy", 2, option_c=""),
+        row("astronomy", 3),
+        row("anatomy", 4),
+    ]
     folder = write_hub_layout(tmp_path / "g", {"si": {"dev": dev, "test": test}})
     configs = task_configs("gmmlu", "si", folder)
     for config in configs:
@@ -153,8 +172,12 @@ def test_timed_gmmlu_contexts_are_the_harness_contexts_by_subject(models, tmp_pa
     harness = _harness_contexts(models[1], configs, monkeypatch)
     items = choices.choice_items("gmmlu", "si", folder, None, 3)
     # rows 0, 1, 3, 4 (row 2 has an empty option); a subject task numbers its own kept rows 0, 1, ...
-    order = [("gmmlu_si:astronomy", "0"), ("gmmlu_si:anatomy", "0"), ("gmmlu_si:astronomy", "1"),
-             ("gmmlu_si:anatomy", "1")]  # fmt: skip
+    order = [
+        ("gmmlu_si:astronomy", "0"),
+        ("gmmlu_si:anatomy", "0"),
+        ("gmmlu_si:astronomy", "1"),
+        ("gmmlu_si:anatomy", "1"),
+    ]
     assert [i.context for i in items] == [harness[key] for key in order]
     # LightEval's MCF prompt capitalizes each option's first letter
     assert items[1].context.startswith("anatomy පිළිබඳ බහු විකල්ප ප්\u200dරශ්න")  # the joiner of the reference
@@ -218,13 +241,16 @@ def test_mc_forward_passes_are_counted_and_paired(models, mc_folder):
     model, tok, decoder = _loaded(models[0])
     source, _, source_decoder = _loaded(models[1])
     calls = {"model": 0, "source": 0}
-    hooks = [m.register_forward_pre_hook(lambda *_, k=k: calls.__setitem__(k, calls[k] + 1))
-             for k, m in (("model", model), ("source", source))]  # fmt: skip
+    hooks = [
+        m.register_forward_pre_hook(lambda *_, k=k: calls.__setitem__(k, calls[k] + 1))
+        for k, m in (("model", model), ("source", source))
+    ]
     items = choices.choice_items("mc", "th", mc_folder, 3)
     counter = AutoTokenizer.from_pretrained(models[1])
     try:
-        records = choices.run_choice_task(decoder, tok, counter, "mc", items, repeats=2, warmup=1,
-                                          source_decoder=source_decoder)  # fmt: skip
+        records = choices.run_choice_task(
+            decoder, tok, counter, "mc", items, repeats=2, warmup=1, source_decoder=source_decoder
+        )
     finally:
         for h in hooks:
             h.remove()
@@ -337,8 +363,9 @@ def test_planning_refuses_a_speed_setting_that_cannot_fit():
     every = copy.deepcopy(config)
     every["evaluation"]["speed"]["large_batch_decodings"] = None  # the paper's 5 beams at batch 8 too
     found = plan.problems(every)
-    assert found and all(p.startswith("evaluation.speed.batch_size or evaluation.speed.large_batch_decodings")
-                         for p in found)  # fmt: skip
+    assert found and all(
+        p.startswith("evaluation.speed.batch_size or evaluation.speed.large_batch_decodings") for p in found
+    )
     assert {p.split("model ")[1].split(" ")[0] for p in found} == {"llama2", "gemma2"}  # Llama-3's GQA cache fits
     assert [p.split("model ")[1].split(" ")[0] for p in plan.problems(every, "141GB")] == ["gemma2"]
 

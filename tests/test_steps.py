@@ -14,9 +14,17 @@ SOURCE = Method(init="none", vocab="expand", k=None, procedure="none", objective
 ELCHAT = Method(init="Mean", vocab="expand", k=100, procedure="2x2LS", objective="clm", seq_len=128, posthoc="elchat")
 GENERATION = {"n": 5, "max_new_tokens": 16, "batch_size": 2, "decoding": "greedy", "runs": 1}
 SPEED = {
-    "n": 4, "max_new_tokens": 8, "repeats": 1, "warmup": 0, "batch_size": 2, "decodings": ["greedy"],
-    "teacher_forced": True, "paired": True, "reference_chars": None, "large_batch_decodings": [],
-}  # fmt: skip
+    "n": 4,
+    "max_new_tokens": 8,
+    "repeats": 1,
+    "warmup": 0,
+    "batch_size": 2,
+    "decodings": ["greedy"],
+    "teacher_forced": True,
+    "paired": True,
+    "reference_chars": None,
+    "large_batch_decodings": [],
+}
 
 
 def steps(tmp_path, tasks=("ppl", "mt", "mc", "gmmlu", "gmmlu_en", "speed")) -> Steps:

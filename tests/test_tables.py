@@ -10,12 +10,32 @@ import pytest
 
 from workflow_scripts import tables
 
-SOURCE = {"model": "smollm2", "language": "th", "method": "source", "label": "Source", "init": None, "procedure": None,
-          "objective": None, "seq_len": None, "k": None, "aux_vocab_size": None, "vocab": None,
-          "posthoc": "none"}  # fmt: skip
+SOURCE = {
+    "model": "smollm2",
+    "language": "th",
+    "method": "source",
+    "label": "Source",
+    "init": None,
+    "procedure": None,
+    "objective": None,
+    "seq_len": None,
+    "k": None,
+    "aux_vocab_size": None,
+    "vocab": None,
+    "posthoc": "none",
+}
 # the slug is a name only: every method field is in the cell, and the tables read nothing out of the slug
-MEAN = {**SOURCE, "method": "mean-2x2ls-mtp-512-k100", "label": "Mean", "init": "Mean", "procedure": "2x2LS",
-        "objective": "mtp", "seq_len": 512, "k": 100, "vocab": "expand"}  # fmt: skip
+MEAN = {
+    **SOURCE,
+    "method": "mean-2x2ls-mtp-512-k100",
+    "label": "Mean",
+    "init": "Mean",
+    "procedure": "2x2LS",
+    "objective": "mtp",
+    "seq_len": 512,
+    "k": 100,
+    "vocab": "expand",
+}
 LABEL = "stand-in for CC-100 / FLORES-200: LibreOffice UI translations (Debian libreoffice-l10n-th)"
 
 
@@ -117,8 +137,10 @@ def _lead(tmp_path, extra=()):
     bound = {"task": "mt", "metric": f"token_ratio_bound{tf}", "value": 1.8}
     source = [("ppl", "tokens_per_sentence", 77.0), ("ppl", "bits_per_char", 3.2), ("ppl", "perplexity", 6.0)]
     mean = [("ppl", "tokens_per_sentence", 42.5), ("ppl", "bits_per_char", 3.3), ("ppl", "perplexity", 360.0)]
-    paths = [_write(root / "s/ppl.json", SOURCE, source, data_label=LABEL, **_sentences(3.2)),
-             _write(root / "m/ppl.json", MEAN, mean, **_sentences(3.3, noise=0.5))]  # fmt: skip
+    paths = [
+        _write(root / "s/ppl.json", SOURCE, source, data_label=LABEL, **_sentences(3.2)),
+        _write(root / "m/ppl.json", MEAN, mean, **_sentences(3.3, noise=0.5)),
+    ]
     paths += list(extra)
     speed = root / "m/speed.json"
     speed.write_text(json.dumps({"cell": MEAN, "records": [paired, bound], "details": {}}), encoding="utf-8")
@@ -131,8 +153,10 @@ def test_the_page_leads_with_tokens_paired_speed_up_and_bits_per_character(tmp_p
     assert lead < md.index("## All results") < md.index("## Token perplexity")
     row = next(line for line in md.splitlines() if line.startswith("| SmolLM2-135M | Thai | Mean | 77.0"))
     assert row == "| SmolLM2-135M | Thai | Mean | 77.0 → 42.5 | 2.50x [2.20–2.90] | 1.80x | 1.39 | 3.200 → 3.300 |"
-    assert ("Mean ends 0.10 bits per character above Source on Thai (3.200 → 3.300): worse (95% interval [+0.079, "
-            "+0.121]), quality is not held.") in md  # fmt: skip
+    assert (
+        "Mean ends 0.10 bits per character above Source on Thai (3.200 → 3.300): worse (95% interval [+0.079, "
+        "+0.121]), quality is not held."
+    ) in md
     assert "![" in md and "](results.png)" in md  # the figure beside the table
     # perplexity 360 against 6: shown only under the heading that says it cannot be compared
     assert md.index("360.00") > md.index("## Token perplexity (not comparable across vocabularies)")
@@ -140,8 +164,10 @@ def test_the_page_leads_with_tokens_paired_speed_up_and_bits_per_character(tmp_p
 
 def test_the_lead_shows_the_llama_cpp_speed_up_over_its_bound_next_to_transformers(tmp_path):
     variant = {"mode": "teacher_forced", "decoding": "greedy", "batch_size": 1, "engine": "llama.cpp", "gguf": "f16"}
-    records = [{"task": "mt", "metric": "paired_speedup", "value": 2.0, "min": 1.9, "max": 2.1, **variant},
-               {"task": "mt", "metric": "token_ratio_bound", "value": 1.6, **variant}]  # fmt: skip
+    records = [
+        {"task": "mt", "metric": "paired_speedup", "value": 2.0, "min": 1.9, "max": 2.1, **variant},
+        {"task": "mt", "metric": "token_ratio_bound", "value": 1.6, **variant},
+    ]
     served = tmp_path / "lead/m/serve_speed.json"
     served.parent.mkdir(parents=True)
     served.write_text(json.dumps({"cell": MEAN, "records": records}), encoding="utf-8")
@@ -171,8 +197,10 @@ def test_the_mc_proxy_label_only_where_mc_is(tmp_path):
 def test_results_csv_carries_every_method_field(tmp_path):
     elchat = {**MEAN, "method": "any-name", "posthoc": "elchat"}
     replace = {**MEAN, "method": "other-name", "vocab": "replace", "k": None, "aux_vocab_size": 8000}
-    paths = [_write(tmp_path / "e.json", elchat, [("mt", "chrF", 5.0)]),
-             _write(tmp_path / "r.json", replace, [("mt", "chrF", 6.0)])]  # fmt: skip
+    paths = [
+        _write(tmp_path / "e.json", elchat, [("mt", "chrF", 5.0)]),
+        _write(tmp_path / "r.json", replace, [("mt", "chrF", 6.0)]),
+    ]
     frame, md = tables.build_tables(paths)
     assert {"vocab", "posthoc", "init", "k", "procedure", "objective", "seq_len"} <= set(frame.columns)
     assert frame.set_index("method").loc["any-name", "posthoc"] == "elchat"
@@ -197,8 +225,16 @@ def test_cli_results_dir(results, tmp_path):
     assert "| Thai | Mean |" in out_md.read_text(encoding="utf-8")
     # Explicit inputs are strict: a file that is not a result is an error.
     with pytest.raises(ValueError, match="not a result file"):
-        tables.main(["--inputs", str(root / "smollm2/th/source/eval/notes.json"), "--csv", str(out_csv),
-                     "--markdown", str(out_md)])  # fmt: skip
+        tables.main(
+            [
+                "--inputs",
+                str(root / "smollm2/th/source/eval/notes.json"),
+                "--csv",
+                str(out_csv),
+                "--markdown",
+                str(out_md),
+            ]
+        )
 
 
 def test_elchat_row_is_named_as_in_table_10(results, tmp_path):
@@ -215,9 +251,22 @@ def test_cli_writes_the_lead_figure_and_the_reports_first_page(tmp_path):
     loss.parent.mkdir(parents=True)
     loss.write_text("step\tloss\n1\t3.0\n2\t2.5\n", encoding="utf-8")
     out = tmp_path / "tables"
-    tables.main(["--inputs", *map(str, _lead(tmp_path)), "--losses", str(loss), "--csv", str(out / "results.csv"),
-                 "--markdown", str(out / "results.md"), "--figure", str(out / "results.png"),
-                 "--html", str(out / "results.html")])  # fmt: skip
+    tables.main(
+        [
+            "--inputs",
+            *map(str, _lead(tmp_path)),
+            "--losses",
+            str(loss),
+            "--csv",
+            str(out / "results.csv"),
+            "--markdown",
+            str(out / "results.md"),
+            "--figure",
+            str(out / "results.png"),
+            "--html",
+            str(out / "results.html"),
+        ]
+    )
     assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / "results.pdf").is_file()
     assert "](results.png)" in (out / "results.md").read_text(encoding="utf-8")
     page = (out / "results.html").read_text(encoding="utf-8")
@@ -230,13 +279,19 @@ def test_training_seeds_group_into_one_row_with_their_spread_and_interval(tmp_pa
     """Three seeds of Mean (the config's 42 without a suffix, 43 and 44 with one) are one row of the page: mean ±
     sd over seeds, their number, and one interval against Source over seeds and sentences, here within noise."""
     root = tmp_path / "seeds"
-    paths = [_write(root / "s/ppl.json", SOURCE, [("ppl", "bits_per_char", 3.2)], data_label=LABEL,
-                    **_sentences(3.2, noise=2.0))]  # fmt: skip
+    paths = [
+        _write(
+            root / "s/ppl.json", SOURCE, [("ppl", "bits_per_char", 3.2)], data_label=LABEL, **_sentences(3.2, noise=2.0)
+        )
+    ]
     for seed, bpc in ((None, 3.19), (43, 3.21), (44, 3.23)):
         extra = {"method": MEAN["method"] + f".s{seed}", "train_seed": seed} if seed else {}
         cell = {**MEAN, **extra}
-        paths.append(_write(root / f"m{seed}/ppl.json", cell, [("ppl", "bits_per_char", bpc)],
-                            **_sentences(bpc, noise=2.0, shift=1)))  # fmt: skip
+        paths.append(
+            _write(
+                root / f"m{seed}/ppl.json", cell, [("ppl", "bits_per_char", bpc)], **_sentences(bpc, noise=2.0, shift=1)
+            )
+        )
     frame, md = tables.build_tables(paths, seed=42)
     bpc = frame[frame["metric"] == "bits_per_char"]
     seeds = {"source": pd.NA, MEAN["method"]: 42, MEAN["method"] + ".s43": 43, MEAN["method"] + ".s44": 44}
@@ -247,5 +302,7 @@ def test_training_seeds_group_into_one_row_with_their_spread_and_interval(tmp_pa
     assert "| Thai | Mean | 2x2 LS, mtp, sequence length 512; 100 new tokens | 3 | 3.210 ± 0.020 |" in md
     assert tables.SEEDS_NOTE in md
     line = next(x for x in md.splitlines() if x.startswith("- Mean ends"))
-    assert line == ("- Mean ends 0.01 bits per character above Source on Thai (3.200 → 3.210) (mean of 3 seeds, sd "
-                    "0.020): within noise (95% interval [-0.155, +0.181]), quality is held.")  # fmt: skip
+    assert line == (
+        "- Mean ends 0.01 bits per character above Source on Thai (3.200 → 3.210) (mean of 3 seeds, sd "
+        "0.020): within noise (95% interval [-0.155, +0.181]), quality is held."
+    )

@@ -151,7 +151,10 @@ def test_settings_are_checked_against_the_methods_defaults():
     from workflow_scripts.initialize import method_options
 
     assert method_options("TokenDistillation", {"snippets_per_token": 10, "lr": 1}) == {
-        **TOKDIST_DEFAULTS, "snippets_per_token": 10, "lr": 1}  # fmt: skip
+        **TOKDIST_DEFAULTS,
+        "snippets_per_token": 10,
+        "lr": 1,
+    }
     assert method_options("Mean", None) == {} and method_options("TokenDistillation", {}) == TOKDIST_DEFAULTS
     with pytest.raises(ValueError, match=r"initialization.TokenDistillation: no setting 'snippets'; its settings: \["):
         method_options("TokenDistillation", {"snippets": 10})
@@ -174,8 +177,18 @@ def test_the_command_line_passes_the_settings_on(smol, tmp_path, monkeypatch, on
     smol["src"].save_pretrained(tmp_path / "src")
     smol["tgt"].save_pretrained(tmp_path / "tgt")
     (tmp_path / "d.txt").write_text("\n".join(smol["corpus"]) + "\n", encoding="utf-8")
-    argv = ["--source-model", str(tmp_path / "src"), "--target-tokenizer", str(tmp_path / "tgt"), "--corpus",
-            str(tmp_path / "d.txt"), "--method", "TokenDistillation", "--seed", "0"]  # fmt: skip
+    argv = [
+        "--source-model",
+        str(tmp_path / "src"),
+        "--target-tokenizer",
+        str(tmp_path / "tgt"),
+        "--corpus",
+        str(tmp_path / "d.txt"),
+        "--method",
+        "TokenDistillation",
+        "--seed",
+        "0",
+    ]
     with pytest.raises(SystemExit) as bad:
         main([*argv, "--method-options", '{"snippets": 3}', "--out", str(tmp_path / "x"), "--report", "r.json"])
     assert bad.value.code == 2 and not (tmp_path / "x").exists()
@@ -195,8 +208,10 @@ def test_a_config_with_settings_initializes_that_method_by_the_rule_that_passes_
 
     methods = [{"init": "none", "procedure": "none"}, {"init": "Mean"}, {"init": "TokenDistillation"}]
     path = tiny_config(tmp_path, methods=methods, initialization={"TokenDistillation": {"snippets_per_token": 10}})
-    result = snakemake(["-n", "-p", "--cores", "1", "--configfile", str(path), "--until", "initialize",
-                        "initialize_configured"], tmp_path)  # fmt: skip
+    result = snakemake(
+        ["-n", "-p", "--cores", "1", "--configfile", str(path), "--until", "initialize", "initialize_configured"],
+        tmp_path,
+    )
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-3000:]
     jobs = planned_jobs(out)

@@ -29,8 +29,13 @@ HP = {"max_steps": 4, "batch_size": 2, "lr": 1e-3, "warmup_steps": 0, "log_every
 
 
 def _spec(backend: str, work: Path) -> TrackingSpec:
-    return TrackingSpec(backend=backend, project="tiny", dir=str(work / "tracking"), run_name="tiny/th/Mean/seed0",
-                        params={"model": "tiny", "lang": "th", "method": "Mean", "seed": 0})  # fmt: skip
+    return TrackingSpec(
+        backend=backend,
+        project="tiny",
+        dir=str(work / "tracking"),
+        run_name="tiny/th/Mean/seed0",
+        params={"model": "tiny", "lang": "th", "method": "Mean", "seed": 0},
+    )
 
 
 def _heldout(tmp_path: Path, thai_lines: list[str]) -> Path:
@@ -61,8 +66,9 @@ def read_mlflow(spec: TrackingSpec) -> tuple[list, dict[str, list[tuple[int, flo
     experiment = client.get_experiment_by_name(spec.project)
     runs = client.search_runs([experiment.experiment_id])
     run = runs[0]
-    history = {name: [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, name)]
-               for name in run.data.metrics}  # fmt: skip
+    history = {
+        name: [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, name)] for name in run.data.metrics
+    }
     return runs, history
 
 
@@ -74,9 +80,18 @@ READERS = {"tensorboard": read_tensorboard, "mlflow": lambda spec: read_mlflow(s
 def test_tracker_holds_the_runs_losses_and_curve(backend, tmp_path, tiny_llama_dir, thai_file, thai_lines):
     spec = _spec(backend, tmp_path)
     curve = CurveSpec(3, _heldout(tmp_path, thai_lines), 8, 4, tmp_path / "curve.tsv")
-    lapt.train(tiny_llama_dir, thai_file, tmp_path / "out", procedure="2x2LS", seq_len=16, hparams=HP,
-               checkpoint_dir=tmp_path / "ckpt", loss_curve=tmp_path / "loss.tsv", curve=curve,
-               tracking=spec)  # fmt: skip
+    lapt.train(
+        tiny_llama_dir,
+        thai_file,
+        tmp_path / "out",
+        procedure="2x2LS",
+        seq_len=16,
+        hparams=HP,
+        checkpoint_dir=tmp_path / "ckpt",
+        loss_curve=tmp_path / "loss.tsv",
+        curve=curve,
+        tracking=spec,
+    )
     got = READERS[backend](spec)
     rows, points = _tsv(tmp_path / "loss.tsv"), _tsv(tmp_path / "curve.tsv")
     assert [s for s, _ in got["train/loss"]] == [int(r["step"]) for r in rows] == [1, 2, 3, 4]
@@ -103,11 +118,31 @@ def test_tracker_holds_the_runs_losses_and_curve(backend, tmp_path, tiny_llama_d
 def _cli(model: Path, train: Path, work: Path, spec: TrackingSpec) -> list[str]:
     hp = {**HP, "max_steps": 6, "log_every": 1, "checkpoint_every": 2}
     return [
-        "--model", str(model), "--train", str(train), "--procedure", "2x2LS", "--seq-len", "16",
-        "--hparams", json.dumps(hp), "--out", str(work / "out"), "--stats", str(work / "stats.json"),
-        "--loss-curve", str(work / "loss.tsv"), "--checkpoint-dir", str(work / "ckpt"), "--threads", "1",
-        "--tracking", spec.to_json(), "--log", str(work / "log.txt"),
-    ]  # fmt: skip
+        "--model",
+        str(model),
+        "--train",
+        str(train),
+        "--procedure",
+        "2x2LS",
+        "--seq-len",
+        "16",
+        "--hparams",
+        json.dumps(hp),
+        "--out",
+        str(work / "out"),
+        "--stats",
+        str(work / "stats.json"),
+        "--loss-curve",
+        str(work / "loss.tsv"),
+        "--checkpoint-dir",
+        str(work / "ckpt"),
+        "--threads",
+        "1",
+        "--tracking",
+        spec.to_json(),
+        "--log",
+        str(work / "log.txt"),
+    ]
 
 
 @pytest.mark.slow  # per backend a training subprocess killed at step 3, and its resume
@@ -153,14 +188,22 @@ class Failing:
 
 
 @pytest.mark.slow  # a tiny training run
-def test_a_failing_tracker_is_reported_once_and_training_goes_on(tmp_path, tiny_llama_dir, thai_file, monkeypatch,
-                                                                 caplog):  # fmt: skip
+def test_a_failing_tracker_is_reported_once_and_training_goes_on(
+    tmp_path, tiny_llama_dir, thai_file, monkeypatch, caplog
+):
     monkeypatch.setitem(tracking.ADAPTERS, "tensorboard", Failing)
     Failing.calls = []
     with caplog.at_level(logging.WARNING, logger="vocabexp.lapt"):
-        stats = lapt.train(tiny_llama_dir, thai_file, tmp_path / "out", procedure="2x2LS", seq_len=16,
-                           hparams={**HP, "log_every": 1}, checkpoint_dir=tmp_path / "ckpt",
-                           tracking=_spec("tensorboard", tmp_path))  # fmt: skip
+        stats = lapt.train(
+            tiny_llama_dir,
+            thai_file,
+            tmp_path / "out",
+            procedure="2x2LS",
+            seq_len=16,
+            hparams={**HP, "log_every": 1},
+            checkpoint_dir=tmp_path / "ckpt",
+            tracking=_spec("tensorboard", tmp_path),
+        )
     assert stats["steps"] == 4 and (tmp_path / "out" / "config.json").exists()
     assert len(Failing.calls) == 2  # nothing logged after the failure, and nothing closed
     warnings = [r.getMessage() for r in caplog.records if "tracking" in r.getMessage()]
@@ -240,8 +283,12 @@ def test_lapt_jobs_carry_the_cells_tracking_only_when_configured(tmp_path):
         spec = TrackingSpec.from_json(args[args.index("--tracking") + 1])
         model, lang, method = spec.run_name.split("/")[:3]
         assert spec.backend == "tensorboard" and spec.project == "study"
-        assert spec.dir.endswith("/tracking") and spec.params == {"model": model, "lang": lang, "method": method,
-                                                                  "seed": spec.params["seed"]}  # fmt: skip
+        assert spec.dir.endswith("/tracking") and spec.params == {
+            "model": model,
+            "lang": lang,
+            "method": method,
+            "seed": spec.params["seed"],
+        }
         assert f"/{model}/{lang}/{method}/" in line
     off = snakemake(["-n", "-p", "--configfile", str(tiny_config(tmp_path)), "--until", "lapt"], tmp_path)
     assert off.returncode == 0 and "-m workflow_scripts.lapt " in off.stdout and "--tracking" not in off.stdout

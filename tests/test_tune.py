@@ -64,14 +64,38 @@ def test_tune_trains_each_setting_apart_from_the_run(tmp_path):
     """The tiny grid up to its initialized models, then two learning rates of Mean: one row each and Source's, on
     validation sentences outside every data file; the run's own cells are not trained by it."""
     config = tiny_config(tmp_path)
-    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": str(REPO)}  # fmt: skip
+    env = {
+        **os.environ,
+        "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(REPO),
+    }
     snakemake = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path)]
-    done = subprocess.run([*snakemake, "--cores", "2", "--configfile", str(config), "--until", "initialize"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [*snakemake, "--cores", "2", "--configfile", str(config), "--until", "initialize"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    cmd = [sys.executable, "-m", "tools.tune", "--configfile", str(config), "--method", "Mean", "--lr", "1e-3", "3e-3",
-           "--max-steps", "2", "--n", "20", "--threads", "1"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "tools.tune",
+        "--configfile",
+        str(config),
+        "--method",
+        "Mean",
+        "--lr",
+        "1e-3",
+        "3e-3",
+        "--max-steps",
+        "2",
+        "--n",
+        "20",
+        "--threads",
+        "1",
+    ]
     tuned = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert tuned.returncode == 0, tuned.stderr[-3000:]
     with open(tmp_path / "results/default/tuning/lapt.tsv", encoding="utf-8") as f:

@@ -102,8 +102,15 @@ def test_the_log_is_the_log_argument_else_the_file_of_standard_error(tmp_path):
     log = tmp_path / "c.log"
     probe = "from workflow_scripts.io import job_log; print(job_log([]))"
     with open(log, "a", encoding="utf-8") as stderr:
-        out = subprocess.run([sys.executable, "-c", probe], cwd=REPO, stderr=stderr, capture_output=False,
-                             stdout=subprocess.PIPE, text=True, check=True)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-c", probe],
+            cwd=REPO,
+            stderr=stderr,
+            capture_output=False,
+            stdout=subprocess.PIPE,
+            text=True,
+            check=True,
+        )
     assert Path(out.stdout.strip()) == log
     piped = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True)
     assert piped.stdout.strip() == "None"  # a pipe or a terminal is no rule's log

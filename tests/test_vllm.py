@@ -70,8 +70,9 @@ def test_fixed_generation_pairs_the_cell_with_source_item_by_item(monkeypatch, c
     cell = S.VllmDecoder(FakeLLM(clock, cell_step, "cell", calls), params(8))
     source = S.VllmDecoder(FakeLLM(clock, 0.01, "source", calls), params(8))
     prompts, source_prompts = [[1], [2], [3]], [[11], [12], [13]]
-    timing = S.time_fixed_generation(cell, source, CharTokenizer(2), CharTokenizer(1), prompts, source_prompts,
-                                     repeats=2, warmup=1)  # fmt: skip
+    timing = S.time_fixed_generation(
+        cell, source, CharTokenizer(2), CharTokenizer(1), prompts, source_prompts, repeats=2, warmup=1
+    )
     # warm-up: one item each; then per repeat r, item i: Source first when i + r is odd
     order = [name for name, _ in calls[2:]]
     assert order[:6] == ["cell", "source", "source", "cell", "cell", "source"]

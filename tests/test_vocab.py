@@ -81,12 +81,27 @@ ALPHABET = sorted(pre_tokenizers.ByteLevel.alphabet())
 
 def _bpe_json(vocab: dict[str, int], merges: list[list[str]], added: list[dict]) -> dict:
     return {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
-        "pre_tokenizer": BYTE_LEVEL, "post_processor": None, "decoder": {**BYTE_LEVEL, "add_prefix_space": True},
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                  "vocab": vocab, "merges": merges},
-    }  # fmt: skip
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": BYTE_LEVEL,
+        "post_processor": None,
+        "decoder": {**BYTE_LEVEL, "add_prefix_space": True},
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": vocab,
+            "merges": merges,
+        },
+    }
 
 
 @pytest.fixture
@@ -100,8 +115,17 @@ def tiny(tmp_path) -> dict:
     Source splits: xyz -> x y z (three pieces: waits), abc -> ab c, cd -> c d, bc -> b c, xy -> x y.
     """
     vocab = {"<|end|>": 0, **{c: i + 1 for i, c in enumerate(ALPHABET)}, "ab": 257}
-    special = [{"id": 0, "content": "<|end|>", "single_word": False, "lstrip": False, "rstrip": False,
-                "normalized": False, "special": True}]  # fmt: skip
+    special = [
+        {
+            "id": 0,
+            "content": "<|end|>",
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
+    ]
     src_dir = tmp_path / "source"
     src_dir.mkdir()
     (src_dir / "tokenizer.json").write_text(json.dumps(_bpe_json(vocab, [["a", "b"]], special)), encoding="utf-8")

@@ -170,15 +170,37 @@ def tiny_sp(tmp_path) -> Path:
     """A SentencePiece-style source: <unk> = 0, byte pieces <0x00>..<0xFF> = 1..256, ▁ = 257, a = 258, no merges."""
     vocab = {"<unk>": 0, **{f"<0x{b:02X}>": b + 1 for b in range(256)}, "▁": 257, "a": 258}
     tj = {
-        "version": "1.0", "truncation": None, "padding": None,
-        "added_tokens": [{"id": 0, "content": "<unk>", "single_word": False, "lstrip": False, "rstrip": False,
-                          "normalized": False, "special": True}],
-        "normalizer": A.sentencepiece_normalizer(add_dummy_prefix=True), "pre_tokenizer": None,
-        "post_processor": None, "decoder": A.sentencepiece_decoder(add_dummy_prefix=True),
-        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
-                  "vocab": vocab, "merges": []},
-    }  # fmt: skip
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [
+            {
+                "id": 0,
+                "content": "<unk>",
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": True,
+            }
+        ],
+        "normalizer": A.sentencepiece_normalizer(add_dummy_prefix=True),
+        "pre_tokenizer": None,
+        "post_processor": None,
+        "decoder": A.sentencepiece_decoder(add_dummy_prefix=True),
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": "<unk>",
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": True,
+            "byte_fallback": True,
+            "ignore_merges": False,
+            "vocab": vocab,
+            "merges": [],
+        },
+    }
     folder = tmp_path / "sp"
     folder.mkdir()
     (folder / "tokenizer.json").write_text(json.dumps(tj), encoding="utf-8")
@@ -278,9 +300,12 @@ def test_unsupported_kinds_name_the_model(tmp_path, texts):
 
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(texts["english"][:2000]), model_writer=model, model_type="unigram", vocab_size=300,
+        sentence_iterator=iter(texts["english"][:2000]),
+        model_writer=model,
+        model_type="unigram",
+        vocab_size=300,
         minloglevel=2,
-    )  # fmt: skip
+    )
     unigram = tmp_path / "unigram.model"
     unigram.write_bytes(model.getvalue())
     with pytest.raises(ValueError, match=f"unsupported tokenizer kind SentencePiece unigram for {unigram}"):
@@ -400,8 +425,10 @@ def test_3_roundtrip_including_unseen_characters(name, expansions, texts):
 @pytest.mark.parametrize("name", FAMILY_PARAMS)
 def test_4_thai_shorter_monotonically_in_k(name, expansions, texts):
     e = expansions[name]
-    reports = {k: V.expansion_report(e["source"], e["k"][k]["target"], e["k"][k]["plan"].selected, texts["heldout"])
-               for k in KS}  # fmt: skip
+    reports = {
+        k: V.expansion_report(e["source"], e["k"][k]["target"], e["k"][k]["plan"].selected, texts["heldout"])
+        for k in KS
+    }
     before = reports[KS[0]]["tokens_per_sentence_source"]
     after = [reports[k]["tokens_per_sentence_target"] for k in KS]
     assert before > after[0] > after[1] > after[2]
@@ -435,8 +462,15 @@ def test_5_reload_same_ids_and_model_after_resize(name, expansions, texts):
     assert all(hf.decode(hf(s)["input_ids"], skip_special_tokens=True) == s for s in sample)
     # A tiny random Llama sized to the source vocabulary, resized to V_t, runs on text that uses the new ids.
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=n_source, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=2, tie_word_embeddings=False)  # fmt: skip
+    config = LlamaConfig(
+        vocab_size=n_source,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        tie_word_embeddings=False,
+    )
     model = LlamaForCausalLM(config).eval()
     model.resize_token_embeddings(len(hf), mean_resizing=False)
     with torch.no_grad():

@@ -78,8 +78,15 @@ def test_a_cpu_run_of_auto_trains_as_its_cpu_allows(tmp_path, monkeypatch, tiny_
 
     monkeypatch.setattr(H, "cpu_has_native_bf16", lambda: native)
     hp = {"max_steps": 1, "batch_size": 2, "warmup_steps": 0, "weights_dtype": "auto"}
-    stats = lapt.train(tiny_llama_dir, thai_file, tmp_path / "out", procedure="2x2LS", seq_len=16, hparams=hp,
-                       checkpoint_dir=tmp_path / "ckpt")  # fmt: skip
+    stats = lapt.train(
+        tiny_llama_dir,
+        thai_file,
+        tmp_path / "out",
+        procedure="2x2LS",
+        seq_len=16,
+        hparams=hp,
+        checkpoint_dir=tmp_path / "ckpt",
+    )
     if native:
         assert stats["precision"].startswith("bf16 autocast, bf16 frozen weights"), stats["precision"]
     else:

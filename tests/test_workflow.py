@@ -113,8 +113,13 @@ def assert_runs_kept_apart(workdir: Path, config: Path) -> None:
     (results / "default").rmdir()
     plan = snakemake(["-n", "--quiet", "--configfile", str(config)], workdir)
     assert "config warning: results/ holds outputs outside any run folder (analysis/, benchmarks/, " in plan.stderr
-    moved = subprocess.run([sys.executable, "-m", "tools.migrate_results", "--configfile", str(config)], cwd=workdir,
-                           env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True)  # fmt: skip
+    moved = subprocess.run(
+        [sys.executable, "-m", "tools.migrate_results", "--configfile", str(config)],
+        cwd=workdir,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+    )
     assert moved.returncode == 0 and "moved results/tables/ -> results/default/tables/" in moved.stdout, moved
     again = snakemake(["-n", "--configfile", str(config)], workdir)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr

@@ -52,27 +52,61 @@ def model_config(name: str, tiny: bool = False):
     from transformers import Gemma2Config, LlamaConfig
 
     if name == "llama2-7b":
-        real = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
-                "num_attention_heads": 32, "num_key_value_heads": 32, "max_position_embeddings": 4096,
-                "rms_norm_eps": 1e-5, "tie_word_embeddings": False}  # fmt: skip
+        real = {
+            "vocab_size": 32000,
+            "hidden_size": 4096,
+            "intermediate_size": 11008,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 32,
+            "max_position_embeddings": 4096,
+            "rms_norm_eps": 1e-5,
+            "tie_word_embeddings": False,
+        }
         cls = LlamaConfig
     elif name == "llama3-8b":
-        real = {"vocab_size": 128256, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
-                "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 8192,
-                "rope_theta": 500000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": False}  # fmt: skip
+        real = {
+            "vocab_size": 128256,
+            "hidden_size": 4096,
+            "intermediate_size": 14336,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "max_position_embeddings": 8192,
+            "rope_theta": 500000.0,
+            "rms_norm_eps": 1e-5,
+            "tie_word_embeddings": False,
+        }
         cls = LlamaConfig
     elif name == "gemma2-9b":
-        real = {"vocab_size": 256000, "hidden_size": 3584, "intermediate_size": 14336, "num_hidden_layers": 42,
-                "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256, "max_position_embeddings": 8192,
-                "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0, "query_pre_attn_scalar": 256,
-                "sliding_window": 4096, "tie_word_embeddings": True}  # fmt: skip
+        real = {
+            "vocab_size": 256000,
+            "hidden_size": 3584,
+            "intermediate_size": 14336,
+            "num_hidden_layers": 42,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 8,
+            "head_dim": 256,
+            "max_position_embeddings": 8192,
+            "final_logit_softcapping": 30.0,
+            "attn_logit_softcapping": 50.0,
+            "query_pre_attn_scalar": 256,
+            "sliding_window": 4096,
+            "tie_word_embeddings": True,
+        }
         cls = Gemma2Config
     else:
         raise ValueError(f"unknown model {name!r}; expected one of {sorted(ESTIMATE_NAMES)}")
     if tiny:
         grouped = real["num_key_value_heads"] < real["num_attention_heads"]
-        real.update(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=4,
-                    num_key_value_heads=2 if grouped else 4)  # fmt: skip
+        real.update(
+            vocab_size=512,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            num_key_value_heads=2 if grouped else 4,
+        )
         if "head_dim" in real:
             real["head_dim"] = 16
             real["query_pre_attn_scalar"] = 16
@@ -132,8 +166,16 @@ def time_decoding(name: str, *, device, tiny: bool, repeats: int, prompt_len: in
         decoder.teacher_force(prompt, target[:8])  # warm-up
         runs = [decoder.teacher_force(prompt, target) for _ in range(repeats)]
         ms = [1000 * r.seconds / r.steps for r in runs]
-        out.append({"model": name, "k": k, "vocab_size": base + k, "steps": runs[0].steps, "ms_per_token": _median(ms),
-                    "repeats_ms_per_token": ms})  # fmt: skip
+        out.append(
+            {
+                "model": name,
+                "k": k,
+                "vocab_size": base + k,
+                "steps": runs[0].steps,
+                "ms_per_token": _median(ms),
+                "repeats_ms_per_token": ms,
+            }
+        )
     for entry in out:
         entry["step_time_vs_source"] = entry["ms_per_token"] / out[0]["ms_per_token"]
     del model
@@ -141,8 +183,9 @@ def time_decoding(name: str, *, device, tiny: bool, repeats: int, prompt_len: in
     return out
 
 
-def _one_step(loss_fn, optimizer, named, micro: int, accum: int, seq_len: int, vocab: int, device, autocast: bool,
-              on_grads=None) -> None:  # fmt: skip
+def _one_step(
+    loss_fn, optimizer, named, micro: int, accum: int, seq_len: int, vocab: int, device, autocast: bool, on_grads=None
+) -> None:
     """One optimizer step of batch micro x accum as ``lapt.loop.optimizer_step`` runs it; ``on_grads()`` is called
     after the optimizer step, before the gradients are freed (what the step holds at its end)."""
     import torch
@@ -187,8 +230,9 @@ def paper_jobs(configfile: str) -> list[dict[str, Any]]:
             built = ", ".join(MODEL_ORDER)
             raise ValueError(f"models.{model}: this bench builds {built}, and its shape is none of theirs")
         key = (name, m.procedure, m.objective, m.seq_len, hp["eeve_layers"], hp["weights_dtype"])
-        kinds.setdefault(key, {"model": name, "procedure": m.procedure, "objective": m.objective,
-                               "seq_len": m.seq_len, "hp": hp})  # fmt: skip
+        kinds.setdefault(
+            key, {"model": name, "procedure": m.procedure, "objective": m.objective, "seq_len": m.seq_len, "hp": hp}
+        )
     order = {name: i for i, name in enumerate(MODEL_ORDER)}
     return sorted(kinds.values(), key=lambda j: (order[j["model"]], j["procedure"], j["objective"], j["seq_len"]))
 
@@ -255,21 +299,53 @@ def time_training(
             optimizer = _adamw(hp, named)
             for seq_len in seq_lens:
                 for micro, classes in _planned_micro_batches(shape, procedure, objective, seq_len, hp, gpu_classes):
-                    entry = {"model": name, "procedure": procedure, "stage": stage.name, "stage_index": i,
-                             "objective": objective, "seq_len": seq_len, "k": 100, "gpu_classes": classes,
-                             "weights_dtype": hp["weights_dtype"], "eeve_layers": hp["eeve_layers"]}  # fmt: skip
+                    entry = {
+                        "model": name,
+                        "procedure": procedure,
+                        "stage": stage.name,
+                        "stage_index": i,
+                        "objective": objective,
+                        "seq_len": seq_len,
+                        "k": 100,
+                        "gpu_classes": classes,
+                        "weights_dtype": hp["weights_dtype"],
+                        "eeve_layers": hp["eeve_layers"],
+                    }
                     if time.monotonic() > deadline:
                         out.append({**entry, "skipped": "--budget-s reached"})
                         continue
-                    est = planned(shape, procedure, objective, seq_len, {**hp, "micro_batch": micro},
-                                  GPU_CLASSES[classes[0]])  # fmt: skip
-                    step = functools.partial(_one_step, loss_fn, optimizer, named, micro, 8 // micro, seq_len, vocab,
-                                             device, device == "cuda" or low)  # fmt: skip
+                    est = planned(
+                        shape, procedure, objective, seq_len, {**hp, "micro_batch": micro}, GPU_CLASSES[classes[0]]
+                    )
+                    step = functools.partial(
+                        _one_step,
+                        loss_fn,
+                        optimizer,
+                        named,
+                        micro,
+                        8 // micro,
+                        seq_len,
+                        vocab,
+                        device,
+                        device == "cuda" or low,
+                    )
                     held: dict[str, int] = {}
                     entry.update(micro_batch=micro, grad_accum=8 // micro)
                     states = functools.partial(_held_bytes, held, model, loss_fn, optimizer)
-                    out.append(_measure(entry, step, states, held, est, i, repeats=repeats, named=named,
-                                        optimizer=optimizer, device=device))  # fmt: skip
+                    out.append(
+                        _measure(
+                            entry,
+                            step,
+                            states,
+                            held,
+                            est,
+                            i,
+                            repeats=repeats,
+                            named=named,
+                            optimizer=optimizer,
+                            device=device,
+                        )
+                    )
                     if emit:
                         emit(out[-1])
             loss_fn.attach(None)
@@ -289,8 +365,9 @@ def _planned_micro_batches(shape, procedure: str, objective: str, seq_len: int, 
     return sorted(by_micro.items(), reverse=True)
 
 
-def _measure(entry: dict, step, states, held: dict[str, int], est: dict, i: int, *, repeats: int, named, optimizer,
-             device) -> dict:  # fmt: skip
+def _measure(
+    entry: dict, step, states, held: dict[str, int], est: dict, i: int, *, repeats: int, named, optimizer, device
+) -> dict:
     """``entry`` measured: one untimed ``step`` (``states`` fills ``held`` with the tensor bytes it holds), then
     ``repeats`` timed ones, beside the estimate ``est`` of stage ``i``; an out-of-memory is recorded as such (the
     estimate said it fits: a failed check)."""
@@ -318,12 +395,16 @@ def _measure(entry: dict, step, states, held: dict[str, int], est: dict, i: int,
     if peak is not None:  # CUDA's allocator peak; the CUDA context is outside it
         measured["peak"] = peak
         measured["beyond_states"] = peak - sum(held.values())
-    entry.update(step_seconds=_median(seconds), repeats=seconds,
-                 trainable_parameters=sum(p.numel() for _, p in named),
-                 measured_bytes=measured,
-                 estimate_bytes={k: int(stage_est[k]) for k in MEMORY_TERMS},
-                 estimate_step_seconds=est["step_seconds"], estimate_peak_gib=est["peak_gib"],
-                 estimate_stage_step_seconds=est["per_stage_step_seconds"][i])  # fmt: skip
+    entry.update(
+        step_seconds=_median(seconds),
+        repeats=seconds,
+        trainable_parameters=sum(p.numel() for _, p in named),
+        measured_bytes=measured,
+        estimate_bytes={k: int(stage_est[k]) for k in MEMORY_TERMS},
+        estimate_step_seconds=est["step_seconds"],
+        estimate_peak_gib=est["peak_gib"],
+        estimate_stage_step_seconds=est["per_stage_step_seconds"][i],
+    )
     return entry
 
 
@@ -333,8 +414,12 @@ def hardware() -> dict[str, Any]:
     import torch
     import transformers
 
-    info = {"torch": torch.__version__, "transformers": transformers.__version__, "platform": platform.platform(),
-            "torch_threads": torch.get_num_threads()}  # fmt: skip
+    info = {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "platform": platform.platform(),
+        "torch_threads": torch.get_num_threads(),
+    }
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name()
         info["gpu_memory_gib"] = round(torch.cuda.get_device_properties(0).total_memory / 2**30, 1)
@@ -347,8 +432,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tiny", action="store_true", help="tiny shapes on the CPU (a test of the script)")
     p.add_argument("--models", nargs="+", default=list(MODEL_ORDER), choices=list(ESTIMATE_NAMES))
     p.add_argument("--configfile", default="configs/paper.yaml", help="the grid whose LAPT job kinds are measured")
-    p.add_argument("--procedures", nargs="+", choices=list(BENCH_PROCEDURES),
-                   help="instead of the grid's jobs: these procedures x clm, mtp x --seq-lens")  # fmt: skip
+    p.add_argument(
+        "--procedures",
+        nargs="+",
+        choices=list(BENCH_PROCEDURES),
+        help="instead of the grid's jobs: these procedures x clm, mtp x --seq-lens",
+    )
     p.add_argument(
         "--seq-lens",
         nargs="+",
@@ -356,9 +445,14 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="replace the jobs' sequence lengths (with --procedures default 512 2048; tiny: 16 32)",
     )
-    p.add_argument("--gpu-classes", nargs="+", default=["80GB", "141GB"], choices=["80GB", "141GB"],
-                   help="measure at the micro-batch gpu_estimate plans for each class (an 80 GB plan on an H200 "
-                   "shows its peak against 80 GB)")  # fmt: skip
+    p.add_argument(
+        "--gpu-classes",
+        nargs="+",
+        default=["80GB", "141GB"],
+        choices=["80GB", "141GB"],
+        help="measure at the micro-batch gpu_estimate plans for each class (an 80 GB plan on an H200 "
+        "shows its peak against 80 GB)",
+    )
     p.add_argument("--weights-dtype", default="bf16", choices=["bf16", "fp32"], help="frozen weights (paper: bf16)")
     p.add_argument("--no-decoding", action="store_true", help="skip the teacher-forced decoding timings")
     p.add_argument("--repeats", type=int, default=2)
@@ -372,8 +466,17 @@ def main(argv: list[str] | None = None) -> int:
     deadline = time.monotonic() + a.budget_s
     if a.procedures:
         seq_lens = a.seq_lens or ([16, 32] if a.tiny else [512, 2048])
-        groups = [{"model": m, "procedure": proc, "objectives": list(OBJECTIVES), "seq_lens": seq_lens,
-                   "hp": {"weights_dtype": a.weights_dtype}} for m in a.models for proc in a.procedures]  # fmt: skip
+        groups = [
+            {
+                "model": m,
+                "procedure": proc,
+                "objectives": list(OBJECTIVES),
+                "seq_lens": seq_lens,
+                "hp": {"weights_dtype": a.weights_dtype},
+            }
+            for m in a.models
+            for proc in a.procedures
+        ]
     else:
         jobs = [j for j in paper_jobs(a.configfile) if j["model"] in a.models]
         groups = _job_groups(jobs)
@@ -382,10 +485,13 @@ def main(argv: list[str] | None = None) -> int:
             g["hp"]["weights_dtype"] = a.weights_dtype
             if a.seq_lens:
                 g["seq_lens"] = a.seq_lens
-    result: dict[str, Any] = {"hardware": hardware(), "settings": {**vars(a), "device": device},
-                              "jobs": [{k: g[k] for k in ("model", "procedure", "objectives", "seq_lens", "hp")}
-                                       for g in groups],
-                              "training": [], "decoding": []}  # fmt: skip
+    result: dict[str, Any] = {
+        "hardware": hardware(),
+        "settings": {**vars(a), "device": device},
+        "jobs": [{k: g[k] for k in ("model", "procedure", "objectives", "seq_lens", "hp")} for g in groups],
+        "training": [],
+        "decoding": [],
+    }
 
     def emit(entry: dict[str, Any]) -> None:
         result["training"].append(entry)
@@ -393,16 +499,27 @@ def main(argv: list[str] | None = None) -> int:
 
     write_json(a.out, result)
     for g in groups:  # Gemma-2 first (MODEL_ORDER): the tightest fit is measured before the budget can cut it
-        time_training(g["model"], g["procedure"], device=device, tiny=a.tiny, repeats=a.repeats,
-                      seq_lens=g["seq_lens"], objectives=g["objectives"], hp=g["hp"], gpu_classes=a.gpu_classes,
-                      deadline=deadline, emit=emit)  # fmt: skip
+        time_training(
+            g["model"],
+            g["procedure"],
+            device=device,
+            tiny=a.tiny,
+            repeats=a.repeats,
+            seq_lens=g["seq_lens"],
+            objectives=g["objectives"],
+            hp=g["hp"],
+            gpu_classes=a.gpu_classes,
+            deadline=deadline,
+            emit=emit,
+        )
     tokens = (32, 16) if a.tiny else (64, 128)
     for name in [] if a.no_decoding else a.models:
         if time.monotonic() > deadline:
             result["decoding"].append({"model": name, "skipped": "--budget-s reached"})
             continue
-        result["decoding"] += time_decoding(name, device=device, tiny=a.tiny, repeats=a.repeats,
-                                            prompt_len=tokens[0], target_len=tokens[1])  # fmt: skip
+        result["decoding"] += time_decoding(
+            name, device=device, tiny=a.tiny, repeats=a.repeats, prompt_len=tokens[0], target_len=tokens[1]
+        )
         write_json(a.out, result)
     result["wall_seconds"] = round(a.budget_s - (deadline - time.monotonic()), 1)
     write_json(a.out, result)

@@ -121,8 +121,11 @@ def render(c: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tools.gpu_corrections", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = argparse.ArgumentParser(
+        prog="python -m tools.gpu_corrections",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("bench", type=Path, help="the JSON of python -m tools.gpu_bench")
     p.add_argument("--json", action="store_true", help="print the corrections as JSON instead")
     a = p.parse_args(argv)

@@ -93,8 +93,9 @@ def _fill_schema_defaults(config: dict) -> None:
         from snakemake.utils import validate
     except ImportError:
         return
-    validate(config, schema=str(Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"),
-             set_default=True)  # fmt: skip
+    validate(
+        config, schema=str(Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"), set_default=True
+    )
 
 
 def plan_table(
@@ -128,8 +129,13 @@ def plan_table(
                 shape, proc, obj, seq, hp, gpu, node_gpus or DEFAULT_NODE_GPUS, corpus_tokens=corpus_tokens
             )
             fit = "" if est["fits"] else " (does not fit)"
-            row += [str(est["gpus"]), f"{est['micro_batch']} x {est['grad_accum']}", f"{est['peak_gib']:.0f}{fit}",
-                    f"{est['step_seconds']:.2f}", f"{est['gpu_hours']:.2f}"]  # fmt: skip
+            row += [
+                str(est["gpus"]),
+                f"{est['micro_batch']} x {est['grad_accum']}",
+                f"{est['peak_gib']:.0f}{fit}",
+                f"{est['step_seconds']:.2f}",
+                f"{est['gpu_hours']:.2f}",
+            ]
         row.append(str(sized_resources("lapt", models[model].parameters)["runtime"]))
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
@@ -141,8 +147,12 @@ def main(argv: list[str] | None = None) -> None:
         description=memory_model.__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--models", nargs="+", default=["llama2-7b", "llama3-8b", "gemma2-9b"],
-                   help=f"{', '.join(MODELS)}, a hub id (Qwen/Qwen2.5-7B) or a config.json")  # fmt: skip
+    p.add_argument(
+        "--models",
+        nargs="+",
+        default=["llama2-7b", "llama3-8b", "gemma2-9b"],
+        help=f"{', '.join(MODELS)}, a hub id (Qwen/Qwen2.5-7B) or a config.json",
+    )
     p.add_argument("--procedures", nargs="+", default=[*STAGES, "EEVE+LoRA"], choices=[*STAGES, "EEVE+LoRA"])
     p.add_argument("--seq-lens", nargs="+", type=int, default=[512, 2048])
     p.add_argument("--weights-dtypes", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])

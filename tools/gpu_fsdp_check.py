@@ -50,24 +50,61 @@ def build_model(folder: Path, hidden: int, layers: int, vocab: int) -> tuple[Pat
     tok.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=vocab, special_tokens=["<eos>"]))
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>")
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(fast), hidden_size=hidden, intermediate_size=hidden * 11 // 4,
-                         num_hidden_layers=layers, num_attention_heads=max(hidden // 64, 1),
-                         num_key_value_heads=max(hidden // 128, 1), tie_word_embeddings=False,
-                         eos_token_id=fast.eos_token_id)  # fmt: skip
+    config = LlamaConfig(
+        vocab_size=len(fast),
+        hidden_size=hidden,
+        intermediate_size=hidden * 11 // 4,
+        num_hidden_layers=layers,
+        num_attention_heads=max(hidden // 64, 1),
+        num_key_value_heads=max(hidden // 128, 1),
+        tie_word_embeddings=False,
+        eos_token_id=fast.eos_token_id,
+    )
     model_dir = folder / "model"
     LlamaForCausalLM(config).save_pretrained(model_dir)
     fast.save_pretrained(model_dir)
     return model_dir, corpus
 
 
-def lapt(work: Path, model: Path, corpus: Path, procedure: str, objective: str, hp: dict, n_proc: int,
-         n_source_rows: int, kill_at: int | None = None) -> dict:  # fmt: skip
+def lapt(
+    work: Path,
+    model: Path,
+    corpus: Path,
+    procedure: str,
+    objective: str,
+    hp: dict,
+    n_proc: int,
+    n_source_rows: int,
+    kill_at: int | None = None,
+) -> dict:
     """One LAPT command line (plain when ``n_proc`` is 0, else torchrun with ``n_proc`` processes)."""
     launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n_proc}"] if n_proc else []
-    cmd = [sys.executable, *launcher, "-m", "workflow_scripts.lapt", "--model", str(model), "--train", str(corpus),
-           "--procedure", procedure, "--objective", objective, "--seq-len", "128", "--hparams", json.dumps(hp),
-           "--out", str(work / "out"), "--stats", str(work / "stats.json"), "--loss-curve", str(work / "loss.tsv"),
-           "--checkpoint-dir", str(work / "ckpt")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        *launcher,
+        "-m",
+        "workflow_scripts.lapt",
+        "--model",
+        str(model),
+        "--train",
+        str(corpus),
+        "--procedure",
+        procedure,
+        "--objective",
+        objective,
+        "--seq-len",
+        "128",
+        "--hparams",
+        json.dumps(hp),
+        "--out",
+        str(work / "out"),
+        "--stats",
+        str(work / "stats.json"),
+        "--loss-curve",
+        str(work / "loss.tsv"),
+        "--checkpoint-dir",
+        str(work / "ckpt"),
+    ]
     if procedure == "EEVE":
         cmd += ["--n-source-rows", str(n_source_rows)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -91,8 +128,10 @@ def difference(a: Path, b: Path) -> dict:
     sa = AutoModelForCausalLM.from_pretrained(a, dtype=torch.float32).state_dict()
     sb = AutoModelForCausalLM.from_pretrained(b, dtype=torch.float32).state_dict()
     diffs = [(sa[k] - sb[k]).abs() for k in sa]
-    return {"max_abs": max(float(d.max()) for d in diffs),
-            "within_1e-3": sum(int((d <= 1e-3).sum()) for d in diffs) / sum(d.numel() for d in diffs)}  # fmt: skip
+    return {
+        "max_abs": max(float(d.max()) for d in diffs),
+        "within_1e-3": sum(int((d <= 1e-3).sum()) for d in diffs) / sum(d.numel() for d in diffs),
+    }
 
 
 def predicted(model: Path, procedure: str, objective: str, hp: dict, shards: int) -> dict:
@@ -104,8 +143,11 @@ def predicted(model: Path, procedure: str, objective: str, hp: dict, shards: int
 
     shape = shape_from_config(AutoConfig.from_pretrained(model))
     est = estimate(shape, procedure, 128, hp["batch_size"], objective=objective, shards=shards, gpu="H200")
-    return {"per_stage": [{k: st[k] for k in ("weights", "gradients", "optimizer")} for st in est["per_stage"]],
-            "peak_gib": est["peak_gib"], "memory_gib": est["memory_gib"]}  # fmt: skip
+    return {
+        "per_stage": [{k: st[k] for k in ("weights", "gradients", "optimizer")} for st in est["per_stage"]],
+        "peak_gib": est["peak_gib"],
+        "memory_gib": est["memory_gib"],
+    }
 
 
 def failures(results: dict, tolerance: float) -> list[str]:
@@ -133,17 +175,27 @@ def failures(results: dict, tolerance: float) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tools.gpu_fsdp_check", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = argparse.ArgumentParser(
+        prog="python -m tools.gpu_fsdp_check", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--out", required=True, help="output folder (results.json, results.md, the runs)")
     p.add_argument("--hidden", type=int, default=1024)
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--vocab", type=int, default=8000)
     p.add_argument("--steps", type=int, default=14, help="optimizer steps per run (at least 7: EEVE's stages)")
-    p.add_argument("--procedures", nargs="+", choices=[proc for proc, _ in RUNS], default=[proc for proc, _ in RUNS],
-                   help="the procedures to run (default: all three, each with its objective above)")  # fmt: skip
-    p.add_argument("--tolerance", type=float, default=None,
-                   help="largest parameter difference to the plain run that passes (default: the lr)")  # fmt: skip
+    p.add_argument(
+        "--procedures",
+        nargs="+",
+        choices=[proc for proc, _ in RUNS],
+        default=[proc for proc, _ in RUNS],
+        help="the procedures to run (default: all three, each with its objective above)",
+    )
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        default=None,
+        help="largest parameter difference to the plain run that passes (default: the lr)",
+    )
     a = p.parse_args(argv)
     from workflow_scripts.lapt.procedures import PROCEDURES
 
@@ -153,8 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     least = max(n_stages, KILL_AT + 1)
     if a.steps < least:
         stages = f"{n_stages} stage{'s' * (n_stages > 1)}"
-        p.error(f"--steps {a.steps}: every run needs at least {least} optimizer steps ({longest} has {stages} of "
-                f"at least one step each, and the kill is after step {KILL_AT})")  # fmt: skip
+        p.error(
+            f"--steps {a.steps}: every run needs at least {least} optimizer steps ({longest} has {stages} of "
+            f"at least one step each, and the kill is after step {KILL_AT})"
+        )
     import torch
 
     out = Path(a.out)
@@ -162,11 +216,23 @@ def main(argv: list[str] | None = None) -> int:
     n_proc = torch.cuda.device_count() or 2
     model, corpus = build_model(out, a.hidden, a.layers, a.vocab)
     n_src = len(json.loads((model / "tokenizer.json").read_text())["model"]["vocab"]) - 64
-    hp = {"batch_size": 4, "grad_accum": 2, "lr": 1e-4, "warmup_steps": 0, "max_steps": a.steps,
-          "checkpoint_every": 2, "log_every": 1}  # fmt: skip
+    hp = {
+        "batch_size": 4,
+        "grad_accum": 2,
+        "lr": 1e-4,
+        "warmup_steps": 0,
+        "max_steps": a.steps,
+        "checkpoint_every": 2,
+        "log_every": 1,
+    }
     tolerance = hp["lr"] if a.tolerance is None else a.tolerance
-    results = {"gpus": torch.cuda.device_count(), "processes": n_proc, "hparams": hp, "tolerance": tolerance,
-               "runs": []}  # fmt: skip
+    results = {
+        "gpus": torch.cuda.device_count(),
+        "processes": n_proc,
+        "hparams": hp,
+        "tolerance": tolerance,
+        "runs": [],
+    }
     for procedure, objective in runs:
         base = out / f"{procedure}.{objective}"
         row = {"procedure": procedure, "objective": objective}
@@ -185,13 +251,17 @@ def main(argv: list[str] | None = None) -> int:
         results["failures"] = failures(results, tolerance)
         (out / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
         print(json.dumps({k: v for k, v in row.items() if k in ("procedure", "difference", "resumed_difference")}))
-    lines = ["| procedure | max diff sharded | max diff resumed | peak GiB plain | peak GiB sharded (rank 0) "
-             "| held MiB sharded (w/g/Adam) | predicted MiB |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| procedure | max diff sharded | max diff resumed | peak GiB plain | peak GiB sharded (rank 0) "
+        "| held MiB sharded (w/g/Adam) | predicted MiB |",
+        "|---|---|---|---|---|---|---|",
+    ]
     mib = 2**20
     for r in results["runs"]:
         st = r["sharded"].get("stats", {})
-        held = max((s.get("measured_bytes", {}) for s in st.get("stages", [])), key=lambda d: sum(d.values()),
-                   default={})  # fmt: skip
+        held = max(
+            (s.get("measured_bytes", {}) for s in st.get("stages", [])), key=lambda d: sum(d.values()), default={}
+        )
         pred = max(r["predicted_sharded"]["per_stage"], key=lambda d: sum(d.values()))
         lines.append(
             f"| {r['procedure']} | {r.get('difference', {}).get('max_abs', 'failed')} "

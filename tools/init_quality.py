@@ -93,8 +93,13 @@ def run(
     log = logging.getLogger("vocabexp")
     base = AutoModelForCausalLM.from_pretrained(source_model, dtype="auto").eval()
     src_tok = AutoTokenizer.from_pretrained(source_model)
-    out: dict[str, Any] = {"source_model": str(source_model), "k": k, "seed": seed, "new_merges": new_merges,
-                           "languages": {}}  # fmt: skip
+    out: dict[str, Any] = {
+        "source_model": str(source_model),
+        "k": k,
+        "seed": seed,
+        "new_merges": new_merges,
+        "languages": {},
+    }
     for lang, deb, aux in langs:
         tok_dir, train, heldout, info = expand_for_language(
             source_model, deb, lang, aux, k, work, seed, n_train, n_heldout, n_mt, new_merges

@@ -18,8 +18,11 @@ from workflow_scripts.runs import RESULTS, migrate, outside_runs, run_of_configf
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tools.migrate_results", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = argparse.ArgumentParser(
+        prog="python -m tools.migrate_results",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--configfile", nargs="+", default=["config.yaml"], help="the config file(s) that wrote them")
     p.add_argument("--run", help="the run folder (default: the run of --configfile)")
     p.add_argument("--results", type=Path, default=RESULTS, help="the results folder (default: results)")

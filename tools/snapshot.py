@@ -45,8 +45,10 @@ from workflow_scripts.tables import is_source
 DOC = Path("docs/measurements.md")
 FINDINGS_HEADING = "## At a glance"
 TIMINGS_HEADING = "### Timed runs"
-TIMINGS_HEAD = ("| finished (UTC) | wall time | jobs | job wall time, summed | heaviest rules, summed | machine |",
-                "|---|---:|---:|---:|---|---|")  # fmt: skip
+TIMINGS_HEAD = (
+    "| finished (UTC) | wall time | jobs | job wall time, summed | heaviest rules, summed | machine |",
+    "|---|---:|---:|---:|---|---|",
+)
 MISSING = "–"
 WIDTH = 120
 CHRF = ("mt", "chrF")
@@ -108,13 +110,31 @@ def result_rows(frame: pd.DataFrame) -> list[dict]:
         if not rows or (rows[-1]["model"], rows[-1]["language"]) != (lead["model"], lead["language"]):
             sources = [m for m, lb in zip(part["method"], part["label"], strict=True) if is_source(m, lb)]
             chrf = _value(part, sources[0], *CHRF) if sources else None
-            rows.append({"model": lead["model"], "language": lead["language"], "name": "Source",
-                         "tokens": lead["tokens"][0], "paired": (None, None, None), "bound": None,
-                         "bpc": lead["bpc"][0], "chrf": chrf})  # fmt: skip
-        rows.append({"model": lead["model"], "language": lead["language"], "name": lead["name"],
-                     "tokens": lead["tokens"][1], "paired": lead["paired"], "bound": lead["bound"],
-                     "bpc": lead["bpc"][1], "chrf": _value(part, lead["method"], *CHRF),
-                     "k": _k(part, lead["method"])})  # fmt: skip
+            rows.append(
+                {
+                    "model": lead["model"],
+                    "language": lead["language"],
+                    "name": "Source",
+                    "tokens": lead["tokens"][0],
+                    "paired": (None, None, None),
+                    "bound": None,
+                    "bpc": lead["bpc"][0],
+                    "chrf": chrf,
+                }
+            )
+        rows.append(
+            {
+                "model": lead["model"],
+                "language": lead["language"],
+                "name": lead["name"],
+                "tokens": lead["tokens"][1],
+                "paired": lead["paired"],
+                "bound": lead["bound"],
+                "bpc": lead["bpc"][1],
+                "chrf": _value(part, lead["method"], *CHRF),
+                "k": _k(part, lead["method"]),
+            }
+        )
     return _named_apart(rows)
 
 
@@ -254,15 +274,30 @@ def _paired(paired: tuple) -> str:
 def results_table(rows: list[dict]) -> list[str]:
     """The headline per language and method as Markdown (a Model column only when the run has several models)."""
     several = len({r["model"] for r in rows}) > 1
-    head = ["Language", "Method", "tokens / held-out sentence", "paired teacher-forced speed-up [worst–best]",
-            "bound", "paired ÷ bound", "bits / character", "mt chrF"]  # fmt: skip
+    head = [
+        "Language",
+        "Method",
+        "tokens / held-out sentence",
+        "paired teacher-forced speed-up [worst–best]",
+        "bound",
+        "paired ÷ bound",
+        "bits / character",
+        "mt chrF",
+    ]
     head = ["Model", *head] if several else head
     lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---|" * several + "---:|" * (len(head) - 2 - several)]
     for r in rows:
         ratio = r["paired"][0] / r["bound"] if r["paired"][0] is not None and r["bound"] else None
-        cells = [r["language"], r["name"], _num(r["tokens"], "{:.1f}"), _paired(r["paired"]),
-                 _num(r["bound"], "{:.2f}x"), _num(ratio, "{:.2f}"), _num(r["bpc"], "{:.3f}"),
-                 _num(r["chrf"], "{:.1f}")]  # fmt: skip
+        cells = [
+            r["language"],
+            r["name"],
+            _num(r["tokens"], "{:.1f}"),
+            _paired(r["paired"]),
+            _num(r["bound"], "{:.2f}x"),
+            _num(ratio, "{:.2f}"),
+            _num(r["bpc"], "{:.3f}"),
+            _num(r["chrf"], "{:.1f}"),
+        ]
         lines.append("| " + " | ".join([str(r["model"])] * several + cells) + " |")
     return lines
 
@@ -271,8 +306,10 @@ def cost_table(costs: list[dict]) -> list[str]:
     """Job time per rule from the benchmark files, with the total."""
     if not costs:
         return ["No benchmark files under benchmarks/."]
-    lines = ["| rule | jobs | job wall time, summed | job CPU time, summed | largest peak memory |",
-             "|---|---:|---:|---:|---:|"]  # fmt: skip
+    lines = [
+        "| rule | jobs | job wall time, summed | job CPU time, summed | largest peak memory |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for c in costs:
         memory = _num(c["max_rss"] / 1024 if pd.notna(c["max_rss"]) else None, "{:.1f} GB")
         lines.append(f"| `{c['rule']}` | {c['jobs']} | {c['s']:.0f} s | {_num(c['cpu_s'], '{:.0f} s')} | {memory} |")
@@ -357,8 +394,11 @@ def _findings_lines(run: str, glance: list[str] | None) -> list[str]:
     if not glance:
         return []
     page = paths.findings_dir(f"results/{run}")
-    bullets = [line for item in glance for line in textwrap.wrap(item, WIDTH, subsequent_indent="  ",
-               break_long_words=False, break_on_hyphens=False)]  # fmt: skip
+    bullets = [
+        line
+        for item in glance
+        for line in textwrap.wrap(item, WIDTH, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+    ]
     return ["### Findings", "", f"As `{page}/findings.md` opens, generated from these results:", "", *bullets, ""]
 
 
@@ -366,8 +406,10 @@ def _timings_lines(rows: list[str]) -> list[str]:
     """The table of every timed run of this configuration, oldest first (nothing when none was timed)."""
     if not rows:
         return []
-    note = ("Each row: one whole run from an empty run folder, timed by its caller (`--wall-time`); the job sums are "
-            "that run's benchmark files. The cost table above is the newest run's.")  # fmt: skip
+    note = (
+        "Each row: one whole run from an empty run folder, timed by its caller (`--wall-time`); the job sums are "
+        "that run's benchmark files. The cost table above is the newest run's."
+    )
     return ["", TIMINGS_HEADING, "", *TIMINGS_HEAD, *rows, "", *_wrap(note)]
 
 
@@ -453,8 +495,15 @@ def parse_finished(text: str) -> dt.datetime:
         raise ValueError(f"--finished {text!r}: give the UTC time as YYYY-MM-DD HH:MM, e.g. 2026-12-04 15:34") from None
 
 
-def snapshot(root: Path, *, wall_time: float | None, note: str | None, cpu_model: str | None,
-             date: str | None, finished: dt.datetime | None = None) -> dict:  # fmt: skip
+def snapshot(
+    root: Path,
+    *,
+    wall_time: float | None,
+    note: str | None,
+    cpu_model: str | None,
+    date: str | None,
+    finished: dt.datetime | None = None,
+) -> dict:
     """Everything the section shows, read from the run folder ``root``; ``finished`` overrides the time of the run's
     newest file."""
     frame = pd.read_csv(paths.table("results.csv", str(root)))
@@ -475,8 +524,9 @@ def snapshot(root: Path, *, wall_time: float | None, note: str | None, cpu_model
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tools.snapshot", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = argparse.ArgumentParser(
+        prog="python -m tools.snapshot", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--configfile", nargs="+", default=["config.yaml"], help="the config file(s) of the run")
     p.add_argument("--run", help="the run folder's name (default: the run of --configfile)")
     p.add_argument("--results", type=Path, default=RESULTS, help="the results folder (default: results)")
@@ -485,14 +535,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--note", help='the machine\'s load while it ran, e.g. "loaded machine: 3 other jobs"')
     p.add_argument("--cpu-model", default="auto", help="the CPU model (default: /proc/cpuinfo, if the run ran here)")
     p.add_argument("--date", help="the run's date, YYYY-MM-DD (default: the day it finished)")
-    p.add_argument("--finished", help="when the run finished, UTC, YYYY-MM-DD HH:MM (default: its newest results or "
-                   "benchmark file's time; give it when the run's last jobs were run again later)")  # fmt: skip
+    p.add_argument(
+        "--finished",
+        help="when the run finished, UTC, YYYY-MM-DD HH:MM (default: its newest results or "
+        "benchmark file's time; give it when the run's last jobs were run again later)",
+    )
     a = p.parse_args(argv)
     run = run_of_configfiles(a.configfile, a.run)
     root = a.results / run
     if not Path(paths.table("results.csv", str(root))).is_file():
-        p.error(f"{root}/tables/results.csv does not exist: finish the run first (snakemake --configfile ...), "
-                "or name another run (--run)")  # fmt: skip
+        p.error(
+            f"{root}/tables/results.csv does not exist: finish the run first (snakemake --configfile ...), "
+            "or name another run (--run)"
+        )
     try:
         wall = parse_wall_time(a.wall_time) if a.wall_time else None
         finished = parse_finished(a.finished) if a.finished else None

@@ -135,9 +135,17 @@ def main(argv: list[str] | None = None) -> None:
                 n_source_rows = int(report["vocab"]["source_matrix_rows"])
             with tempfile.TemporaryDirectory(prefix="tune-", dir=plan.results) as scratch:
                 began = time.time()
-                stats = train(start or source_dir, layout.data_file(lang, "train.txt"), Path(scratch, "model"),
-                              procedure=m.procedure, objective=m.objective, seq_len=m.seq_len, hparams=hparams,
-                              checkpoint_dir=Path(scratch, "checkpoints"), n_source_rows=n_source_rows)  # fmt: skip
+                stats = train(
+                    start or source_dir,
+                    layout.data_file(lang, "train.txt"),
+                    Path(scratch, "model"),
+                    procedure=m.procedure,
+                    objective=m.objective,
+                    seq_len=m.seq_len,
+                    hparams=hparams,
+                    checkpoint_dir=Path(scratch, "checkpoints"),
+                    n_source_rows=n_source_rows,
+                )
                 seconds = time.time() - began
                 value = bpc(Path(scratch, "model"), sentences, a.batch_size)
             rows.append(row(lang, m.label, lr, stats["steps"], value, source_bpc, seconds, len(sentences)))
@@ -148,8 +156,16 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def row(lang, label, lr, steps, value, source, seconds, n) -> dict:
-    return {"language": lang, "method": label, "lr": lr, "steps": steps, "validation_bpc": round(value, 4),
-            "vs_source": round(value - source, 4), "train_seconds": round(seconds, 1), "sentences": n}  # fmt: skip
+    return {
+        "language": lang,
+        "method": label,
+        "lr": lr,
+        "steps": steps,
+        "validation_bpc": round(value, 4),
+        "vs_source": round(value - source, 4),
+        "train_seconds": round(seconds, 1),
+        "sentences": n,
+    }
 
 
 def format_row(r: dict) -> str:
@@ -173,8 +189,10 @@ def markdown(rows: list[dict]) -> str:
     for r in rows:
         lr = "–" if r["lr"] is None else f"{r['lr']:g}"
         steps = "–" if r["steps"] is None else r["steps"]
-        lines.append(f"| {r['language']} | {r['method']} | {lr} | {steps} | {r['validation_bpc']:.3f} | "
-                     f"{r['vs_source']:+.3f} | {r['train_seconds']:.0f} |")  # fmt: skip
+        lines.append(
+            f"| {r['language']} | {r['method']} | {lr} | {steps} | {r['validation_bpc']:.3f} | "
+            f"{r['vs_source']:+.3f} | {r['train_seconds']:.0f} |"
+        )
     return "\n".join(lines)
 
 

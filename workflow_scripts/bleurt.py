@@ -259,8 +259,9 @@ def load_bleurt(folder: str | Path, gelu: str = "tanh") -> tuple[BleurtRegressor
     state = {k: v for k, v in _state_dict(folder).items() if k.rsplit(".", 1)[-1] not in _BUFFERS}
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
-        raise ValueError(f"{folder}: weights do not fit the BLEURT architecture; missing {missing[:5]}, "
-                         f"unexpected {unexpected[:5]}")  # fmt: skip
+        raise ValueError(
+            f"{folder}: weights do not fit the BLEURT architecture; missing {missing[:5]}, unexpected {unexpected[:5]}"
+        )
     return model.eval(), BleurtTokenizer(folder / SPM_FILE, config.max_seq_length)
 
 
@@ -310,16 +311,26 @@ def read_predictions(path: str | Path) -> list[dict]:
 
 
 def score_predictions(
-    predictions: str | Path, sum_result: str | Path, model_dir: str | Path, *, batch_size: int = 16,
-    gelu: str = "tanh", device: str | None = None,
-) -> tuple[dict, list[str]]:  # fmt: skip
+    predictions: str | Path,
+    sum_result: str | Path,
+    model_dir: str | Path,
+    *,
+    batch_size: int = 16,
+    gelu: str = "tanh",
+    device: str | None = None,
+) -> tuple[dict, list[str]]:
     """The bleurt result (the sum cell's, one record per run: the mean over items) and per-item TSV lines."""
     t0 = time.time()
     sum_obj = read_json(sum_result)
     seeds = {r.get("run"): r.get("seed") for r in sum_obj.get("records", [])}
     sum_details = sum_obj.get("details") or {}
-    details = {"task": "sum", "metric": "bleurt", "bleurt_model": str(model_dir), "gelu": gelu,
-               "predictions": str(predictions)}  # fmt: skip
+    details = {
+        "task": "sum",
+        "metric": "bleurt",
+        "bleurt_model": str(model_dir),
+        "gelu": gelu,
+        "predictions": str(predictions),
+    }
     rows = read_predictions(predictions)
     lines = ["run\tid\tbleurt"]
     records: list[dict] = []
@@ -334,8 +345,9 @@ def score_predictions(
         by_run.setdefault(int(row["run"]), []).append(s)
         lines.append(f"{row['run']}\t{row['id']}\t{s:.6f}")
     for run, values in sorted(by_run.items()):
-        records.append({"task": "sum", "metric": "bleurt", "value": sum(values) / len(values), "run": run,
-                        "seed": seeds.get(run)})  # fmt: skip
+        records.append(
+            {"task": "sum", "metric": "bleurt", "value": sum(values) / len(values), "run": run, "seed": seeds.get(run)}
+        )
     details.update(n_items=len(scores) // len(by_run), runs=len(by_run), seconds=round(time.time() - t0, 2))
     for key in ("data_label", "model_dir", "language"):
         if key in sum_details:

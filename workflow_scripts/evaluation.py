@@ -85,8 +85,9 @@ def items_used(task: str, requested: int | None, used: int, source: str | Path) 
     """``n_requested`` / ``n_used`` for a step's details, with a warning when ``source`` held fewer items than
     ``--n`` asked for (planning warns where the data sizes are known; here the data step's output is read)."""
     if requested is not None and used < requested:
-        log.warning("%s: evaluation.%s.n asks for %d items, %s holds %d: %d used", task, task, requested, source,
-                    used, used)  # fmt: skip
+        log.warning(
+            "%s: evaluation.%s.n asks for %d items, %s holds %d: %d used", task, task, requested, source, used, used
+        )
     return {"n_requested": requested, "n_used": used}
 
 

@@ -124,8 +124,9 @@ def collect(cells: list[str | Path], out: str | Path) -> list[dict]:
     for path in cells:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         for row in data["rows"]:
-            rows.append({"model": data["model"], "language": data["language"],
-                         "aux_vocab_size": data["aux_vocab_size"], **row})  # fmt: skip
+            rows.append(
+                {"model": data["model"], "language": data["language"], "aux_vocab_size": data["aux_vocab_size"], **row}
+            )
     with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
         writer.writeheader()
@@ -171,8 +172,16 @@ def main(argv: list[str] | None = None) -> None:
     rows = analyse_cell(a.source_model, a.aux, corpus, heldout, a.k, a.seed, a.batch_size)
     for row in rows:
         log.info("%s %s: %s", a.model, a.language, row)
-    write_json(a.out, {"model": a.model, "language": a.language, "aux_vocab_size": a.aux_vocab_size, "rows": rows,
-                       "seconds": round(time.perf_counter() - t0, 1)})  # fmt: skip
+    write_json(
+        a.out,
+        {
+            "model": a.model,
+            "language": a.language,
+            "aux_vocab_size": a.aux_vocab_size,
+            "rows": rows,
+            "seconds": round(time.perf_counter() - t0, 1),
+        },
+    )
 
 
 if __name__ == "__main__":

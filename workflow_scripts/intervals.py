@@ -74,8 +74,9 @@ def _seed_means(by_seed: np.ndarray, resamples: int, rng: np.random.Generator) -
     return by_seed[picks].mean(axis=1)
 
 
-def paired_bpc_diff(nll_a: NLL, nll_b: NLL, chars: Sequence[int], *, resamples: int = RESAMPLES,
-                    seed: int = SEED) -> Interval:  # fmt: skip
+def paired_bpc_diff(
+    nll_a: NLL, nll_b: NLL, chars: Sequence[int], *, resamples: int = RESAMPLES, seed: int = SEED
+) -> Interval:
     """bits per character of a minus b on the same sentences (``chars`` each), with its paired bootstrap interval.
 
     ``nll_a`` and ``nll_b`` are one list of per-sentence NLL (one seed) or one such list per training seed (every seed

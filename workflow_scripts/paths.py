@@ -67,8 +67,9 @@ def report(folder: str) -> str:
     return f"{folder}.report.json"
 
 
-def initialized_model(model: str = MODEL, lang: str = LANG, init: str = "{init}", vocab: str = "aux{aux}.k{k}",
-                      root: str = RESULTS) -> str:  # fmt: skip
+def initialized_model(
+    model: str = MODEL, lang: str = LANG, init: str = "{init}", vocab: str = "aux{aux}.k{k}", root: str = RESULTS
+) -> str:
     """A model with its new rows set (``vocab``: aux<|V_aux|>.k<k>, or replace<size>); ``.report.json`` beside it."""
     return f"{root}/{model}/{lang}/init/{init}.{vocab}"
 
@@ -117,8 +118,9 @@ def elchat_report(model: str = MODEL, lang: str = LANG, method: str = METHOD, ro
     return f"{cell_dir(model, lang, method, root)}/elchat.json"
 
 
-def eval_file(model: str = MODEL, lang: str = LANG, method: str = METHOD, name: str = "{task}.json",
-              root: str = RESULTS) -> str:  # fmt: skip
+def eval_file(
+    model: str = MODEL, lang: str = LANG, method: str = METHOD, name: str = "{task}.json", root: str = RESULTS
+) -> str:
     """An evaluation record (<task>.json, speed.json, serve_speed.json, sum_bleurt.json) or a cell's predictions."""
     return f"{cell_dir(model, lang, method, root)}/eval/{name}"
 
@@ -137,8 +139,9 @@ def gguf_dir(model: str = MODEL, lang: str = LANG, method: str = METHOD, root: s
     return f"{cell_dir(model, lang, method, root)}/gguf"
 
 
-def gguf_file(model: str = MODEL, lang: str = LANG, method: str = METHOD, gguf_type: str = "{type}",
-              root: str = RESULTS) -> str:  # fmt: skip
+def gguf_file(
+    model: str = MODEL, lang: str = LANG, method: str = METHOD, gguf_type: str = "{type}", root: str = RESULTS
+) -> str:
     return f"{gguf_dir(model, lang, method, root)}/model.{gguf_type}.gguf"
 
 

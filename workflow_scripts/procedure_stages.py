@@ -36,9 +36,14 @@ def _eeve(name: str, embedding: str | None, head: str | None, layers: bool) -> S
     """One EEVE stage: rows of the input embeddings and of the LM head ("new", "all" or None: frozen), and whether
     the internal layers (everything but embeddings and head, final norm included) train."""
     return StageSpec(
-        "all" if layers else "none", embedding is not None, head is not None, layers,
-        embedding == "new", head == "new", name,
-    )  # fmt: skip
+        "all" if layers else "none",
+        embedding is not None,
+        head is not None,
+        layers,
+        embedding == "new",
+        head == "new",
+        name,
+    )
 
 
 # The registry of training procedures, in the order the config check and reports list them. The stage with the

@@ -89,12 +89,23 @@ class Steps:
         settings, text = self.evaluation["ppl"], self.heldout(wc)
         return Step(
             {"text": text},
-            cli(curve_points=points, curve_text=text, curve_n=settings["n"], curve_batch_size=settings["batch_size"],
-                curve=out),
-        )  # fmt: skip
+            cli(
+                curve_points=points,
+                curve_text=text,
+                curve_n=settings["n"],
+                curve_batch_size=settings["batch_size"],
+                curve=out,
+            ),
+        )
 
     def generation(self, task: str, wc) -> list[list[str]]:
         """The decoding options mt and sum share."""
         s = self.evaluation[task]
-        return cli(n=s["n"], max_new_tokens=s["max_new_tokens"], batch_size=s["batch_size"], decoding=s["decoding"],
-                   runs=s["runs"], seed=self.config["seed"])  # fmt: skip
+        return cli(
+            n=s["n"],
+            max_new_tokens=s["max_new_tokens"],
+            batch_size=s["batch_size"],
+            decoding=s["decoding"],
+            runs=s["runs"],
+            seed=self.config["seed"],
+        )

@@ -61,8 +61,9 @@ def hub_asset_problems(sum_settings: dict) -> list[str]:
         if Path(bleurt).is_dir():
             lacking = bleurt_folder_problems(bleurt)
             if lacking:
-                problems.append(f"evaluation.sum.bleurt: folder {bleurt} lacks {', '.join(lacking)} (the PyTorch "
-                                "port's layout)")  # fmt: skip
+                problems.append(
+                    f"evaluation.sum.bleurt: folder {bleurt} lacks {', '.join(lacking)} (the PyTorch port's layout)"
+                )
         elif not _HUB_ID.match(bleurt):
             problems.append(f"evaluation.sum.bleurt: {bleurt!r} is neither a folder nor a hub id (owner/name)")
     return problems

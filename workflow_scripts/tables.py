@@ -71,8 +71,10 @@ DERIVED = [
 MARKDOWN_COLUMNS = tasks.markdown_columns()  # each task's columns (workflow_scripts/tasks/), in their place order
 PPL_COLUMN = ("perplexity (per own token)", "ppl", "perplexity", "{:.2f}")
 MISSING = "–"
-SEEDS_NOTE = ("Seeds: the row's training seeds (each a cell of its own); where there are several, each number is the "
-              'mean ± sd over seeds (docs/findings.md, "Seeds, intervals and noise").')  # fmt: skip
+SEEDS_NOTE = (
+    "Seeds: the row's training seeds (each a cell of its own); where there are several, each number is the "
+    'mean ± sd over seeds (docs/findings.md, "Seeds, intervals and noise").'
+)
 # Why a task can be absent (said in the "not run by this configuration" list when it has no result at all).
 NOT_RUN_NOTES = {name: spec.not_run_note for name, spec in tasks.TASKS.items() if spec.not_run_note}
 
@@ -280,8 +282,9 @@ def _grouped(frame: pd.DataFrame) -> tuple[dict, dict, dict]:
             values[gkey] = per_cell[keys[0]]
             continue
         metrics = dict.fromkeys(m for k in keys for m in per_cell[k])
-        values[gkey] = {m: [sum(per_cell[k][m]) / len(per_cell[k][m]) for k in keys if m in per_cell[k]]
-                        for m in metrics}  # fmt: skip
+        values[gkey] = {
+            m: [sum(per_cell[k][m]) / len(per_cell[k][m]) for k in keys if m in per_cell[k]] for m in metrics
+        }
     return cells, values, {gkey: len(keys) for gkey, keys in members.items()}
 
 
@@ -314,8 +317,15 @@ def markdown(
     proxy = any(headline.label_task(lb) == "mc" and "proxy" in lb for lb in labels)
     columns = [(c[0].replace("accuracy", "accuracy (proxy)"), *c[1:]) if proxy and c[1] == "mc" else c for c in columns]
     order = {key: i for i, key in enumerate(cells)}
-    ordered = sorted(cells, key=lambda k: (str(cells[k]["model"]), str(cells[k]["language"]),
-                                           not is_source(cells[k]["method"], cells[k]["label"]), order[k]))  # fmt: skip
+    ordered = sorted(
+        cells,
+        key=lambda k: (
+            str(cells[k]["model"]),
+            str(cells[k]["language"]),
+            not is_source(cells[k]["method"], cells[k]["label"]),
+            order[k],
+        ),
+    )
     for model in dict.fromkeys(c["model"] for c in cells.values()):
         keys = [k for k in ordered if cells[k]["model"] == model]
         lines += [f"## All results: {names.model_name(model)}", ""]
@@ -329,9 +339,13 @@ def markdown(
         lines += ["Not run by this configuration: " + "; ".join(missing) + ".", ""]
     ppl_keys = [k for k in ordered if (PPL_COLUMN[1], PPL_COLUMN[2]) in values[k]]
     if ppl_keys:
-        lines += ["## Token perplexity (not comparable across vocabularies)", "",
-                  "Per token of each model's own vocabulary: an expanded model's token covers more text, so its "
-                  "perplexity is not comparable with Source's; bits per character (above) is.", ""]  # fmt: skip
+        lines += [
+            "## Token perplexity (not comparable across vocabularies)",
+            "",
+            "Per token of each model's own vocabulary: an expanded model's token covers more text, so its "
+            "perplexity is not comparable with Source's; bits per character (above) is.",
+            "",
+        ]
         lines += _table(["Model", "Language", "Method"], [PPL_COLUMN], ppl_keys, cells, values, seeds)
     lines += speed_table.markdown_section(frame)
     lines += [f"- {note}" for note in notes] + ([""] if notes else [])
@@ -344,8 +358,13 @@ def _table(lead: list[str], columns: list, keys: list, cells: dict, values: dict
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for key in keys:
         c = cells[key]
-        first = {"Model": names.model_name(c["model"]), "Language": names.language_name(c["language"]),
-                 "Method": headline.row_name(c), "Settings": settings_text(c), "Seeds": str(seeds[key])}  # fmt: skip
+        first = {
+            "Model": names.model_name(c["model"]),
+            "Language": names.language_name(c["language"]),
+            "Method": headline.row_name(c),
+            "Settings": settings_text(c),
+            "Seeds": str(seeds[key]),
+        }
         row = [first[name] for name in lead]
         for _, task, metric, fmt in columns:
             v = values[key].get((task, metric))
@@ -364,9 +383,13 @@ def _mean_sd(values: list[float], fmt: str) -> str:
 
 
 def build_tables(
-    paths: list[str | Path], *, strict: bool = True, figure: str | None = None, losses: list[Path] = (),
+    paths: list[str | Path],
+    *,
+    strict: bool = True,
+    figure: str | None = None,
+    losses: list[Path] = (),
     seed: int | None = None,
-) -> tuple[pd.DataFrame, str]:  # fmt: skip
+) -> tuple[pd.DataFrame, str]:
     """The long table with derived rows and its Markdown rendering (naming ``figure`` beside the lead), from result
     JSON files and the training runs' ``losses`` (their last step: how long each model trained); ``seed``: the
     config's, the training seed of the cells that record none."""

@@ -132,9 +132,10 @@ def tiktoken_to_tokenizer_json(
                 {"SpecialToken": {"id": bos_token, "type_id": 1}},
                 {"Sequence": {"id": "B", "type_id": 1}},
             ],
-            "special_tokens": {bos_token: {"id": bos_token, "ids": [start + special_tokens.index(bos_token)],
-                                           "tokens": [bos_token]}},
-        }  # fmt: skip
+            "special_tokens": {
+                bos_token: {"id": bos_token, "ids": [start + special_tokens.index(bos_token)], "tokens": [bos_token]}
+            },
+        }
         post = {"type": "Sequence", "processors": [post, template]}
     return {
         "version": "1.0",
@@ -288,8 +289,12 @@ def sentencepiece_special_config(proto) -> dict:
     """tokenizer_config.json entries for a SentencePiece model's unk/bos/eos/pad pieces."""
     spec = proto.trainer_spec
     out = {"tokenizer_class": "PreTrainedTokenizerFast"}
-    for name, idx in (("unk_token", spec.unk_id), ("bos_token", spec.bos_id), ("eos_token", spec.eos_id),
-                      ("pad_token", spec.pad_id)):  # fmt: skip
+    for name, idx in (
+        ("unk_token", spec.unk_id),
+        ("bos_token", spec.bos_id),
+        ("eos_token", spec.eos_id),
+        ("pad_token", spec.pad_id),
+    ):
         if idx >= 0:
             out[name] = proto.pieces[idx].piece
     return out

@@ -39,12 +39,20 @@ def repo_row(api, who: dict, repo: str) -> Row:
     except RepositoryNotFoundError:
         if namespace_writable(who, namespace):
             return Row(READY, item, f"created on the first upload in {namespace} (as {who.get('name')})")
-        return Row(NO_WRITE, item, f"{who.get('name')} may not create repositories in {namespace}",
-                   f"use a token of the write role for {namespace}, or change publish.repo_prefix")  # fmt: skip
+        return Row(
+            NO_WRITE,
+            item,
+            f"{who.get('name')} may not create repositories in {namespace}",
+            f"use a token of the write role for {namespace}, or change publish.repo_prefix",
+        )
     except HfHubHTTPError as e:
         status = getattr(e.response, "status_code", None)
-        return Row(NO_WRITE, item, f"the hub refused writing (HTTP {status}) as {who.get('name')}",
-                   f"ask for write access to {repo}, or change publish.repo_prefix")  # fmt: skip
+        return Row(
+            NO_WRITE,
+            item,
+            f"the hub refused writing (HTTP {status}) as {who.get('name')}",
+            f"ask for write access to {repo}, or change publish.repo_prefix",
+        )
     return Row(READY, item, f"exists; {who.get('name')} may write to it")
 
 

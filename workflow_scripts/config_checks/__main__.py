@@ -51,8 +51,11 @@ def problems(path: Path) -> tuple[list[str], list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m workflow_scripts.config_checks", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = argparse.ArgumentParser(
+        prog="python -m workflow_scripts.config_checks",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("configfiles", nargs="+", type=Path)
     a = p.parse_args(argv)
     refused = 0

@@ -179,8 +179,9 @@ def scan_corpus(path: Path, whole: bool, distinct_cap: int = 0, what: str = "cor
         f"{counts.total} line(s): {counts.empty} blank, {counts.invalid} not valid UTF-8, {counts.nul} with NUL "
         f"bytes, {counts.long} longer than {MAX_LINE_CHARS} characters"
     )
-    return CorpusScan(ended, counts.total - counts.empty - counts.invalid - counts.nul - counts.long, len(seen), chars,
-                      skipped, texts)  # fmt: skip
+    return CorpusScan(
+        ended, counts.total - counts.empty - counts.invalid - counts.nul - counts.long, len(seen), chars, skipped, texts
+    )
 
 
 def corpus_file_problems(

@@ -107,8 +107,9 @@ def layer_problems(cells: list[tuple[str, str, Method]], models: dict[str, Model
     ]
 
 
-def vllm_problems(config: dict, resource_settings: Any, installed: bool | None = None,
-                  local_gpu: bool | None = None) -> list[str]:  # fmt: skip
+def vllm_problems(
+    config: dict, resource_settings: Any, installed: bool | None = None, local_gpu: bool | None = None
+) -> list[str]:
     """export.speed.engine vllm needs vLLM where the jobs run and a GPU for rule serve_speed: the profile's
     set-resources (a cluster's GPU partition), or a CUDA device on this machine for a local run. ``installed`` and
     ``local_gpu`` default to what this machine has."""
@@ -120,19 +121,23 @@ def vllm_problems(config: dict, resource_settings: Any, installed: bool | None =
         installed = importlib.util.find_spec("vllm") is not None
     problems = []
     if not installed:
-        problems.append("export.speed.engine vllm: vllm is not installed in this environment; install it on a machine "
-                        "with an NVIDIA GPU (`pip install vllm`, tools/gpu_vllm.sh) or set export.speed.engine: "
-                        "llama.cpp")  # fmt: skip
+        problems.append(
+            "export.speed.engine vllm: vllm is not installed in this environment; install it on a machine "
+            "with an NVIDIA GPU (`pip install vllm`, tools/gpu_vllm.sh) or set export.speed.engine: "
+            "llama.cpp"
+        )
     if not workflow_rule_gpus(resource_settings, "serve_speed"):
         if local_gpu is None:
             import torch
 
             local_gpu = torch.cuda.is_available()
         if not local_gpu:
-            problems.append("export.speed.engine vllm: rule serve_speed has no GPU: this machine has no CUDA device "
-                            "and the profile gives the rule none; on a cluster, `set-resources: serve_speed: {gpu: 1, "
-                            "slurm_partition: <gpu partition>}` in the site profile; or set export.speed.engine: "
-                            "llama.cpp")  # fmt: skip
+            problems.append(
+                "export.speed.engine vllm: rule serve_speed has no GPU: this machine has no CUDA device "
+                "and the profile gives the rule none; on a cluster, `set-resources: serve_speed: {gpu: 1, "
+                "slurm_partition: <gpu partition>}` in the site profile; or set export.speed.engine: "
+                "llama.cpp"
+            )
     return problems
 
 
@@ -170,8 +175,9 @@ def items_problem(config: dict) -> list[str]:
     ]
 
 
-def check_plan(config: dict, configfiles: Sequence[str | Path], workdir: Path, resource_settings: Any,
-               schema: Path) -> Plan:  # fmt: skip
+def check_plan(
+    config: dict, configfiles: Sequence[str | Path], workdir: Path, resource_settings: Any, schema: Path
+) -> Plan:
     """Every planning check of ``config`` (filled with the schema's defaults here); raises ConfigError naming the key,
     prints the warnings. Paths resolve against ``workdir``, as Snakemake's do."""
     unset = validated(config, configfiles, schema)

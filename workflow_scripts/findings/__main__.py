@@ -53,8 +53,13 @@ def page(panels: list[Panel], drawn: dict[str, bool], labels: list[str], models:
     lines += ["## More from the numbers", "", *(f"- {sentence}" for sentence in more), ""]
     extrapolated = glance.extrapolation_table(panels, multi)
     if extrapolated:
-        lines += [f"## What it would take to come within {numbers.WITHIN:.0f}% of CPT-only", "",
-                  text.CAPTIONS["extrapolation"], "", *extrapolated]  # fmt: skip
+        lines += [
+            f"## What it would take to come within {numbers.WITHIN:.0f}% of CPT-only",
+            "",
+            text.CAPTIONS["extrapolation"],
+            "",
+            *extrapolated,
+        ]
     note = curve_note(panels)
     for name in FIGURES:
         if drawn.get(name):
@@ -72,8 +77,13 @@ def page(panels: list[Panel], drawn: dict[str, bool], labels: list[str], models:
         if ranked:
             lines += [f"### {name}: the initializations ranked", "", *ranked, text.CAPTIONS["ranking"], ""]
         if panel.fidelity:
-            lines += [f"### {name}: served in llama.cpp", "", *text.fidelity_table(panel), text.CAPTIONS["fidelity"],
-                      ""]  # fmt: skip
+            lines += [
+                f"### {name}: served in llama.cpp",
+                "",
+                *text.fidelity_table(panel),
+                text.CAPTIONS["fidelity"],
+                "",
+            ]
     return "\n".join(lines)
 
 
@@ -95,8 +105,11 @@ def build(frame: pd.DataFrame, root: Path, out: Path, labels: list[str]) -> str:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m workflow_scripts.findings", description=__doc__)
     p.add_argument("--results", required=True, type=Path, help="results/<run>/tables/results.csv (rule tables)")
-    p.add_argument("--root", type=Path, help="the run folder holding <model>/<lang>/<method>/curve.tsv "
-                   "(default: two levels above --results)")  # fmt: skip
+    p.add_argument(
+        "--root",
+        type=Path,
+        help="the run folder holding <model>/<lang>/<method>/curve.tsv (default: two levels above --results)",
+    )
     p.add_argument("--out", required=True, type=Path, help="output folder, e.g. results/<run>/findings")
     p.add_argument("--data-label", action="append", help="data description (default: read from results.md)")
     p.add_argument("--log")

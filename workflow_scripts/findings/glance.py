@@ -81,8 +81,11 @@ def quality_part(panel: Panel, multi: bool, reference: str) -> str:
         (side,) = sides
         groups = "no intervals recorded" if side == NO_INTERVAL else f"all {side}"
     else:
-        groups = "; ".join(f"{side}: {', '.join(r['name'] for r in sides[side])}" for side in (BETTER, WITHIN_NOISE,
-                           WORSE, NO_INTERVAL) if side in sides)  # fmt: skip
+        groups = "; ".join(
+            f"{side}: {', '.join(r['name'] for r in sides[side])}"
+            for side in (BETTER, WITHIN_NOISE, WORSE, NO_INTERVAL)
+            if side in sides
+        )
     shown = f", {interval.text()}" if interval is not None else ""
     return f"{where}: best {best['name']} {about_best}{shown}; of {len(rows)} initializations {groups}"
 
@@ -140,8 +143,10 @@ def ranking_table(panel: Panel, ranked: list[Ranked] | None = None) -> list[str]
     ranked = ranking(panel) if ranked is None else ranked
     if len(ranked) < 2:
         return []
-    lines = ["| place | Method | seeds | final bits per character | vs the method above | 95% interval | |",
-             "|---:|---|---:|---:|---:|---:|---|"]  # fmt: skip
+    lines = [
+        "| place | Method | seeds | final bits per character | vs the method above | 95% interval | |",
+        "|---:|---|---:|---:|---:|---:|---|",
+    ]
     for i, place in enumerate(ranked, start=1):
         r, iv = place.row, place.above
         sd = f" ± {r['bpc_sd']:.3f}" if r.get("bpc_sd") is not None else ""
@@ -186,8 +191,10 @@ def extrapolation_table(panels: list[Panel], multi: bool) -> list[str]:
     body = [[panel_label(p, multi), *row] for p in panels for row in extrapolation_rows(p)]
     if not body:
         return []
-    lines = [f"| Language | Method | target (CPT-only + {WITHIN:.0f}%) | tokens trained | tokens to reach it |",
-             "|---|---|---:|---:|---|"]  # fmt: skip
+    lines = [
+        f"| Language | Method | target (CPT-only + {WITHIN:.0f}%) | tokens trained | tokens to reach it |",
+        "|---|---|---:|---:|---|",
+    ]
     return [*lines, *("| " + " | ".join(row) + " |" for row in body), ""]
 
 
@@ -205,13 +212,20 @@ def bullets(panels: list[Panel], scope_text: str, rankings: list[list[Ranked]] |
     found = [
         ("Faster than Source (paired teacher-forced speed-up)", [speed_part(p, multi) for p in panels]),
         ("Quality against Source (held-out bits per character)", [quality_part(p, multi, "Source") for p in panels]),
-        ("Against CPT-only (the same training without new tokens)",
-         [quality_part(p, multi, "CPT-only") for p in panels]),
-        ("Initializations ranked (final bits per character; ≈ within noise, < outside it)",
-         [ranking_part(p, multi, r) for p, r in zip(panels, rankings, strict=True)]),
-    ]  # fmt: skip
-    out = [f"- **{title}.** " + " · ".join(parts) + "." for title, parts in
-           ((t, [x for x in xs if x]) for t, xs in found) if parts]  # fmt: skip
+        (
+            "Against CPT-only (the same training without new tokens)",
+            [quality_part(p, multi, "CPT-only") for p in panels],
+        ),
+        (
+            "Initializations ranked (final bits per character; ≈ within noise, < outside it)",
+            [ranking_part(p, multi, r) for p, r in zip(panels, rankings, strict=True)],
+        ),
+    ]
+    out = [
+        f"- **{title}.** " + " · ".join(parts) + "."
+        for title, parts in ((t, [x for x in xs if x]) for t, xs in found)
+        if parts
+    ]
     k_lines = [line for p in panels for line in k_sentences(p, multi)]
     if k_lines:
         out.append("- **The number of new tokens.** " + " ".join(k_lines))

@@ -121,9 +121,12 @@ def _seed_nll(row: dict, model: str, lang: str, sentences: Sentences) -> tuple[n
     return np.asarray([f[0] for f in found], dtype=float), list(found[0][1])
 
 
-def panels(frame: pd.DataFrame, curves: dict[tuple[str, str, str], pd.DataFrame] | None = None,
-           fidelity: dict[tuple[str, str, str], dict] | None = None,
-           sentences: Sentences | None = None) -> list[Panel]:  # fmt: skip
+def panels(
+    frame: pd.DataFrame,
+    curves: dict[tuple[str, str, str], pd.DataFrame] | None = None,
+    fidelity: dict[tuple[str, str, str], dict] | None = None,
+    sentences: Sentences | None = None,
+) -> list[Panel]:
     """The run's model x language panels with every adapted cell's numbers (headline.lead_rows, and chrF, its kind,
     its number of new tokens, its curve with the step-0 value and the crossing of Source's level, its seeds'
     per-sentence NLL where ``sentences`` has them), and the GGUF checks of its cells (``read_fidelity``)."""
@@ -132,17 +135,25 @@ def panels(frame: pd.DataFrame, curves: dict[tuple[str, str, str], pd.DataFrame]
     cells = frame.drop_duplicates(["model", "language", "method"]).set_index(["model", "language", "method"])
     for (model, lang), part in frame.groupby(["model", "language"], sort=False):
         source_part = part[[is_source(m, lb) for m, lb in zip(part["method"], part["label"], strict=True)]]
-        source = {"bpc": mean_of(source_part, *headline.BPC), "tokens": mean_of(source_part, *headline.TOKENS),
-                  "chrf": mean_of(source_part, *CHRF)}  # fmt: skip
+        source = {
+            "bpc": mean_of(source_part, *headline.BPC),
+            "tokens": mean_of(source_part, *headline.TOKENS),
+            "chrf": mean_of(source_part, *CHRF),
+        }
         panel = Panel(str(model), str(lang), source)
         panel.fidelity = {m: files for (mo, la, m), files in fidelity.items() if (mo, la) == (str(model), str(lang))}
         for row in headline.lead_rows(part, is_source, headline.row_name):
             cell = {"method": row["method"], **cells.loc[(model, lang, row["method"])].to_dict()}
             k = cell.get("k")
             curve = curves.get((str(model), str(lang), str(row["method"])))
-            row.update(kind=_kind(cell), label=str(cell.get("label")), k=None if pd.isna(k) else int(k),
-                       training=training_text(cell), chrf=mean_of(part[part["method"] == row["method"]], *CHRF),
-                       curve=curve)  # fmt: skip
+            row.update(
+                kind=_kind(cell),
+                label=str(cell.get("label")),
+                k=None if pd.isna(k) else int(k),
+                training=training_text(cell),
+                chrf=mean_of(part[part["method"] == row["method"]], *CHRF),
+                curve=curve,
+            )
             row["bpc0"] = float(curve["bits_per_char"].iloc[0]) if curve is not None else None
             row["reach"] = _reach(curve, source["bpc"])
             row["nll"], row["chars"] = _seed_nll(row, str(model), str(lang), sentences)

@@ -61,8 +61,10 @@ def reach_sentence(panel: Panel, multi: bool) -> str:
     where = panel_label(panel, multi)
     if not reached:
         most = max(trained_tokens(r) for r in rows)
-        return (f"On {where}, no expanded method reaches Source's bits per character within the tokens trained (up "
-                f"to {tokens_text(most)}).")  # fmt: skip
+        return (
+            f"On {where}, no expanded method reaches Source's bits per character within the tokens trained (up "
+            f"to {tokens_text(most)})."
+        )
     level = "Source's bits per character"  # named in the first clause, "it" after (reached is not empty)
     at_start = [r["name"] for r in reached if r["reach"] == 0]
     later = [r for r in reached if r["reach"] > 0]
@@ -71,10 +73,15 @@ def reach_sentence(panel: Panel, multi: bool) -> str:
     )
     if later:
         first = later[0]
-        parts.append(f"{first['name']} reaches {'it' if at_start else level} after {tokens_text(first['reach'])} "
-                     f"training tokens{_ends_above(first, panel)}")  # fmt: skip
-        parts += [f"{r['name']} after {tokens_text(r['reach'])} ({r['reach'] / first['reach']:.1f}x the tokens of "
-                  f"{first['name']}){_ends_above(r, panel)}" for r in later[1:]]  # fmt: skip
+        parts.append(
+            f"{first['name']} reaches {'it' if at_start else level} after {tokens_text(first['reach'])} "
+            f"training tokens{_ends_above(first, panel)}"
+        )
+        parts += [
+            f"{r['name']} after {tokens_text(r['reach'])} ({r['reach'] / first['reach']:.1f}x the tokens of "
+            f"{first['name']}){_ends_above(r, panel)}"
+            for r in later[1:]
+        ]
     parts += [f"{r['name']} does not reach it within the {tokens_text(trained_tokens(r))} it trained" for r in missed]
     return f"On {where}, " + "; ".join(parts) + "."
 
@@ -88,8 +95,12 @@ def _ends_above(row: dict, panel: Panel) -> str:
 def bound_sentence(panels: list[Panel], multi: bool, floor: float = 0.9) -> str:
     """How close the expanded cells' paired speed-ups come to their bounds: the lowest ratio, and every cell under
     ``floor`` of its bound."""
-    cells = [(r, p, r["paired"][0] / r["bound"]) for p in panels for r in p.expanded()
-             if r["paired"][0] is not None and r["bound"]]  # fmt: skip
+    cells = [
+        (r, p, r["paired"][0] / r["bound"])
+        for p in panels
+        for r in p.expanded()
+        if r["paired"][0] is not None and r["bound"]
+    ]
     if not cells:
         return ""
     low, panel, ratio = min(cells, key=lambda c: c[2])
@@ -98,8 +109,10 @@ def bound_sentence(panels: list[Panel], multi: bool, floor: float = 0.9) -> str:
         return f"The expanded cell's paired speed-up is {ratio:.2f} of its bound ({at})."
     under = [c for c in cells if c[2] < floor]
     if not under:
-        return (f"Every expanded cell's paired speed-up is at least {int(ratio * 100) / 100:.2f} of its bound "
-                f"(lowest: {at}).")  # fmt: skip
+        return (
+            f"Every expanded cell's paired speed-up is at least {int(ratio * 100) / 100:.2f} of its bound "
+            f"(lowest: {at})."
+        )
     listed = "; ".join(f"{r['name']} on {panel_label(p, multi)} ({q:.2f})" for r, p, q in under)
     verb = "reaches" if len(under) == 1 else "reach"
     return f"{len(under)} of {len(cells)} expanded cells {verb} less than {floor} of their bound: {listed}."
@@ -123,14 +136,21 @@ def k_sentences(panel: Panel, multi: bool) -> list[str]:
         if len({r["k"] for r in rows}) < 2:
             continue
         lo, hi = min(rows, key=lambda r: r["k"]), max(rows, key=lambda r: r["k"])
-        parts = [f"{what} {text}" for what, text in (
-            ("paired speed-up", _change(lo["paired"][0], hi["paired"][0], "{:.2f}x")),
-            ("final bits per character", _change(lo["bpc"][1], hi["bpc"][1], "{:.3f}", percent=True)),
-            ("tokens per held-out sentence", _change(lo["tokens"][1], hi["tokens"][1], "{:.1f}", percent=True)),
-        ) if text]  # fmt: skip
+        parts = [
+            f"{what} {text}"
+            for what, text in (
+                ("paired speed-up", _change(lo["paired"][0], hi["paired"][0], "{:.2f}x")),
+                ("final bits per character", _change(lo["bpc"][1], hi["bpc"][1], "{:.3f}", percent=True)),
+                ("tokens per held-out sentence", _change(lo["tokens"][1], hi["tokens"][1], "{:.1f}", percent=True)),
+            )
+            if text
+        ]
         if parts:
-            out.append(f"On {panel_label(panel, multi)}, {label} with {hi['k']} new tokens instead of {lo['k']}: "
-                       + "; ".join(parts) + ".")  # fmt: skip
+            out.append(
+                f"On {panel_label(panel, multi)}, {label} with {hi['k']} new tokens instead of {lo['k']}: "
+                + "; ".join(parts)
+                + "."
+            )
     return out
 
 
@@ -141,8 +161,10 @@ def details(panels: list[Panel], uncurved: list[str]) -> list[str]:
     multi = len({p.model for p in panels}) > 1
     sentences = [s for p in panels for s in (order_sentence(p, multi), reach_sentence(p, multi))]
     if uncurved:
-        sentences.append(f"Without learning curves, the training tokens needed to come within {WITHIN:.0f}% of "
-                         f"CPT-only cannot be extrapolated ({', '.join(uncurved)}): set training.curve_points to 5 "
-                         "or more to record them.")  # fmt: skip
+        sentences.append(
+            f"Without learning curves, the training tokens needed to come within {WITHIN:.0f}% of "
+            f"CPT-only cannot be extrapolated ({', '.join(uncurved)}): set training.curve_points to 5 "
+            "or more to record them."
+        )
     sentences.append(bound_sentence(panels, multi))
     return [s for s in sentences if s]

@@ -31,8 +31,9 @@ def colors(panels: list[Panel]) -> dict[str, str]:
 def _grid(n: int, width: float, height: float, legend: bool = False):
     """n panels in a row; with ``legend``, a narrower last axis for the shared legend."""
     ratios = [1.0] * n + ([0.55] if legend else [])
-    fig, axes = plt.subplots(1, len(ratios), figsize=(width * sum(ratios), height), squeeze=False,
-                             gridspec_kw={"width_ratios": ratios})  # fmt: skip
+    fig, axes = plt.subplots(
+        1, len(ratios), figsize=(width * sum(ratios), height), squeeze=False, gridspec_kw={"width_ratios": ratios}
+    )
     return fig, list(axes[0])
 
 
@@ -61,8 +62,13 @@ def quality_speed(panels: list[Panel], stem: str | Path, labels: Iterable[str] =
         ax.plot([1.0], [0.0], "o", color=SOURCE_COLOR)
         cpt = panel.cpt()
         if cpt and cpt["bpc"][1] is not None:
-            ax.axhline(relative(cpt["bpc"][1], panel.source["bpc"]), color=CPT_COLOR, linestyle="--",
-                       linewidth=0.8, label="CPT-only's bits per character")  # fmt: skip
+            ax.axhline(
+                relative(cpt["bpc"][1], panel.source["bpc"]),
+                color=CPT_COLOR,
+                linestyle="--",
+                linewidth=0.8,
+                label="CPT-only's bits per character",
+            )
         for r in panel.rows:
             point = _point(panel, r)
             if point:
@@ -94,8 +100,15 @@ def _mark(ax, row: dict, point: tuple[float, float], color: str) -> None:
     ax.errorbar([x], [y], xerr=err, fmt="o", color=color, capsize=3, label=row["name"])
     if row["bound"] is not None:
         ax.plot([x, row["bound"]], [y, y], color=color, linewidth=0.6, linestyle=":")
-        ax.plot([row["bound"]], [y], marker="|", markersize=14, color="black", linestyle="none",
-                label=None if _has_bound(ax) else "bound (Source tokens ÷ model tokens)")  # fmt: skip
+        ax.plot(
+            [row["bound"]],
+            [y],
+            marker="|",
+            markersize=14,
+            color="black",
+            linestyle="none",
+            label=None if _has_bound(ax) else "bound (Source tokens ÷ model tokens)",
+        )
 
 
 def _has_bound(ax) -> bool:
@@ -114,8 +127,14 @@ def learning_curves(panels: list[Panel], stem: str | Path, labels: Iterable[str]
     for ax, panel in zip(axes, shown, strict=True):
         for r in panel.curves():
             curve = r["curve"]
-            ax.plot(curve["tokens"], curve["bits_per_char"], marker="o", markersize=3, label=r["name"],
-                    color=palette.get(r["name"], CPT_COLOR))  # fmt: skip
+            ax.plot(
+                curve["tokens"],
+                curve["bits_per_char"],
+                marker="o",
+                markersize=3,
+                label=r["name"],
+                color=palette.get(r["name"], CPT_COLOR),
+            )
         if panel.source["bpc"] is not None:
             ax.axhline(panel.source["bpc"], color=SOURCE_COLOR, linestyle=":", label="Source")
         ax.set_ylim(bottom=0)  # levels from zero: no axis magnifies a small difference
@@ -158,11 +177,24 @@ def k_tradeoff(panels: list[Panel], stem: str | Path, labels: Iterable[str] = ()
         _k_panel(axes[0], xs, tokens, panel.source["tokens"], "tokens per held-out sentence", name=label)
         bounds = [(x, r["bound"]) for x, r in zip(xs, rows, strict=True) if r["bound"] is not None]
         if bounds:
-            axes[1].plot(*zip(*bounds, strict=True), marker="_", markersize=16, color="black", linestyle="none",
-                         label="bound (Source tokens ÷ model tokens)")  # fmt: skip
+            axes[1].plot(
+                *zip(*bounds, strict=True),
+                marker="_",
+                markersize=16,
+                color="black",
+                linestyle="none",
+                label="bound (Source tokens ÷ model tokens)",
+            )
         _k_panel(axes[1], xs, [r["paired"][0] for r in rows], 1.0, "paired speed-up over Source (x)", name=label)
-        _k_panel(axes[2], xs, [r["bpc"][1] for r in rows], panel.source["bpc"], "final bits per character\nlower "
-                 "is better", panel.cpt(), label)  # fmt: skip
+        _k_panel(
+            axes[2],
+            xs,
+            [r["bpc"][1] for r in rows],
+            panel.source["bpc"],
+            "final bits per character\nlower is better",
+            panel.cpt(),
+            label,
+        )
         for ax, what in zip(axes, ("Tokens per sentence", "Paired speed-up", "Bits per character"), strict=True):
             ax.set_xticks(xs, [str(r["k"]) for r in rows])
             ax.set_xlabel("new tokens added")
@@ -173,8 +205,9 @@ def k_tradeoff(panels: list[Panel], stem: str | Path, labels: Iterable[str] = ()
     return figures.save(fig, stem)
 
 
-def _k_panel(ax, xs: list[int], ys: list, source: float | None, ylabel: str, cpt: dict | None = None,
-             name: str = "expanded") -> None:  # fmt: skip
+def _k_panel(
+    ax, xs: list[int], ys: list, source: float | None, ylabel: str, cpt: dict | None = None, name: str = "expanded"
+) -> None:
     """One quantity at each number of new tokens, with Source's (and CPT-only's) level; y from zero to above every
     value and line drawn, so that no axis magnifies a small change."""
     points = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None]

@@ -50,8 +50,10 @@ def ordered(panel: Panel) -> list[dict]:
     """The panel's rows in the page's order: CPT-only, the expanded cells at the main number of new tokens (in the
     run's order), those at other numbers (by number), the others."""
     rank, main = {"cpt": 0, "expanded": 1, "other": 3}, panel.main_k()
-    return sorted(panel.rows, key=lambda r: (rank[r["kind"]] + (r["k"] != main and r["kind"] == "expanded"),
-                                             r["k"] if r["k"] != main else 0))  # fmt: skip
+    return sorted(
+        panel.rows,
+        key=lambda r: (rank[r["kind"]] + (r["k"] != main and r["kind"] == "expanded"), r["k"] if r["k"] != main else 0),
+    )
 
 
 def table(panel: Panel) -> list[str]:
@@ -60,8 +62,15 @@ def table(panel: Panel) -> list[str]:
     served = any(r.get("served", (None,))[0] is not None for r in panel.rows)
     cpt = panel.cpt()
     base = cpt["bpc"][1] if cpt else None
-    head = ["Method", "final bits per character", "vs CPT-only", "paired speed-up [worst–best]", "bound",
-            "speed-up ÷ bound", "translation chrF"]  # fmt: skip
+    head = [
+        "Method",
+        "final bits per character",
+        "vs CPT-only",
+        "paired speed-up [worst–best]",
+        "bound",
+        "speed-up ÷ bound",
+        "translation chrF",
+    ]
     if served:
         head[-1:-1] = ["llama.cpp speed-up ÷ its bound"]
     if curves:
@@ -69,17 +78,32 @@ def table(panel: Panel) -> list[str]:
         head[-1:-1] = ["training tokens to reach Source's bits per character"]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     src = panel.source
-    rows = [["Source", _num(src["bpc"], "{:.3f}"), _percent(relative(src["bpc"], base)), MISSING, MISSING, MISSING,
-             _num(src["chrf"], "{:.1f}")]]  # fmt: skip
+    rows = [
+        [
+            "Source",
+            _num(src["bpc"], "{:.3f}"),
+            _percent(relative(src["bpc"], base)),
+            MISSING,
+            MISSING,
+            MISSING,
+            _num(src["chrf"], "{:.1f}"),
+        ]
+    ]
     if served:
         rows[0][-1:-1] = [MISSING]
     if curves:
         rows[0][1:1], rows[0][-1:-1] = [MISSING], [MISSING]
     for r in ordered(panel):
         value, bound = r["paired"][0], r["bound"]
-        cells = [r["name"], _num(r["bpc"][1], "{:.3f}"), _percent(relative(r["bpc"][1], base)) if r is not cpt
-                 else MISSING, _paired(r), _num(bound, "{:.2f}x"), _ratio(value, bound),
-                 _num(r["chrf"], "{:.1f}")]  # fmt: skip
+        cells = [
+            r["name"],
+            _num(r["bpc"][1], "{:.3f}"),
+            _percent(relative(r["bpc"][1], base)) if r is not cpt else MISSING,
+            _paired(r),
+            _num(bound, "{:.2f}x"),
+            _ratio(value, bound),
+            _num(r["chrf"], "{:.1f}"),
+        ]
         if served:
             cells[-1:-1] = [_ratio(r.get("served", (None,))[0], r.get("served_bound"))]
         if curves:
@@ -136,12 +160,16 @@ def scope(models: list[str], labels: list[str], n_seeds: int, langs: list[str]) 
     paper = ", ".join(model_name(m) for m in PAPER_MODELS)
     parts = []
     if small:
-        parts.append(f"{' and '.join(small)} standing in for the paper's 7–9B models ({paper}), whose numbers may "
-                     "differ in size and even in direction")  # fmt: skip
+        parts.append(
+            f"{' and '.join(small)} standing in for the paper's 7–9B models ({paper}), whose numbers may "
+            "differ in size and even in direction"
+        )
     parts.append(f"data: {'; '.join(labels)}" if labels else "data: not recorded in the results")
-    parts.append("one training run (one seed) a cell, so the intervals are over the held-out sentences, not over "
-                 "training seeds" if n_seeds < 2 else f"up to {n_seeds} training seeds a method, the intervals over "
-                 "seeds and held-out sentences")  # fmt: skip
+    parts.append(
+        "one training run (one seed) a cell, so the intervals are over the held-out sentences, not over training seeds"
+        if n_seeds < 2
+        else f"up to {n_seeds} training seeds a method, the intervals over seeds and held-out sentences"
+    )
     return "These numbers hold for this run and its training length: " + "; ".join(parts) + "."
 
 

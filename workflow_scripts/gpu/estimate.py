@@ -99,9 +99,16 @@ def _fp32_under_bf16(m: ModelShape, stages: list[StageSpec], objective: str) -> 
 
 
 def _stage_memory_and_flops(
-    m: ModelShape, s: StageSpec, objective: str, seq_len: int, micro_batch: int, weights_dtype: str, grad_ckpt: bool,
-    earlier: tuple[StageSpec, ...] = (), shards: int = 1,
-) -> dict[str, float]:  # fmt: skip
+    m: ModelShape,
+    s: StageSpec,
+    objective: str,
+    seq_len: int,
+    micro_batch: int,
+    weights_dtype: str,
+    grad_ckpt: bool,
+    earlier: tuple[StageSpec, ...] = (),
+    shards: int = 1,
+) -> dict[str, float]:
     pc = parameter_counts(m)
     if shards > 1:
         weights_dtype = "fp32"  # a sharded run keeps every weight fp32 (one dtype per FSDP unit)

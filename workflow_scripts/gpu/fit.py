@@ -24,9 +24,16 @@ def planned(
     over ``shards`` processes, each takes 1/N of the step's blocks (workflow_scripts.lapt.shard.micro_share)."""
     effective = math.ceil(int(hp["batch_size"]) * int(hp["grad_accum"]) / kw.get("shards", 1))
     weights_dtype = weights_dtype_on_gpu(hp["weights_dtype"])
-    common = dict(objective=objective, weights_dtype=weights_dtype, gpu=gpu, eeve_layers=hp["eeve_layers"],
-                  gradient_checkpointing=hp["gradient_checkpointing"] is not False, epochs=float(hp["epochs"]),
-                  stage_split=hp["stage_split"], **kw)  # fmt: skip
+    common = dict(
+        objective=objective,
+        weights_dtype=weights_dtype,
+        gpu=gpu,
+        eeve_layers=hp["eeve_layers"],
+        gradient_checkpointing=hp["gradient_checkpointing"] is not False,
+        epochs=float(hp["epochs"]),
+        stage_split=hp["stage_split"],
+        **kw,
+    )
     if hp["micro_batch"] == "auto":
         return fitting_micro_batch(shape, procedure, seq_len, effective, **common)
     micro = min(int(hp["batch_size"] if hp["micro_batch"] is None else hp["micro_batch"]), effective)
@@ -34,9 +41,15 @@ def planned(
 
 
 def planned_gpus(
-    shape: str | ModelShape, procedure: str, objective: str, seq_len: int, hp: dict[str, Any], gpu: str,
-    max_gpus: int = 1, **kw,
-) -> dict[str, Any]:  # fmt: skip
+    shape: str | ModelShape,
+    procedure: str,
+    objective: str,
+    seq_len: int,
+    hp: dict[str, Any],
+    gpu: str,
+    max_gpus: int = 1,
+    **kw,
+) -> dict[str, Any]:
     """``planned`` on the fewest GPUs of one node (SHARD_COUNTS, at most ``max_gpus``) on which the job fits: one
     process, else FSDP over N. Only jobs that one GPU cannot hold at any micro-batch are sharded (a micro-batch
     setting that is merely too large is the config's to change); procedures that add LoRA between stages run as one
@@ -62,9 +75,16 @@ def larger_gpus(gpu: str) -> list[str]:
 
 
 def fit_problem(
-    shape: str | ModelShape, procedure: str, objective: str, seq_len: int, hp: dict[str, Any], gpu: str,
-    keys: dict[str, str], what: str, max_gpus: int = 1,
-) -> str | None:  # fmt: skip
+    shape: str | ModelShape,
+    procedure: str,
+    objective: str,
+    seq_len: int,
+    hp: dict[str, Any],
+    gpu: str,
+    keys: dict[str, str],
+    what: str,
+    max_gpus: int = 1,
+) -> str | None:
     """None when the job fits ``gpu`` by ``planned_gpus`` on at most ``max_gpus`` GPUs of a node; else a message
     naming the config key to change (``keys`` maps an hparam to the config key it comes from) and what it takes."""
     est = planned_gpus(shape, procedure, objective, seq_len, hp, gpu, max_gpus)

@@ -57,9 +57,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--decoding", default="greedy", choices=["greedy", "paper"])
     p.add_argument("--max-new-tokens", type=int, default=128)
-    p.add_argument("--max-length", type=int, default=None,
-                   help="prompt + continuation tokens; default: the model's own maximum (its config's "
-                        "max_position_embeddings, as LightEval reads it)")  # fmt: skip
+    p.add_argument(
+        "--max-length",
+        type=int,
+        default=None,
+        help="prompt + continuation tokens; default: the model's own maximum (its config's "
+        "max_position_embeddings, as LightEval reads it)",
+    )
     p.add_argument("--predictions", help="mt, sum: TSV of run, source id, reference, hypothesis")
     p.add_argument(
         "--chat-template",

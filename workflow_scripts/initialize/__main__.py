@@ -75,8 +75,15 @@ def main(argv: list[str] | None = None) -> None:
         report = initialize_replacement(
             a.source_model, a.target_tokenizer, a.out, a.method, a.seed, a.pad_to_multiple_of, resources
         )
-        log.info("%s (replace): %s rows, copied %s, rules %s, fallbacks %s, %s s", a.method, report["vocab"]["rows"],
-                 report["copied_rows"], report["rules"], report["fallbacks"], report["seconds"])  # fmt: skip
+        log.info(
+            "%s (replace): %s rows, copied %s, rules %s, fallbacks %s, %s s",
+            a.method,
+            report["vocab"]["rows"],
+            report["copied_rows"],
+            report["rules"],
+            report["fallbacks"],
+            report["seconds"],
+        )
         write_json(a.report, report)
         return
     report = initialize(a.source_model, a.target_tokenizer, a.out, a.method, a.seed, a.pad_to_multiple_of, resources)

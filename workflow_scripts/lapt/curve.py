@@ -55,8 +55,12 @@ class CurvePlan:
         have = {r["step"] for r in rows}
         lost = [s for s in self.steps if s < step and s not in have]
         if lost:
-            log.warning("curve: the checkpoint holds no point of steps %s on this held-out text; the curve lacks "
-                        "them (delete %s to measure them all)", lost, checkpoint_dir)  # fmt: skip
+            log.warning(
+                "curve: the checkpoint holds no point of steps %s on this held-out text; the curve lacks "
+                "them (delete %s to measure them all)",
+                lost,
+                checkpoint_dir,
+            )
         return rows
 
 

@@ -104,8 +104,9 @@ def random_rows(model: Any, gate: InitGate) -> dict[str, Any]:
     return out
 
 
-def check_init(model: Any, tokenizer: Any, gate: InitGate, sentences: list[str], *, batch_size: int,
-               device_type: str, bf16: bool) -> dict[str, Any]:  # fmt: skip
+def check_init(
+    model: Any, tokenizer: Any, gate: InitGate, sentences: list[str], *, batch_size: int, device_type: str, bf16: bool
+) -> dict[str, Any]:
     """Measure the initialized model's and Random's step-0 bits per character on ``sentences`` and refuse (UserError)
     a non-finite value or one more than GATE_TOLERANCE above Random's; returns the record for the run's stats."""
     import torch
@@ -153,8 +154,14 @@ def check_init(model: Any, tokenizer: Any, gate: InitGate, sentences: list[str],
         "n_sentences": len(sentences),
         "seconds": round(seconds + random_seconds, 3),
     }
-    log.info("init gate: %s step-0 held-out bits/char %.4f, Random's %.4f (limit %.4f) on %d sentences",
-             gate.method, bpc, random_bpc, limit, len(sentences))  # fmt: skip
+    log.info(
+        "init gate: %s step-0 held-out bits/char %.4f, Random's %.4f (limit %.4f) on %d sentences",
+        gate.method,
+        bpc,
+        random_bpc,
+        limit,
+        len(sentences),
+    )
     if math.isfinite(random_bpc) and bpc > limit:
         raise UserError(
             f"initialization check: {gate.method}'s new rows give step-0 bits per character {bpc:.4f} on "

@@ -214,8 +214,9 @@ def load_model(run: Run, gate: InitGate | None = None) -> TrainState:
     if gate is not None:  # before the loss's hooks and sharding: the plain model, whole rows
         text = run.curve.sentences if run.curve else gate.fallback_sentences
         batch = run.curve.spec.batch_size if run.curve else 8
-        checked = check_init(model, run.tokenizer, gate, text, batch_size=batch, device_type=run.device.type,
-                             bf16=run.use_bf16)  # fmt: skip
+        checked = check_init(
+            model, run.tokenizer, gate, text, batch_size=batch, device_type=run.device.type, bf16=run.use_bf16
+        )
     loss_fn = LossComputer(model, run.objective, model.get_output_embeddings())
     if run.low_precision and loss_fn.extra_head is not None:
         loss_fn.extra_head.float()  # trained, so fp32 like every trainable parameter
@@ -256,8 +257,15 @@ def enter_stage(run: Run, state: TrainState, i: int) -> None:
     take_snapshots(run, state)
     info = _stage_record(run, state, warmup)
     state.stage_info[i:] = [info]
-    log.info("stage %d/%d %s: steps %d-%d, %d parameters trainable", i + 1, len(run.ends), info["name"],
-             info["first_step"], info["last_step"], info["trainable_parameters"])  # fmt: skip
+    log.info(
+        "stage %d/%d %s: steps %d-%d, %d parameters trainable",
+        i + 1,
+        len(run.ends),
+        info["name"],
+        info["first_step"],
+        info["last_step"],
+        info["trainable_parameters"],
+    )
 
 
 def _adamw(hp: dict[str, Any], named: list[tuple[str, Any]]):
@@ -381,9 +389,14 @@ def _record(run: Run, state: TrainState, lr: float, loss: Any) -> None:
         flush_losses(state)
         log.info(
             "step %d/%d stage %d epoch %.3f lr %.3e loss %.4f (%.0f tokens/s)",
-            step, run.total_steps, state.stage + 1, step / run.per_epoch, lr, row["loss"],
+            step,
+            run.total_steps,
+            state.stage + 1,
+            step / run.per_epoch,
+            lr,
+            row["loss"],
             state.tokens_seen / max(state.train_seconds, 1e-9),
-        )  # fmt: skip
+        )
 
 
 def flush_losses(state: TrainState) -> None:
@@ -410,14 +423,27 @@ def measure_curve(run: Run, state: TrainState) -> None:
     if plan is None or state.step not in plan.steps or any(r["step"] == state.step for r in state.curve):
         return
     state.loss_fn.attach(None)
-    bpc, seconds = timed(bits_per_char, state.model, run.tokenizer, plan.sentences, batch_size=plan.spec.batch_size,
-                         device_type=run.device.type, bf16=run.use_bf16)  # fmt: skip
+    bpc, seconds = timed(
+        bits_per_char,
+        state.model,
+        run.tokenizer,
+        plan.sentences,
+        batch_size=plan.spec.batch_size,
+        device_type=run.device.type,
+        bf16=run.use_bf16,
+    )
     state.loss_fn.attach(state.model.get_output_embeddings())
     state.curve.append(curve_row(state.step, state.tokens_seen, bpc, len(plan.sentences), seconds))
     if state.tracker:
         state.tracker.log(curve_points(state.curve[-1]))
-    log.info("curve: step %d/%d held-out bits/char %.4f on %d sentences (%.1f s)", state.step, run.total_steps, bpc,
-             len(plan.sentences), seconds)  # fmt: skip
+    log.info(
+        "curve: step %d/%d held-out bits/char %.4f on %d sentences (%.1f s)",
+        state.step,
+        run.total_steps,
+        bpc,
+        len(plan.sentences),
+        seconds,
+    )
 
 
 def checkpoint_due(run: Run, state: TrainState) -> bool:
@@ -529,9 +555,17 @@ def train(
     Each of ``step_hooks`` wraps every step's stop check and checkpoint (``StepHook``); none by default.
     """
     wall_start = time.time()
-    run = prepare_run(model_dir, train_file, procedure=procedure, objective=objective, seq_len=seq_len,
-                      hparams=hparams, checkpoint_dir=checkpoint_dir, n_source_rows=n_source_rows,
-                      curve=curve)  # fmt: skip
+    run = prepare_run(
+        model_dir,
+        train_file,
+        procedure=procedure,
+        objective=objective,
+        seq_len=seq_len,
+        hparams=hparams,
+        checkpoint_dir=checkpoint_dir,
+        n_source_rows=n_source_rows,
+        curve=curve,
+    )
     state = load_model(run, None if run.ckpt_path.exists() else init_gate)
     if run.ckpt_path.exists():
         resume(run, state)
@@ -547,21 +581,40 @@ def train(
 def open_tracking(run: Run, state: TrainState, spec: TrackingSpec) -> Tracking:
     """The tracker run of this job: the checkpoint's where it resumes (logging on from the step after it), else a
     new one from step 0; the run's settings are its parameters."""
-    settings = {"procedure": run.procedure, "objective": run.objective, "seq_len": run.seq_len,
-                "total_steps": run.total_steps, **run.hp}  # fmt: skip
+    settings = {
+        "procedure": run.procedure,
+        "objective": run.objective,
+        "seq_len": run.seq_len,
+        "total_steps": run.total_steps,
+        **run.hp,
+    }
     return start_tracking(spec, state.tracker_ref, state.step + 1 if state.step else 0, settings)
 
 
-def _train_from(run: Run, state: TrainState, out_dir: str | Path, loss_curve: str | Path | None,
-                should_stop: Callable[[], bool] | None, wall_start: float,
-                step_hooks: Sequence[StepHook]) -> dict[str, Any]:  # fmt: skip
+def _train_from(
+    run: Run,
+    state: TrainState,
+    out_dir: str | Path,
+    loss_curve: str | Path | None,
+    should_stop: Callable[[], bool] | None,
+    wall_start: float,
+    step_hooks: Sequence[StepHook],
+) -> dict[str, Any]:
     """``train`` from the loaded (or resumed) state: step until done, then write the outputs and gather the stats."""
     procedure, objective, seq_len = run.procedure, run.objective, run.seq_len
     log.info(
         "LAPT %s/%s seq_len=%d: %d blocks, %d steps/epoch, %d steps in %d stage(s) ending at %s, %s%s",
-        procedure, objective, seq_len, run.n_blocks, run.per_epoch, run.total_steps, len(run.ends), run.ends,
-        run.device, " bf16 autocast" if run.use_bf16 else " fp32",
-    )  # fmt: skip
+        procedure,
+        objective,
+        seq_len,
+        run.n_blocks,
+        run.per_epoch,
+        run.total_steps,
+        len(run.ends),
+        run.ends,
+        run.device,
+        " bf16 autocast" if run.use_bf16 else " fp32",
+    )
     while state.step < run.total_steps:
         stage = stage_at(run.ends, state.step)
         if stage != state.stage:
@@ -591,6 +644,9 @@ def _train_from(run: Run, state: TrainState, out_dir: str | Path, loss_curve: st
     if state.init_gate is not None:
         stats["init_gate"] = state.init_gate
     if run.curve is not None:
-        stats["curve"] = {"steps": [r["step"] for r in state.curve], "n_sentences": len(run.curve.sentences),
-                          "seconds": round(sum(r["seconds"] for r in state.curve), 3)}  # fmt: skip
+        stats["curve"] = {
+            "steps": [r["step"] for r in state.curve],
+            "n_sentences": len(run.curve.sentences),
+            "seconds": round(sum(r["seconds"] for r in state.curve), 3),
+        }
     return stats

@@ -40,12 +40,25 @@ def resolve_micro_batch(
 
     total = torch.cuda.get_device_properties(device).total_memory / GIB
     est = fitting_micro_batch(
-        shape_from_config(AutoConfig.from_pretrained(model_dir)), procedure, seq_len, effective, objective=objective,
-        weights_dtype=weights_dtype_on(hp["weights_dtype"], "cuda"), gradient_checkpointing=grad_ckpt,
-        eeve_layers=hp["eeve_layers"], memory_gib=total, shards=shards,
-    )  # fmt: skip
-    log.info("micro_batch auto: %d of %d blocks a step (estimated peak %.1f of %.1f GiB%s)", est["micro_batch"],
-             effective, est["peak_gib"], total, "" if est["fits"] else "; does not fit even so")  # fmt: skip
+        shape_from_config(AutoConfig.from_pretrained(model_dir)),
+        procedure,
+        seq_len,
+        effective,
+        objective=objective,
+        weights_dtype=weights_dtype_on(hp["weights_dtype"], "cuda"),
+        gradient_checkpointing=grad_ckpt,
+        eeve_layers=hp["eeve_layers"],
+        memory_gib=total,
+        shards=shards,
+    )
+    log.info(
+        "micro_batch auto: %d of %d blocks a step (estimated peak %.1f of %.1f GiB%s)",
+        est["micro_batch"],
+        effective,
+        est["peak_gib"],
+        total,
+        "" if est["fits"] else "; does not fit even so",
+    )
     return int(est["micro_batch"])
 
 

@@ -67,8 +67,9 @@ class TrackingSpec:
         return spec
 
 
-def cell_spec(config: dict, results: str, model: str, lang: str, method: str,
-              seed: int | None = None) -> TrackingSpec | None:  # fmt: skip
+def cell_spec(
+    config: dict, results: str, model: str, lang: str, method: str, seed: int | None = None
+) -> TrackingSpec | None:
     """The tracking of one training cell from the config's ``tracking`` block (None: no block): the run is named
     model/lang/method/seed (``seed``: the cell's training seed, by default the config's), the project defaults to the
     run's name, the folder to <results>/tracking."""
@@ -144,8 +145,15 @@ class Wandb:
         import wandb
 
         Path(spec.dir).mkdir(parents=True, exist_ok=True)
-        self.run = wandb.init(project=spec.project, name=spec.run_name, dir=spec.dir, mode=spec.mode, id=run_id,
-                              resume="allow" if run_id else None, config=spec.params)  # fmt: skip
+        self.run = wandb.init(
+            project=spec.project,
+            name=spec.run_name,
+            dir=spec.dir,
+            mode=spec.mode,
+            id=run_id,
+            resume="allow" if run_id else None,
+            config=spec.params,
+        )
         self.run_id = self.run.id
 
     def log(self, points: Points) -> None:
@@ -210,8 +218,9 @@ class Trackio:
         import trackio
 
         self.trackio = trackio
-        self.run = trackio.init(project=spec.project, name=spec.run_name, config=spec.params,
-                                resume="allow" if run_id else "never")  # fmt: skip
+        self.run = trackio.init(
+            project=spec.project, name=spec.run_name, config=spec.params, resume="allow" if run_id else "never"
+        )
         self.run_id = spec.run_name
 
     def log(self, points: Points) -> None:
@@ -238,8 +247,13 @@ class Tracking:
         try:
             self.tracker.log(points)
         except Exception as e:  # a full disk or a lost server must not end hours of training
-            log.warning("tracking (%s) failed at step %d and is off for the rest of this run: %s: %s",
-                        self.spec.backend, points[0][0], type(e).__name__, e)  # fmt: skip
+            log.warning(
+                "tracking (%s) failed at step %d and is off for the rest of this run: %s: %s",
+                self.spec.backend,
+                points[0][0],
+                type(e).__name__,
+                e,
+            )
             self.tracker = None
 
     def close(self) -> None:
@@ -257,8 +271,10 @@ def start(spec: TrackingSpec, saved: dict[str, Any] | None, first_step: int, set
     TrackingError where the backend cannot start."""
     backend = BACKENDS[spec.backend]
     if importlib.util.find_spec(backend.module) is None:
-        raise TrackingError(f"tracking.backend {spec.backend}: the package {backend.module!r} is not installed; "
-                            f"run `{backend.pip}` (or remove the tracking block)")  # fmt: skip
+        raise TrackingError(
+            f"tracking.backend {spec.backend}: the package {backend.module!r} is not installed; "
+            f"run `{backend.pip}` (or remove the tracking block)"
+        )
     run_id = saved.get("run_id") if saved and saved.get("backend") == spec.backend else None
     spec = TrackingSpec(**{**asdict(spec), "params": {**settings, **spec.params}})
     try:
@@ -276,10 +292,18 @@ def step_points(rows: list[dict[str, Any]], tokens_per_second: float) -> Points:
     """The tracked points of loss-history rows just read back (loop.py ``_record``, ``flush_losses``), the
     throughput so far (the log line's tokens/s) with the last."""
     points: Points = [
-        (row["step"], {"train/loss": row["loss"], "train/lr": row["lr"], "train/tokens_seen": row["tokens_seen"],
-                       "train/epoch": row["epoch"], "train/stage": row["stage"]})
+        (
+            row["step"],
+            {
+                "train/loss": row["loss"],
+                "train/lr": row["lr"],
+                "train/tokens_seen": row["tokens_seen"],
+                "train/epoch": row["epoch"],
+                "train/stage": row["stage"],
+            },
+        )
         for row in rows
-    ]  # fmt: skip
+    ]
     if points:
         points[-1][1]["train/tokens_per_second"] = tokens_per_second
     return points

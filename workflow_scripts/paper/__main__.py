@@ -83,9 +83,15 @@ def index(pages: list[str], not_run: list[str]) -> str:
     """tables.md: the tables written, and one list of what this configuration did not run."""
     lines = ["# The paper's tables from this run's results", ""]
     if not_run:
-        lines += ["## Not run by this configuration", "",
-                  "Tables and figures with nothing to show are not written; written tables leave out the rows, "
-                  "languages and columns no result fills.", "", *(f"- {n}" for n in not_run), ""]  # fmt: skip
+        lines += [
+            "## Not run by this configuration",
+            "",
+            "Tables and figures with nothing to show are not written; written tables leave out the rows, "
+            "languages and columns no result fills.",
+            "",
+            *(f"- {n}" for n in not_run),
+            "",
+        ]
     return "\n".join(lines) + "\n" + "\n".join(pages)  # each page ends in a blank line
 
 
@@ -93,8 +99,11 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m workflow_scripts.paper", description=__doc__)
     p.add_argument("--results", required=True, type=Path, help="results/<run>/tables/results.csv (rule tables)")
     p.add_argument("--out", required=True, type=Path, help="output folder, e.g. results/<run>/paper")
-    p.add_argument("--results-root", type=Path, help="folder with analysis/, benchmarks/, {model}/{lang}/ "
-                   "(default: two levels above --results)")  # fmt: skip
+    p.add_argument(
+        "--results-root",
+        type=Path,
+        help="folder with analysis/, benchmarks/, {model}/{lang}/ (default: two levels above --results)",
+    )
     p.add_argument("--config", type=Path, help="the grid's config (model sizes for the requested hours)")
     p.add_argument("--size", action="append", metavar="MODEL=SIZE", help="a model's size class (as --config)")
     p.add_argument("--data-label", action="append", help="data description (default: read from results.md)")

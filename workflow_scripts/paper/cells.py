@@ -332,8 +332,10 @@ def _rouge_columns(spec: TableSpec, frame: pd.DataFrame) -> tuple[TableSpec, lis
             note += " Script-aware ROUGE-L results exist too and are not shown."
         return spec, [note]
     columns = tuple(replace(c, metric=metric) if (c.task, c.metric) == SUM else c for c in spec.columns)
-    note = (f"{ROUGE_NOTE} on the script-aware segmentation (words, or grapheme clusters in unspaced scripts), not "
-            "on the paper's mT5 pieces: the configuration's evaluation.sum.rouge_tokenizer is script.")  # fmt: skip
+    note = (
+        f"{ROUGE_NOTE} on the script-aware segmentation (words, or grapheme clusters in unspaced scripts), not "
+        "on the paper's mT5 pieces: the configuration's evaluation.sum.rouge_tokenizer is script."
+    )
     return replace(spec, columns=columns), [note]
 
 

@@ -58,8 +58,17 @@ def read_benchmarks(root: str | Path) -> pd.DataFrame:
         seconds = float(bench["s"].iloc[-1])  # with repeats, the last run (the one whose outputs were kept)
         cpu = float(bench["cpu_time"].iloc[-1]) if "cpu_time" in bench else float("nan")
         rss = float(bench["max_rss"].iloc[-1]) if "max_rss" in bench else float("nan")
-        rows.append({"rule": rule, "model": model, "language": lang, "method": method, "s": seconds, "cpu_s": cpu,
-                     "max_rss": rss})  # fmt: skip
+        rows.append(
+            {
+                "rule": rule,
+                "model": model,
+                "language": lang,
+                "method": method,
+                "s": seconds,
+                "cpu_s": cpu,
+                "max_rss": rss,
+            }
+        )
     return pd.DataFrame(rows, columns=["rule", "model", "language", "method", "s", "cpu_s", "max_rss"])
 
 
@@ -171,8 +180,18 @@ def markdown(table: pd.DataFrame, data_labels: Iterable[str] = (), devices: set[
     lines += [f"> Data: {label}." for label in data_labels] + ([""] if data_labels else [])
     if table.empty:
         return "\n".join([*lines, "No benchmark files (results/<run>/benchmarks/) yet.", ""])
-    head = ["model", "language", "method", "steps", "jobs", "wall h", "CPU h", "GPU h", "requested h",
-            "requested GPU h"]  # fmt: skip
+    head = [
+        "model",
+        "language",
+        "method",
+        "steps",
+        "jobs",
+        "wall h",
+        "CPU h",
+        "GPU h",
+        "requested h",
+        "requested GPU h",
+    ]
     lines += ["| " + " | ".join(head) + " |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
     hours = ("wall_h", "cpu_h", "gpu_h", "requested_h", "requested_gpu_h")
     for rec in shown(table).to_dict("records"):

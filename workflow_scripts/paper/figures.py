@@ -98,11 +98,13 @@ def held_out_tokens(frame: pd.DataFrame) -> pd.DataFrame:
         tokens = part[part["metric"] == "tokens_per_sentence"]
         source = tokens[[str(lb) == "Source" for lb in tokens["label"]]]
         if len(source):
-            rows.append({"model": model, "language": lang, "k": None, "tokens": source["value"].mean(),
-                         "sentences": count})  # fmt: skip
+            rows.append(
+                {"model": model, "language": lang, "k": None, "tokens": source["value"].mean(), "sentences": count}
+            )
         for k, by_k in tokens[tokens["k"].notna()].groupby("k"):
-            rows.append({"model": model, "language": lang, "k": int(k), "tokens": by_k["value"].mean(),
-                         "sentences": count})  # fmt: skip
+            rows.append(
+                {"model": model, "language": lang, "k": int(k), "tokens": by_k["value"].mean(), "sentences": count}
+            )
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -140,8 +142,10 @@ def _fragmentation_panel(ax: plt.Axes, frag: pd.DataFrame) -> None:
 
 def _held_out_panel(ax: plt.Axes, held: pd.DataFrame) -> None:
     # in the left panel's order (by name), so that a language sits in the same place in both
-    cats = sorted(dict.fromkeys(zip(held["model"], held["language"], strict=True)),
-                  key=lambda c: (model_name(c[0]), language_name(c[1])))  # fmt: skip
+    cats = sorted(
+        dict.fromkeys(zip(held["model"], held["language"], strict=True)),
+        key=lambda c: (model_name(c[0]), language_name(c[1])),
+    )
     series = [None, *sorted(held["k"].dropna().unique())]  # None: Source's tokenizer
     width = 0.8 / len(series)
     for j, k in enumerate(series):
@@ -228,8 +232,13 @@ def _speedup_axes(ax: plt.Axes, part: pd.DataFrame, bound: pd.DataFrame, sweep: 
         for i, (label, k) in enumerate(zip(part["label"], part["k"], strict=True)):
             b = bound[(bound["label"] == label) & ((bound["k"] == k) | (bound["k"].isna() & pd.isna(k)))]["value"]
             if len(b):
-                ax.plot([i - 0.4, i + 0.4], [b.mean()] * 2, color="black", linewidth=2,
-                        label="bound (Source ÷ model tokens)" if i == 0 else None)  # fmt: skip
+                ax.plot(
+                    [i - 0.4, i + 0.4],
+                    [b.mean()] * 2,
+                    color="black",
+                    linewidth=2,
+                    label="bound (Source ÷ model tokens)" if i == 0 else None,
+                )
         ax.set_xticks(range(len(part)), _bar_names(part), fontsize=7)
     ax.axhline(1.0, color="#888888", linestyle=":", label="Source (1x)")
     ax.set_ylim(0, max([*part["value"], *bound["value"], 1.0]) * 1.2)
@@ -247,8 +256,11 @@ def figure_vnew(
     expanded = data[data["k"].notna()]
     rows = []  # (task, metric, speed-up?) of each row of panels with data
     for task, metric in tasks:
-        rows += [(task, m, speed) for m, speed in ((metric, False), (paired_metric(task), True))
-                 if not expanded[(expanded["task"] == task) & (expanded["metric"] == m)].empty]  # fmt: skip
+        rows += [
+            (task, m, speed)
+            for m, speed in ((metric, False), (paired_metric(task), True))
+            if not expanded[(expanded["task"] == task) & (expanded["metric"] == m)].empty
+        ]
     if not rows:
         return []
     sweep = expanded.groupby(["model", "language", "label"])["k"].nunique().max() > 1
@@ -284,9 +296,16 @@ def read_reports(paths: Iterable[str | Path]) -> pd.DataFrame:
         if "new_token_share" not in rep:
             continue
         model, lang = path.parts[-4], path.parts[-3]
-        rows.append({"model": model, "language": lang, "k": rep.get("k"), "share": rep["new_token_share"],
-                     "tokens_source": rep.get("tokens_per_sentence_source"),
-                     "tokens_expanded": rep.get("tokens_per_sentence_target")})  # fmt: skip
+        rows.append(
+            {
+                "model": model,
+                "language": lang,
+                "k": rep.get("k"),
+                "share": rep["new_token_share"],
+                "tokens_source": rep.get("tokens_per_sentence_source"),
+                "tokens_expanded": rep.get("tokens_per_sentence_target"),
+            }
+        )
     return pd.DataFrame(rows, columns=["model", "language", "k", "share", "tokens_source", "tokens_expanded"])
 
 

@@ -199,16 +199,30 @@ def markdown(rows: list[dict], figure: str | None, steps: dict[tuple, int] | Non
     if not rows:
         return [*lines, "No held-out, speed or perplexity results of an adapted model yet.", ""]
     served = any(r.get("served", (None,))[0] is not None for r in rows)
-    head = ["Model", "Language", "Method", "tokens per held-out sentence (Source → model)",
-            "paired speed-up [worst–best]", "bound", "paired ÷ bound",
-            "bits per character (Source → model)"]  # fmt: skip
+    head = [
+        "Model",
+        "Language",
+        "Method",
+        "tokens per held-out sentence (Source → model)",
+        "paired speed-up [worst–best]",
+        "bound",
+        "paired ÷ bound",
+        "bits per character (Source → model)",
+    ]
     if served:
         head[7:7] = ["llama.cpp paired speed-up [worst–best]", "llama.cpp ÷ its bound"]
     lines += ["| " + " | ".join(head) + " |", "|---|---|---|" + "---:|" * (len(head) - 3)]
     for r in rows:
-        cells = [model_name(r["model"]), language_name(r["language"]), r["name"], _arrow(r["tokens"], "{:.1f}"),
-                 _paired(r["paired"]), _num(r["bound"], "{:.2f}x"), _ratio(r["paired"][0], r["bound"]),
-                 _arrow(r["bpc"], "{:.3f}")]  # fmt: skip
+        cells = [
+            model_name(r["model"]),
+            language_name(r["language"]),
+            r["name"],
+            _arrow(r["tokens"], "{:.1f}"),
+            _paired(r["paired"]),
+            _num(r["bound"], "{:.2f}x"),
+            _ratio(r["paired"][0], r["bound"]),
+            _arrow(r["bpc"], "{:.3f}"),
+        ]
         if served:
             cells[7:7] = [_paired(r["served"]), _ratio(r["served"][0], r["served_bound"])]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
@@ -338,8 +352,9 @@ def _bars(ax, rows: list[dict], key: str, ylabel: str, colors: dict[str, str], f
     ax.set_ylabel(ylabel)
 
 
-def figure(rows: list[dict], losses: pd.DataFrame, names: dict[str, str], stem: str | Path,
-           data_labels: Iterable[str] = ()) -> list[Path]:  # fmt: skip
+def figure(
+    rows: list[dict], losses: pd.DataFrame, names: dict[str, str], stem: str | Path, data_labels: Iterable[str] = ()
+) -> list[Path]:
     """One PNG (and PDF) of the lead: tokens per sentence, paired speed-up with its bound, bits per character, and the
     loss curves; ``names`` maps a method slug (loss.tsv's folder) to its row name."""
     from workflow_scripts.paper.figures import footer, plt, save
@@ -381,8 +396,13 @@ def _speedups(ax, rows: list[dict], colors: dict[str, str]) -> None:
             bar = ax.bar(x, value, width, color=colors[n], yerr=err, capsize=3)
             ax.bar_label(bar, fmt="%.2fx", fontsize=7, label_type="center")
             if r["bound"] is not None:
-                ax.plot([x - width / 2, x + width / 2], [r["bound"]] * 2, color="black", linewidth=2,
-                        label="bound" if not ax.get_legend_handles_labels()[1] else None)  # fmt: skip
+                ax.plot(
+                    [x - width / 2, x + width / 2],
+                    [r["bound"]] * 2,
+                    color="black",
+                    linewidth=2,
+                    label="bound" if not ax.get_legend_handles_labels()[1] else None,
+                )
     ax.axhline(1.0, color="#888888", linestyle=":", label="Source (1x)")
     ax.set_xticks(range(len(cats)), [panel_name(m, lg, multi) for m, lg in cats])
     ax.set_ylim(bottom=0)

@@ -31,8 +31,12 @@ SPEEDUP = "speedup"  # tokens_per_second / Source's on the same task and languag
 PAIRED = "paired_speedup"
 PAIRED_OVER_BOUND = "paired_speedup_over_bound"
 BOUND = "token_ratio_bound"
-PAIRED_VARIANT = {"mt": "teacher_forced.greedy.b1", "sum": "teacher_forced.greedy.b1",
-                  "mc": "loglikelihood.choices.b1", "gmmlu": "loglikelihood.choices.b1"}  # fmt: skip
+PAIRED_VARIANT = {
+    "mt": "teacher_forced.greedy.b1",
+    "sum": "teacher_forced.greedy.b1",
+    "mc": "loglikelihood.choices.b1",
+    "gmmlu": "loglikelihood.choices.b1",
+}
 
 LANGUAGES = tuple(languages.PAPER_LANGUAGES)  # the paper's ten, in its tables' order
 NO_GMMLU = ("my", "th")  # Global-MMLU has no Burmese or Thai

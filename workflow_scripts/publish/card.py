@@ -86,16 +86,22 @@ def _fmt(value: float | None, fmt: str) -> str:
 def headline(cell_rows: list[dict], source_rows: list[dict]) -> list[dict[str, str]]:
     """The card's table: tokens per sentence, the paired speed-up and its bound, and each task metric of the results
     page, Source beside the model (means over runs and seeds)."""
-    table = [{"name": "tokens per held-out sentence", "source": _fmt(mean(source_rows, "ppl", TOKENS), "{:.1f}"),
-              "model": _fmt(mean(cell_rows, "ppl", TOKENS), "{:.1f}")}]  # fmt: skip
+    table = [
+        {
+            "name": "tokens per held-out sentence",
+            "source": _fmt(mean(source_rows, "ppl", TOKENS), "{:.1f}"),
+            "model": _fmt(mean(cell_rows, "ppl", TOKENS), "{:.1f}"),
+        }
+    ]
     paired = variant(cell_rows, PAIRED)
     if paired:
         value, low, high = (mean(cell_rows, "mt", paired, c) for c in ("value", "min", "max"))
         spread = f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else ""
         table.append({"name": "paired speed-up [worst–best]", "source": "1x", "model": _fmt(value, "{:.2f}x") + spread})
         bound = mean(cell_rows, "mt", BOUND + paired.removeprefix(PAIRED))
-        table.append({"name": "its bound (Source tokens ÷ model tokens)", "source": "1x",
-                      "model": _fmt(bound, "{:.2f}x")})  # fmt: skip
+        table.append(
+            {"name": "its bound (Source tokens ÷ model tokens)", "source": "1x", "model": _fmt(bound, "{:.2f}x")}
+        )
     for header, task, metric, fmt in MARKDOWN_COLUMNS:
         here = mean(cell_rows, task, metric)
         if here is not None:
@@ -113,8 +119,10 @@ def limitations(cell_rows: list[dict], source_rows: list[dict], spec: dict) -> l
     worse = interval.low > 0 if interval else bpc is not None and source_bpc is not None and bpc > source_bpc
     if worse:
         judged = f"; {verdict(interval)}" if interval else ""
-        lines.append(f"Quality not held vs Source: {bpc:.3f} bits per character on the held-out text against Source's "
-                     f"{source_bpc:.3f} (+{bpc - source_bpc:.3f}; lower is better{judged}).")  # fmt: skip
+        lines.append(
+            f"Quality not held vs Source: {bpc:.3f} bits per character on the held-out text against Source's "
+            f"{source_bpc:.3f} (+{bpc - source_bpc:.3f}; lower is better{judged})."
+        )
     elif bpc is None:
         lines.append("No held-out bits per character measured for this cell: its quality against Source is unknown.")
     paired = variant(cell_rows, PAIRED)
@@ -139,8 +147,10 @@ def recipe_limitations(spec: dict) -> list[str]:
     lines = []
     kind, data, stats = spec["kind"], spec["data"], spec.get("stats") or {}
     if "stand-in" in spec["data_label"]:
-        lines.append(f"Adapted and measured on a stand-in: {spec['data_label']}. The numbers show the pipeline "
-                     "working, not the method's effect sizes on natural text.")  # fmt: skip
+        lines.append(
+            f"Adapted and measured on a stand-in: {spec['data_label']}. The numbers show the pipeline "
+            "working, not the method's effect sizes on natural text."
+        )
     if stats.get("tokens_seen") is not None:
         lines.append(f"LAPT saw {stats['tokens_seen']:,} tokens in {stats.get('steps')} steps.")
     if spec["base"]["kind"] == "random_llama":
@@ -148,8 +158,10 @@ def recipe_limitations(spec: dict) -> list[str]:
     if kind == "initialized":
         lines.append("Not trained: the new rows are initialized only (no LAPT).")
     if kind == "mumo":
-        lines.append("Not a standalone transformers checkpoint: a MuMo head and V_mono on the frozen source model, "
-                     "decoded by this workflow's workflow_scripts.mumo.")  # fmt: skip
+        lines.append(
+            "Not a standalone transformers checkpoint: a MuMo head and V_mono on the frozen source model, "
+            "decoded by this workflow's workflow_scripts.mumo."
+        )
     noncommercial = sorted({d["licence"] for d in data.values() if d.get("licence") and "-nc" in d["licence"]})
     if noncommercial:
         lines.append(f"The adaptation or test data is licensed {', '.join(noncommercial)}: no commercial use.")
@@ -218,9 +230,11 @@ def summary(spec: dict) -> str:
     base = spec["base"].get("base_model") or spec["base"]["key"]
     if spec["kind"] == "mumo":
         verify = "without verification" if cell["posthoc"] == "noverify" else "with verification"
-        return (f"A MuMo cell: a {lang} head trained on the adaptation corpus on top of the frozen `{base}`, decoded "
-                f"{verify} (Accelerating Multilingual Language Model for Excessively Tokenized Languages). The "
-                "vocabulary of the source model is kept; the head proposes target-language words.")  # fmt: skip
+        return (
+            f"A MuMo cell: a {lang} head trained on the adaptation corpus on top of the frozen `{base}`, decoded "
+            f"{verify} (Accelerating Multilingual Language Model for Excessively Tokenized Languages). The "
+            "vocabulary of the source model is kept; the head proposes target-language words."
+        )
     what = f"`{base}` adapted to {lang} by vocabulary expansion" if cell.get("vocab") else f"`{base}` adapted to {lang}"
     if cell.get("vocab"):
         what += f" ({cell['label']} initialization of the new rows)"
@@ -233,8 +247,10 @@ def summary(spec: dict) -> str:
 
 def usage(spec: dict) -> str:
     if spec["kind"] == "mumo":
-        return ("This folder is a MuMo head, V_mono and a reference to the source model: decode it with this "
-                "workflow (`python -m workflow_scripts.mumo`, docs/mumo.md), not with transformers alone.")  # fmt: skip
+        return (
+            "This folder is a MuMo head, V_mono and a reference to the source model: decode it with this "
+            "workflow (`python -m workflow_scripts.mumo`, docs/mumo.md), not with transformers alone."
+        )
     repo = spec.get("repo_id") or "path/to/this/folder"
     return (
         "```python\nfrom transformers import AutoModelForCausalLM, AutoTokenizer\n\n"
@@ -350,8 +366,9 @@ def project_version() -> dict[str, str | None]:
     return {"version": version, "commit": commit}
 
 
-def write_card(results: str | Path, spec: dict, stats: str | Path | None, out: str | Path,
-               copy_into: str | Path | None = None) -> str:  # fmt: skip
+def write_card(
+    results: str | Path, spec: dict, stats: str | Path | None, out: str | Path, copy_into: str | Path | None = None
+) -> str:
     """Write the cell's card to ``out`` and, where the cell owns its model folder, as its README.md (both
     atomically); return the card's text."""
     from workflow_scripts.io import read_json, write_text

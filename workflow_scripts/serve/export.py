@@ -58,8 +58,10 @@ class GgufType:
         if gtype.type not in (*CONVERTED, *QUANTIZED):
             raise UserError(f"export.gguf: unknown type {gtype.type!r}; choose from {sorted({*CONVERTED, *QUANTIZED})}")
         if gtype.embeddings is not None and gtype.embeddings not in EMBEDDING_TYPES:
-            raise UserError(f"export.gguf {gtype.type}: unknown embeddings type {gtype.embeddings!r}; choose from "
-                            f"{list(EMBEDDING_TYPES)}")  # fmt: skip
+            raise UserError(
+                f"export.gguf {gtype.type}: unknown embeddings type {gtype.embeddings!r}; choose from "
+                f"{list(EMBEDDING_TYPES)}"
+            )
         if gtype.embeddings is not None and gtype.type not in QUANTIZED:
             raise UserError(f"export.gguf {gtype.type}: embeddings apply to the quantizer's types {list(QUANTIZED)}")
         return gtype
@@ -102,8 +104,9 @@ def _convert(converter, model_dir: Path, outtype: str, out: Path) -> None:
         converter.main()
 
 
-def export(model_dir: str | Path, source_dir: str | Path, types: list[str | GgufType], out_dir: str | Path,
-           threads: int = 1) -> list[Path]:  # fmt: skip
+def export(
+    model_dir: str | Path, source_dir: str | Path, types: list[str | GgufType], out_dir: str | Path, threads: int = 1
+) -> list[Path]:
     """Write ``out_dir/model.<name>.gguf`` for each type; returns the files. Types the converter lacks are quantized
     from the f16 file (written for them when f16 is not among the types, and then removed)."""
     model_dir, out_dir = Path(model_dir), Path(out_dir)

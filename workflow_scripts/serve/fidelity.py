@@ -92,8 +92,11 @@ def tensor_types(path: str | Path) -> dict:
 
     types = {t.name: t.tensor_type.name.lower() for t in GGUFReader(path).tensors}
     blocks = Counter(v for k, v in types.items() if k.startswith("blk.") and k.endswith(".weight") and "norm" not in k)
-    return {"token_embd": types.get("token_embd.weight"), "output": types.get("output.weight"),
-            "blocks": dict(sorted(blocks.items()))}  # fmt: skip
+    return {
+        "token_embd": types.get("token_embd.weight"),
+        "output": types.get("output.weight"),
+        "blocks": dict(sorted(blocks.items())),
+    }
 
 
 def gguf_name(path: str | Path) -> str:

@@ -82,10 +82,23 @@ def measure(
     n_ctx = max(n_ctx, max(len(p) + len(t) for p, t in zip(prompt_ids, target_ids, strict=True)) + 8)
     decoder = LlamaCppDecoder(open_gguf(model_gguf, n_ctx=n_ctx, threads=threads))
     source = LlamaCppDecoder(open_gguf(source_gguf, n_ctx=n_ctx, threads=threads))
-    timing = time_teacher_forced(decoder, tokenizer, source_tokenizer, prompt_ids, target_ids, repeats=repeats,
-                                 warmup=warmup, baseline=(source, *source_ids))  # fmt: skip
-    variant = {"mode": "teacher_forced", "decoding": "greedy", "batch_size": 1, "engine": "llama.cpp",
-               "gguf": model_gguf.name.removeprefix("model.").removesuffix(".gguf")}  # fmt: skip
+    timing = time_teacher_forced(
+        decoder,
+        tokenizer,
+        source_tokenizer,
+        prompt_ids,
+        target_ids,
+        repeats=repeats,
+        warmup=warmup,
+        baseline=(source, *source_ids),
+    )
+    variant = {
+        "mode": "teacher_forced",
+        "decoding": "greedy",
+        "batch_size": 1,
+        "engine": "llama.cpp",
+        "gguf": model_gguf.name.removeprefix("model.").removesuffix(".gguf"),
+    }
     records = rate_records("mt", timing, **variant)
     paired = timing["paired"]
     records.append({"task": "mt", "metric": "paired_speedup", **summary(paired), "repeats": paired, **variant})
@@ -105,8 +118,13 @@ def sampling_params(vllm, max_new_tokens: int):
 
 def open_vllm(vllm, model_dir: Path, seed: int = 0):
     """A vLLM engine on a transformers folder (its own tokenizer), sharing the GPU with a second one."""
-    return vllm.LLM(model=str(model_dir), tokenizer=str(model_dir), dtype="auto", seed=seed,
-                    gpu_memory_utilization=VLLM_MEMORY_SHARE)  # fmt: skip
+    return vllm.LLM(
+        model=str(model_dir),
+        tokenizer=str(model_dir),
+        dtype="auto",
+        seed=seed,
+        gpu_memory_utilization=VLLM_MEMORY_SHARE,
+    )
 
 
 class VllmDecoder:
@@ -169,8 +187,9 @@ def fixed_generation_records(timing: dict, max_new_tokens: int) -> list[dict]:
     return records
 
 
-def measure_vllm(model_dir: Path, source_dir: Path, items, *, max_new_tokens: int, repeats: int, warmup: int,
-                 vllm=None) -> list[dict]:  # fmt: skip
+def measure_vllm(
+    model_dir: Path, source_dir: Path, items, *, max_new_tokens: int, repeats: int, warmup: int, vllm=None
+) -> list[dict]:
     """The paired fixed-length generation records of the mt prompts in vLLM, model against Source (``vllm``: the
     module, imported here when not given)."""
     from transformers import AutoTokenizer
@@ -183,8 +202,9 @@ def measure_vllm(model_dir: Path, source_dir: Path, items, *, max_new_tokens: in
     source = VllmDecoder(open_vllm(vllm, source_dir), params)
     prompt_ids, _ = encode_items(tokenizer, items)
     source_ids, _ = encode_items(source_tokenizer, items)
-    timing = time_fixed_generation(decoder, source, tokenizer, source_tokenizer, prompt_ids, source_ids,
-                                   repeats=repeats, warmup=warmup)  # fmt: skip
+    timing = time_fixed_generation(
+        decoder, source, tokenizer, source_tokenizer, prompt_ids, source_ids, repeats=repeats, warmup=warmup
+    )
     return fixed_generation_records(timing, max_new_tokens)
 
 
@@ -212,18 +232,33 @@ def main(argv: list[str] | None = None) -> None:
     log = setup_logging(args.log)
     if args.engine == "vllm":
         items = mt_items(args.pairs, args.lang, args.n)
-        records = measure_vllm(args.model, args.source, items, max_new_tokens=args.max_new_tokens,
-                               repeats=args.repeats, warmup=args.warmup)  # fmt: skip
+        records = measure_vllm(
+            args.model, args.source, items, max_new_tokens=args.max_new_tokens, repeats=args.repeats, warmup=args.warmup
+        )
     else:
         if args.gguf is None or args.source_gguf is None:
             raise UserError("--engine llama.cpp needs --gguf and --source-gguf")
         items = mt_items(args.pairs, args.lang, args.n, args.reference_chars or None)
-        records = measure(args.gguf, args.source_gguf, args.model, args.source, items, repeats=args.repeats,
-                          warmup=args.warmup, threads=args.threads)  # fmt: skip
+        records = measure(
+            args.gguf,
+            args.source_gguf,
+            args.model,
+            args.source,
+            items,
+            repeats=args.repeats,
+            warmup=args.warmup,
+            threads=args.threads,
+        )
     by = {r["metric"]: r["value"] for r in records}
     speedup, limit = by["paired_speedup"], by["token_ratio_bound"]
-    log.info("%s paired speed-up %.3f, bound %.3f (%.3f of it), %d items", args.engine, speedup, limit,
-             speedup / limit, len(items))  # fmt: skip
+    log.info(
+        "%s paired speed-up %.3f, bound %.3f (%.3f of it), %d items",
+        args.engine,
+        speedup,
+        limit,
+        speedup / limit,
+        len(items),
+    )
     write_json(args.out, {"cell": json.loads(args.cell), "lang": args.lang, "records": records})
 
 

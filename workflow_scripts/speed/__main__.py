@@ -53,28 +53,53 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add_common_args(p, batch_size=4)
     p.add_argument("--source-tokenizer", required=True, help="the SOURCE model's folder (its tokenizer re-counts text)")
     p.add_argument("--pairs", required=True, help="mt TSV English<TAB>target")
-    p.add_argument("--sum-data", default=None,
-                   help="the sum dataset folder the harness evaluates (hub layout): time the sum task too")  # fmt: skip
-    p.add_argument("--choice-data", action="append", default=[], metavar="TASK=FOLDER",
-                   help="a log-likelihood task and its dataset folder (hub layout): time its forward "
-                        "passes over prompt and choices (workflow_scripts.speed.choices); repeatable")  # fmt: skip
-    p.add_argument("--choice-fewshot", action="append", default=[], metavar="TASK=N",
-                   help="few-shot examples in the timed contexts of a --choice-data task, as the harness evaluates "
-                        "it (evaluation.<task>.fewshot); default: the task's own (its spec's fewshot); "
-                        "repeatable")  # fmt: skip
-    p.add_argument("--large-batch-decodings", nargs="*", default=None, choices=sorted(DECODING),
-                   help="decodings timed at --batch-size (default: every decoding)")  # fmt: skip
+    p.add_argument(
+        "--sum-data",
+        default=None,
+        help="the sum dataset folder the harness evaluates (hub layout): time the sum task too",
+    )
+    p.add_argument(
+        "--choice-data",
+        action="append",
+        default=[],
+        metavar="TASK=FOLDER",
+        help="a log-likelihood task and its dataset folder (hub layout): time its forward "
+        "passes over prompt and choices (workflow_scripts.speed.choices); repeatable",
+    )
+    p.add_argument(
+        "--choice-fewshot",
+        action="append",
+        default=[],
+        metavar="TASK=N",
+        help="few-shot examples in the timed contexts of a --choice-data task, as the harness evaluates "
+        "it (evaluation.<task>.fewshot); default: the task's own (its spec's fewshot); "
+        "repeatable",
+    )
+    p.add_argument(
+        "--large-batch-decodings",
+        nargs="*",
+        default=None,
+        choices=sorted(DECODING),
+        help="decodings timed at --batch-size (default: every decoding)",
+    )
     p.add_argument("--lang", required=True, type=language_arg)
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--decodings", nargs="+", default=["greedy"], choices=sorted(DECODING))
     p.add_argument("--no-teacher-forced", action="store_true", help="skip teacher forcing")
-    p.add_argument("--paired", action="store_true",
-                   help="teacher-force Source's model (--source-tokenizer's folder) item by item next to this one: "
-                        "a speed-up both sides of which saw the same machine load (paired_speedup)")  # fmt: skip
-    p.add_argument("--reference-chars", type=int, default=0,
-                   help="teacher forcing: only the first N characters of each reference (0: all)")  # fmt: skip
+    p.add_argument(
+        "--paired",
+        action="store_true",
+        help="teacher-force Source's model (--source-tokenizer's folder) item by item next to this one: "
+        "a speed-up both sides of which saw the same machine load (paired_speedup)",
+    )
+    p.add_argument(
+        "--reference-chars",
+        type=int,
+        default=0,
+        help="teacher forcing: only the first N characters of each reference (0: all)",
+    )
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--mumo-k", type=int, default=10, help="a MuMo --model: candidates per step (MuMo's k)")
     p.add_argument("--mumo-no-verify", action="store_true", help="a MuMo --model: decode without verification")
@@ -213,8 +238,10 @@ def read_items(a: argparse.Namespace, model, tokenizer) -> tuple[dict[str, list]
         from workflow_scripts.evaluation import model_max_length
         from workflow_scripts.speed.choices import choice_items
 
-        lengths = {"model": model_max_length(model.config),
-                   "source": model_max_length(AutoConfig.from_pretrained(a.source_tokenizer))}  # fmt: skip
+        lengths = {
+            "model": model_max_length(model.config),
+            "source": model_max_length(AutoConfig.from_pretrained(a.source_tokenizer)),
+        }
         for task, folder in a.choice_data.items():
             items[task] = choice_items(task, a.lang, folder, a.n, a.choice_fewshot[task])
     return items, lengths
@@ -268,12 +295,22 @@ def main(argv: list[str] | None = None) -> None:
         if phase == "generate":
             records = run_generation(decoder, tokenizer, source_tokenizer, task, items[task], settings)
         elif task in TIMED_CHOICE_TASKS:
-            records = run_choice_task(decoder, tokenizer, source_tokenizer, task, items[task], repeats=a.repeats,
-                                      warmup=a.warmup, source_decoder=source_decoder, max_length=lengths["model"],
-                                      source_max_length=lengths["source"])  # fmt: skip
+            records = run_choice_task(
+                decoder,
+                tokenizer,
+                source_tokenizer,
+                task,
+                items[task],
+                repeats=a.repeats,
+                warmup=a.warmup,
+                source_decoder=source_decoder,
+                max_length=lengths["model"],
+                source_max_length=lengths["source"],
+            )
         else:
-            records = run_teacher_forced(decoder, tokenizer, source_tokenizer, task, items[task], settings,
-                                         source_decoder)  # fmt: skip
+            records = run_teacher_forced(
+                decoder, tokenizer, source_tokenizer, task, items[task], settings, source_decoder
+            )
         done[key] = records
         write_json(partial, {"arguments": fingerprint, "units": done})
         log.info("speed: unit %s saved after %.1f s", key, time.perf_counter() - started)
@@ -293,8 +330,15 @@ def main(argv: list[str] | None = None) -> None:
     partial.unlink(missing_ok=True)
     for r in records:
         if r["metric"].endswith("per_second") or r["metric"] in ("token_ratio_bound", "paired_speedup"):
-            log.info("speed %s %s %s b%s %s: %.3f", r["task"], r["mode"], r["decoding"], r["batch_size"], r["metric"],
-                     r["value"])  # fmt: skip
+            log.info(
+                "speed %s %s %s b%s %s: %.3f",
+                r["task"],
+                r["mode"],
+                r["decoding"],
+                r["batch_size"],
+                r["metric"],
+                r["value"],
+            )
 
 
 if __name__ == "__main__":

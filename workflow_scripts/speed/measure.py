@@ -261,8 +261,16 @@ def run_teacher_forced(
     prompt_ids, target_ids = encode_items(tokenizer, items)
     variant = {"mode": "teacher_forced", "decoding": "greedy", "batch_size": 1}
     baseline = (source_decoder, *encode_items(source_tokenizer, items)) if source_decoder else None
-    timing = time_teacher_forced(decoder, tokenizer, source_tokenizer, prompt_ids, target_ids,
-                                 repeats=settings.repeats, warmup=settings.warmup, baseline=baseline)  # fmt: skip
+    timing = time_teacher_forced(
+        decoder,
+        tokenizer,
+        source_tokenizer,
+        prompt_ids,
+        target_ids,
+        repeats=settings.repeats,
+        warmup=settings.warmup,
+        baseline=baseline,
+    )
     records = rate_records(task, timing, **variant)
     if timing["paired"]:
         paired = timing["paired"]

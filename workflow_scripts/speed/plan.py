@@ -166,17 +166,32 @@ def workload(speed: Mapping[str, Any], tasks: list[str], shape: ModelShape, gpu_
                     )
                 )
                 memory = generation_memory(shape, task, decoding, batch, speed["max_new_tokens"])
-                rows.append({"phase": "generation", "task": task, "decoding": decoding, "batch_size": batch,
-                             "memory_gib": memory, "seconds": seconds})  # fmt: skip
+                rows.append(
+                    {
+                        "phase": "generation",
+                        "task": task,
+                        "decoding": decoding,
+                        "batch_size": batch,
+                        "memory_gib": memory,
+                        "seconds": seconds,
+                    }
+                )
         if (task in GENERATION_TASKS and speed["teacher_forced"]) or task in TIMED_CHOICE_TASKS:
             models = 2 if speed["paired"] else 1
             if task in TIMED_CHOICE_TASKS:
                 per_item = _prefill_seconds(shape, gpu, PROMPT_TOKENS[task]) + step  # lettered answers: one pass
             else:
                 per_item = _prefill_seconds(shape, gpu, PROMPT_TOKENS[task]) + target_tokens(speed) * step
-            rows.append({"phase": "paired", "task": task, "decoding": None, "batch_size": 1,
-                         "memory_gib": paired_memory(shape, task, speed["paired"], target_tokens(speed)),
-                         "seconds": passes * n * per_item * models})  # fmt: skip
+            rows.append(
+                {
+                    "phase": "paired",
+                    "task": task,
+                    "decoding": None,
+                    "batch_size": 1,
+                    "memory_gib": paired_memory(shape, task, speed["paired"], target_tokens(speed)),
+                    "seconds": passes * n * per_item * models,
+                }
+            )
     return {
         "rows": rows,
         "peak_gib": max((r["memory_gib"]["total"] for r in rows), default=0.0),
@@ -247,8 +262,9 @@ def markdown(config: Mapping[str, Any], models: Mapping[str, Model] | None = Non
                 cells = [name, gpu_class, r["phase"], r["task"], r["decoding"] or "–", r["batch_size"]]
                 cells += [f"{r['memory_gib']['total']:.1f}", f"{r['seconds'] / 60:.1f}"]
                 lines.append("| " + " | ".join(map(str, cells)) + " |")
-            lines.append(f"| {name} | {gpu_class} | **job** | | | | **{plan['peak_gib']:.1f}** | "
-                         f"**{plan['minutes']:.0f}** |")  # fmt: skip
+            lines.append(
+                f"| {name} | {gpu_class} | **job** | | | | **{plan['peak_gib']:.1f}** | **{plan['minutes']:.0f}** |"
+            )
     return "\n".join(lines) + "\n"
 
 

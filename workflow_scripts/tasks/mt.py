@@ -49,11 +49,15 @@ def step(steps, wc):
         {"model": model, "pairs": pairs},
         cli(task="mt", lang=wc.lang, model=model, pairs=pairs)
         + steps.generation("mt", wc)
-        + cli(cell=steps.cell(wc), data_label=mt_data_label(steps.layout, wc.lang), out=steps.out(wc, "mt.json"),
-              predictions=steps.out(wc, "mt_predictions.tsv"))
+        + cli(
+            cell=steps.cell(wc),
+            data_label=mt_data_label(steps.layout, wc.lang),
+            out=steps.out(wc, "mt.json"),
+            predictions=steps.out(wc, "mt_predictions.tsv"),
+        )
         + steps.chat(wc)
         + steps.mumo(wc),
-    )  # fmt: skip
+    )
 
 
 SPEC = register(

@@ -11,9 +11,16 @@ def step(steps, wc):
     settings, text, model = steps.evaluation["ppl"], steps.heldout(wc), steps.model(wc)
     return Step(
         {"model": model, "text": text},
-        cli(model=model, text=text, n=settings["n"], batch_size=settings["batch_size"], cell=steps.cell(wc),
-            data_label=data_label(steps.layout, wc.lang), out=steps.out(wc, "ppl.json")),
-    )  # fmt: skip
+        cli(
+            model=model,
+            text=text,
+            n=settings["n"],
+            batch_size=settings["batch_size"],
+            cell=steps.cell(wc),
+            data_label=data_label(steps.layout, wc.lang),
+            out=steps.out(wc, "ppl.json"),
+        ),
+    )
 
 
 SPEC = register(

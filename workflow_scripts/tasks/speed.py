@@ -27,19 +27,34 @@ def step(steps, wc):
     source, model = steps.layout.source_model(wc.model), steps.model(wc)
     choices, sums = choice_data(steps, wc), sum_data(steps, wc)
     options = (
-        cli(model=model, cell=steps.cell(wc), source_tokenizer=source, pairs=pairs, lang=wc.lang,
-            n=s["n"], max_new_tokens=s["max_new_tokens"], repeats=s["repeats"], warmup=s["warmup"],
-            batch_size=s["batch_size"], reference_chars=s["reference_chars"] or 0, seed=steps.config["seed"],
-            data_label=data_label(steps.layout, wc.lang), out=steps.out(wc, "speed.json"))
+        cli(
+            model=model,
+            cell=steps.cell(wc),
+            source_tokenizer=source,
+            pairs=pairs,
+            lang=wc.lang,
+            n=s["n"],
+            max_new_tokens=s["max_new_tokens"],
+            repeats=s["repeats"],
+            warmup=s["warmup"],
+            batch_size=s["batch_size"],
+            reference_chars=s["reference_chars"] or 0,
+            seed=steps.config["seed"],
+            data_label=data_label(steps.layout, wc.lang),
+            out=steps.out(wc, "speed.json"),
+        )
         + [["--decodings", *s["decodings"]]]
         + ([] if s["teacher_forced"] else [["--no-teacher-forced"]])
         + ([["--paired"]] if s["paired"] else [])
         + steps.mumo(wc)
         + (cli(sum_data=sums) if sums else [])
-        + [x for t, folder in choices.items()
-           for x in cli(choice_data=f"{t}={folder}", choice_fewshot=f"{t}={steps.evaluation[t]['fewshot']}")]
+        + [
+            x
+            for t, folder in choices.items()
+            for x in cli(choice_data=f"{t}={folder}", choice_fewshot=f"{t}={steps.evaluation[t]['fewshot']}")
+        ]
         + ([["--large-batch-decodings", *s["large_batch_decodings"]]] if s["large_batch_decodings"] else [])
-    )  # fmt: skip
+    )
     inputs = {"model": model, "source": source, "pairs": pairs, "sum_data": sums, "choice_data": list(choices.values())}
     return Step(inputs, options)
 

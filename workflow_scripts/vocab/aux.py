@@ -110,8 +110,9 @@ def _normalizer_steps(component: dict | None) -> list[dict]:
     if not component:
         return []
     if component.get("type") == "Sequence":
-        return [s for c in component.get("normalizers", component.get("pretokenizers", [])) for s in
-                _normalizer_steps(c)]  # fmt: skip
+        return [
+            s for c in component.get("normalizers", component.get("pretokenizers", [])) for s in _normalizer_steps(c)
+        ]
     return [component]
 
 
@@ -207,11 +208,18 @@ def train_sentencepiece_aux(
     vocab, merges = sentencepiece_bpe_parts(proto)
     # Control and unknown pieces are added tokens, so they are never candidates.
     added = [
-        {"id": i, "content": p.piece, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
-         "special": True}
+        {
+            "id": i,
+            "content": p.piece,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
         for i, p in enumerate(proto.pieces)
         if p.type in (SP_UNKNOWN, SP_CONTROL)
-    ]  # fmt: skip
+    ]
     src_model = tj["model"]
     aux_model = {
         "type": "BPE",

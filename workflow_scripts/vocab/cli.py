@@ -76,9 +76,13 @@ def _replace(args: argparse.Namespace, lines: list[str], corpus_stats: dict, log
     heldout = read_corpus(args.heldout, what="held-out text")
     report = replacement_report(as_tokenizer(args.source_tokenizer), target, mapping, heldout, lines)
     write_json(args.report, {**report, "seconds": round(time.perf_counter() - t0, 2), "corpus": corpus_stats})
-    log.info("replacement tokenizer: %d tokens, %d special ids changed; held-out tokens/sentence %.1f -> %.1f",
-             report["vocab_size"], report["special_ids_changed"], report["tokens_per_sentence_source"],
-             report["tokens_per_sentence_target"])  # fmt: skip
+    log.info(
+        "replacement tokenizer: %d tokens, %d special ids changed; held-out tokens/sentence %.1f -> %.1f",
+        report["vocab_size"],
+        report["special_ids_changed"],
+        report["tokens_per_sentence_source"],
+        report["tokens_per_sentence_target"],
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -92,8 +96,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "aux":
         t0 = time.perf_counter()
         aux = train_aux_tokenizer(lines, args.source_tokenizer, args.vocab_size, args.seed, args.threads)
-        log.info("aux tokenizer: %d tokens from %d lines in %.1f s", aux.get_vocab_size(), len(lines),
-                 time.perf_counter() - t0)  # fmt: skip
+        log.info(
+            "aux tokenizer: %d tokens from %d lines in %.1f s",
+            aux.get_vocab_size(),
+            len(lines),
+            time.perf_counter() - t0,
+        )
         with atomic_path(args.out) as tmp:
             aux.save(str(tmp))
         return

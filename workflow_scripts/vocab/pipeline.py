@@ -224,9 +224,14 @@ def _refill(
             break
         for token, why in wanting.items():
             replaced.append(
-                {"piece": token, "text": piece_text(token, family), "frequency": freq[token], "reason": why,
-                 "round": rounds + 1}
-            )  # fmt: skip
+                {
+                    "piece": token,
+                    "text": piece_text(token, family),
+                    "frequency": freq[token],
+                    "reason": why,
+                    "round": rounds + 1,
+                }
+            )
         excluded |= set(wanting)
         try:
             plan = plan_expansion(source, [r for r in ranked if r[0] not in excluded], k, parts)

@@ -53,8 +53,11 @@ def build_expanded_json(
     if new_merges not in NEW_MERGES:
         raise ValueError(f"new_merges must be one of {NEW_MERGES}, got {new_merges!r}")
     # Only the vocabulary and the merges change: copy those, share the rest (a deep copy of a 128K vocabulary is slow).
-    model = {**tokenizer_json["model"], "vocab": dict(tokenizer_json["model"]["vocab"]),
-             "merges": list(tokenizer_json["model"]["merges"])}  # fmt: skip
+    model = {
+        **tokenizer_json["model"],
+        "vocab": dict(tokenizer_json["model"]["vocab"]),
+        "merges": list(tokenizer_json["model"]["merges"]),
+    }
     out = {**tokenizer_json, "model": model}
     start = next_free_id(tokenizer_json)
     # tokenizers ignores the ids written for added tokens that are not in the model vocabulary and numbers them after
