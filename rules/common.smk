@@ -38,7 +38,6 @@ from workflow_scripts.grid import (
     cell_hparams,
     cell_curve_points,
     curve_points,
-    first_entries,
     init_gate,
     slug_regex,
     ppl_only,
@@ -88,7 +87,7 @@ pathvars:
 
 
 # the methods entry whose hparams each method trains with
-FIRST_ENTRY = first_entries(config)
+FIRST_ENTRY = PLAN.grid.first
 
 
 # A folder a real run cannot write (a dry run writes nothing) stops it when it starts, not in its first job, which

@@ -274,7 +274,6 @@ def time_training(
     from workflow_scripts.lapt.loop import _adamw
     from workflow_scripts.lapt.objective import LossComputer
     from workflow_scripts.lapt.procedures import PROCEDURES as LAPT
-    from workflow_scripts.lapt.procedures import StageContext
 
     hp = resolve_hparams({"micro_batch": "auto", "weights_dtype": "bf16", **(hp or {})})
     low = hp["weights_dtype"] == "bf16"
@@ -283,14 +282,7 @@ def time_training(
     shape = shape_from_config(model.config)
     out = []
     for i, stage in enumerate(LAPT[procedure].stages):
-        model, _ = stage.prepare(model, hp, StageContext(n_source_rows=vocab - 100))
-        if low:  # as lapt.loop.enter_stage: trainable parameters in fp32
-            for p in model.parameters():
-                if p.requires_grad and p.dtype != torch.float32:
-                    p.data = p.data.float()
-        if device == "cuda":
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        model.train()
+        model = _enter_stage(model, stage, hp, vocab - 100, low=low, device=device)
         for objective in objectives:
             loss_fn = LossComputer(model, objective, model.get_output_embeddings())
             if loss_fn.extra_head is not None and low:
@@ -317,34 +309,8 @@ def time_training(
                     est = planned(
                         shape, procedure, objective, seq_len, {**hp, "micro_batch": micro}, GPU_CLASSES[classes[0]]
                     )
-                    step = functools.partial(
-                        _one_step,
-                        loss_fn,
-                        optimizer,
-                        named,
-                        micro,
-                        8 // micro,
-                        seq_len,
-                        vocab,
-                        device,
-                        device == "cuda" or low,
-                    )
-                    held: dict[str, int] = {}
-                    entry.update(micro_batch=micro, grad_accum=8 // micro)
-                    states = functools.partial(_held_bytes, held, model, loss_fn, optimizer)
                     out.append(
-                        _measure(
-                            entry,
-                            step,
-                            states,
-                            held,
-                            est,
-                            i,
-                            repeats=repeats,
-                            named=named,
-                            optimizer=optimizer,
-                            device=device,
-                        )
+                        _time_step(entry, est, micro, model, loss_fn, optimizer, named, vocab, device, low, repeats)
                     )
                     if emit:
                         emit(out[-1])
@@ -354,6 +320,40 @@ def time_training(
     del model
     _free()
     return out
+
+
+def _enter_stage(model, stage, hp: dict, n_source_rows: int, *, low: bool, device):
+    """``model`` prepared for ``stage`` as ``lapt.loop.enter_stage`` does: trainable parameters in fp32 when the
+    frozen weights are bf16 (``low``), gradient checkpointing on CUDA, in training mode."""
+    import torch
+
+    from workflow_scripts.lapt.procedures import StageContext
+
+    model, _ = stage.prepare(model, hp, StageContext(n_source_rows=n_source_rows))
+    if low:  # as lapt.loop.enter_stage: trainable parameters in fp32
+        for p in model.parameters():
+            if p.requires_grad and p.dtype != torch.float32:
+                p.data = p.data.float()
+    if device == "cuda":
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    return model
+
+
+def _time_step(
+    entry: dict, est: dict, micro: int, model, loss_fn, optimizer, named, vocab: int, device, low: bool, repeats: int
+) -> dict:
+    """``entry`` measured by ``_measure`` at batch 8 in micro-batches of ``micro``, beside the estimate ``est``, with
+    the stage's ``model``, ``loss_fn``, ``optimizer`` and ``named`` trainable parameters."""
+    seq_len, accum = entry["seq_len"], 8 // micro
+    step = functools.partial(
+        _one_step, loss_fn, optimizer, named, micro, accum, seq_len, vocab, device, device == "cuda" or low
+    )
+    held: dict[str, int] = {}
+    entry.update(micro_batch=micro, grad_accum=accum)
+    states = functools.partial(_held_bytes, held, model, loss_fn, optimizer)
+    i = entry["stage_index"]
+    return _measure(entry, step, states, held, est, i, repeats=repeats, named=named, optimizer=optimizer, device=device)
 
 
 def _planned_micro_batches(shape, procedure: str, objective: str, seq_len: int, hp: dict, gpu_classes) -> list:
@@ -426,7 +426,8 @@ def hardware() -> dict[str, Any]:
     return info
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, str]:
+    """The options and the device they run on; a usage error when the real shapes find no CUDA device."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="result JSON (rewritten after every measured entry)")
     p.add_argument("--tiny", action="store_true", help="tiny shapes on the CPU (a test of the script)")
@@ -463,10 +464,15 @@ def main(argv: list[str] | None = None) -> int:
     device = "cuda" if torch.cuda.is_available() and not a.tiny else "cpu"
     if device == "cpu" and not a.tiny:
         p.error("no CUDA device: the real shapes need a GPU (use --tiny on a CPU)")
-    deadline = time.monotonic() + a.budget_s
+    return a, device
+
+
+def measurement_groups(a: argparse.Namespace) -> list[dict[str, Any]]:
+    """What to measure, one group per built model: ``--procedures`` x clm, mtp x the sequence lengths, or else the
+    job kinds of ``--configfile``'s grid, each with the hparams that change memory and ``--weights-dtype``."""
     if a.procedures:
         seq_lens = a.seq_lens or ([16, 32] if a.tiny else [512, 2048])
-        groups = [
+        return [
             {
                 "model": m,
                 "procedure": proc,
@@ -477,14 +483,47 @@ def main(argv: list[str] | None = None) -> int:
             for m in a.models
             for proc in a.procedures
         ]
-    else:
-        jobs = [j for j in paper_jobs(a.configfile) if j["model"] in a.models]
-        groups = _job_groups(jobs)
-        for g in groups:
-            g["hp"] = {k: g["hp"][k] for k in ("eeve_layers", "stage_split", "lora_r", "lora_alpha")}
-            g["hp"]["weights_dtype"] = a.weights_dtype
-            if a.seq_lens:
-                g["seq_lens"] = a.seq_lens
+    jobs = [j for j in paper_jobs(a.configfile) if j["model"] in a.models]
+    groups = _job_groups(jobs)
+    for g in groups:
+        g["hp"] = {k: g["hp"][k] for k in ("eeve_layers", "stage_split", "lora_r", "lora_alpha")}
+        g["hp"]["weights_dtype"] = a.weights_dtype
+        if a.seq_lens:
+            g["seq_lens"] = a.seq_lens
+    return groups
+
+
+def _time_decodings(result: dict[str, Any], a: argparse.Namespace, device: str, deadline: float) -> None:
+    """Adds each model's decoding timings to ``result["decoding"]`` (a skipped entry once ``deadline`` is past),
+    rewriting ``--out`` after each model."""
+    tokens = (32, 16) if a.tiny else (64, 128)
+    for name in [] if a.no_decoding else a.models:
+        if time.monotonic() > deadline:
+            result["decoding"].append({"model": name, "skipped": "--budget-s reached"})
+            continue
+        result["decoding"] += time_decoding(
+            name, device=device, tiny=a.tiny, repeats=a.repeats, prompt_len=tokens[0], target_len=tokens[1]
+        )
+        write_json(a.out, result)
+
+
+def _report(result: dict[str, Any], a: argparse.Namespace) -> int:
+    """Prints the skipped entries as a note and each out-of-memory as a failure; the exit status, 1 on any
+    out-of-memory."""
+    skipped = sum("skipped" in e for e in result["training"] + result["decoding"])
+    if skipped:
+        print(f"{skipped} entries skipped by --budget-s {a.budget_s:g} (listed in {a.out})", file=sys.stderr)
+    oom = [e for e in result["training"] if "oom" in e]
+    for e in oom:
+        what = f"{e['model']} {e['procedure']}/{e['stage']} {e['objective']} L{e['seq_len']} micro {e['micro_batch']}"
+        print(f"FAILED: {what} ran out of memory (estimated peak {e['estimate_peak_gib']} GiB)", file=sys.stderr)
+    return 1 if oom else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    a, device = parse_args(argv)
+    deadline = time.monotonic() + a.budget_s
+    groups = measurement_groups(a)
     result: dict[str, Any] = {
         "hardware": hardware(),
         "settings": {**vars(a), "device": device},
@@ -512,25 +551,10 @@ def main(argv: list[str] | None = None) -> int:
             deadline=deadline,
             emit=emit,
         )
-    tokens = (32, 16) if a.tiny else (64, 128)
-    for name in [] if a.no_decoding else a.models:
-        if time.monotonic() > deadline:
-            result["decoding"].append({"model": name, "skipped": "--budget-s reached"})
-            continue
-        result["decoding"] += time_decoding(
-            name, device=device, tiny=a.tiny, repeats=a.repeats, prompt_len=tokens[0], target_len=tokens[1]
-        )
-        write_json(a.out, result)
+    _time_decodings(result, a, device, deadline)
     result["wall_seconds"] = round(a.budget_s - (deadline - time.monotonic()), 1)
     write_json(a.out, result)
-    skipped = sum("skipped" in e for e in result["training"] + result["decoding"])
-    if skipped:
-        print(f"{skipped} entries skipped by --budget-s {a.budget_s:g} (listed in {a.out})", file=sys.stderr)
-    oom = [e for e in result["training"] if "oom" in e]
-    for e in oom:
-        what = f"{e['model']} {e['procedure']}/{e['stage']} {e['objective']} L{e['seq_len']} micro {e['micro_batch']}"
-        print(f"FAILED: {what} ran out of memory (estimated peak {e['estimate_peak_gib']} GiB)", file=sys.stderr)
-    return 1 if oom else 0
+    return _report(result, a)
 
 
 if __name__ == "__main__":

@@ -174,7 +174,9 @@ def failures(results: dict, tolerance: float) -> list[str]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[tuple[str, str]]]:
+    """The options and the (procedure, objective) runs they select; a usage error when ``--steps`` is too few for
+    the longest procedure or the kill step."""
     p = argparse.ArgumentParser(
         prog="python -m tools.gpu_fsdp_check", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -209,6 +211,58 @@ def main(argv: list[str] | None = None) -> int:
             f"--steps {a.steps}: every run needs at least {least} optimizer steps ({longest} has {stages} of "
             f"at least one step each, and the kill is after step {KILL_AT})"
         )
+    return a, runs
+
+
+def check_procedure(
+    base: Path, model: Path, corpus: Path, procedure: str, objective: str, hp: dict, n_proc: int, n_src: int
+) -> dict:
+    """One procedure's row: its plain, sharded, killed and resumed runs under ``base``, the differences of the sharded
+    and resumed models to the plain one, and the predicted bytes for one process and for ``n_proc``."""
+    row = {"procedure": procedure, "objective": objective}
+    row["plain"] = lapt(base / "plain", model, corpus, procedure, objective, hp, 0, n_src)
+    row["sharded"] = lapt(base / "sharded", model, corpus, procedure, objective, hp, n_proc, n_src)
+    if not row["plain"]["returncode"] and not row["sharded"]["returncode"]:
+        row["difference"] = difference(base / "plain" / "out", base / "sharded" / "out")
+    row["predicted_plain"] = predicted(model, procedure, objective, hp, 1)
+    row["predicted_sharded"] = predicted(model, procedure, objective, hp, n_proc)
+    # killed after the checkpoint of step KILL_AT under torchrun, resumed as a plain process
+    row["killed"] = lapt(base / "resumed", model, corpus, procedure, objective, hp, n_proc, n_src, kill_at=KILL_AT)
+    row["resumed"] = lapt(base / "resumed", model, corpus, procedure, objective, hp, 0, n_src)
+    if not row["plain"]["returncode"] and not row["resumed"]["returncode"]:
+        row["resumed_difference"] = difference(base / "plain" / "out", base / "resumed" / "out")
+    return row
+
+
+def report_lines(results: dict, bad: list[str], tolerance: float) -> list[str]:
+    """The Markdown report: a table row per procedure (differences, peaks, held and predicted bytes), then the
+    failures ``bad`` or the line that every difference passed."""
+    lines = [
+        "| procedure | max diff sharded | max diff resumed | peak GiB plain | peak GiB sharded (rank 0) "
+        "| held MiB sharded (w/g/Adam) | predicted MiB |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    mib = 2**20
+    for r in results["runs"]:
+        st = r["sharded"].get("stats", {})
+        held = max(
+            (s.get("measured_bytes", {}) for s in st.get("stages", [])), key=lambda d: sum(d.values()), default={}
+        )
+        pred = max(r["predicted_sharded"]["per_stage"], key=lambda d: sum(d.values()))
+        lines.append(
+            f"| {r['procedure']} | {r.get('difference', {}).get('max_abs', 'failed')} "
+            f"| {r.get('resumed_difference', {}).get('max_abs', 'failed')} "
+            f"| {r['plain'].get('stats', {}).get('peak_memory_bytes', 0) / 2**30:.2f} "
+            f"| {st.get('peak_memory_bytes', 0) / 2**30:.2f} "
+            f"| {'/'.join(f'{v / mib:.0f}' for v in held.values())} "
+            f"| {'/'.join(f'{v / mib:.0f}' for v in pred.values())} |"
+        )
+    lines += ["", *(f"FAILED: {f}" for f in bad)] if bad else ["", f"passed: every difference within {tolerance:g}"]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    a, runs = parse_args(argv)
     import torch
 
     out = Path(a.out)
@@ -235,44 +289,13 @@ def main(argv: list[str] | None = None) -> int:
     }
     for procedure, objective in runs:
         base = out / f"{procedure}.{objective}"
-        row = {"procedure": procedure, "objective": objective}
-        row["plain"] = lapt(base / "plain", model, corpus, procedure, objective, hp, 0, n_src)
-        row["sharded"] = lapt(base / "sharded", model, corpus, procedure, objective, hp, n_proc, n_src)
-        if not row["plain"]["returncode"] and not row["sharded"]["returncode"]:
-            row["difference"] = difference(base / "plain" / "out", base / "sharded" / "out")
-        row["predicted_plain"] = predicted(model, procedure, objective, hp, 1)
-        row["predicted_sharded"] = predicted(model, procedure, objective, hp, n_proc)
-        # killed after the checkpoint of step KILL_AT under torchrun, resumed as a plain process
-        row["killed"] = lapt(base / "resumed", model, corpus, procedure, objective, hp, n_proc, n_src, kill_at=KILL_AT)
-        row["resumed"] = lapt(base / "resumed", model, corpus, procedure, objective, hp, 0, n_src)
-        if not row["plain"]["returncode"] and not row["resumed"]["returncode"]:
-            row["resumed_difference"] = difference(base / "plain" / "out", base / "resumed" / "out")
+        row = check_procedure(base, model, corpus, procedure, objective, hp, n_proc, n_src)
         results["runs"].append(row)
         results["failures"] = failures(results, tolerance)
         (out / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
         print(json.dumps({k: v for k, v in row.items() if k in ("procedure", "difference", "resumed_difference")}))
-    lines = [
-        "| procedure | max diff sharded | max diff resumed | peak GiB plain | peak GiB sharded (rank 0) "
-        "| held MiB sharded (w/g/Adam) | predicted MiB |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    mib = 2**20
-    for r in results["runs"]:
-        st = r["sharded"].get("stats", {})
-        held = max(
-            (s.get("measured_bytes", {}) for s in st.get("stages", [])), key=lambda d: sum(d.values()), default={}
-        )
-        pred = max(r["predicted_sharded"]["per_stage"], key=lambda d: sum(d.values()))
-        lines.append(
-            f"| {r['procedure']} | {r.get('difference', {}).get('max_abs', 'failed')} "
-            f"| {r.get('resumed_difference', {}).get('max_abs', 'failed')} "
-            f"| {r['plain'].get('stats', {}).get('peak_memory_bytes', 0) / 2**30:.2f} "
-            f"| {st.get('peak_memory_bytes', 0) / 2**30:.2f} "
-            f"| {'/'.join(f'{v / mib:.0f}' for v in held.values())} "
-            f"| {'/'.join(f'{v / mib:.0f}' for v in pred.values())} |"
-        )
     bad = failures(results, tolerance)
-    lines += ["", *(f"FAILED: {f}" for f in bad)] if bad else ["", f"passed: every difference within {tolerance:g}"]
+    lines = report_lines(results, bad, tolerance)
     (out / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     return 1 if bad else 0

@@ -69,7 +69,8 @@ def bpc(folder: str | Path, sentences: list[str], batch_size: int) -> float:
     return bits_per_char(model, tokenizer, sentences, batch_size=batch_size, device_type="cpu", bf16=False)
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command-line options: the config, the languages, model and methods to tune, and the settings to try."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--configfile", default="config.yaml")
     p.add_argument("--lang", nargs="+", help="languages (default: all of the config)")
@@ -81,7 +82,22 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--n", type=int, default=100, help="validation sentences (default 100)")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--threads", type=int, default=2)
-    a = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def chosen_methods(plan, labels: list[str] | None) -> list:
+    """The plan's trained methods (no post-hoc step, no MuMo) whose label is in ``labels`` (all of them without
+    ``labels``); a user error naming the trained methods when a label is none of theirs or none is chosen."""
+    trained = [m for m in plan.methods if m.trains and m.posthoc == "none" and not m.is_mumo]
+    chosen = [m for m in trained if not labels or m.label in labels]
+    unknown = sorted(set(labels or []) - {m.label for m in trained})
+    if unknown or not chosen:
+        raise UserError(f"--method {unknown or labels}: the config's trained methods are {[m.label for m in trained]}")
+    return chosen
+
+
+def main(argv: list[str] | None = None) -> None:
+    a = parse_args(argv)
 
     from snakemake.settings.types import ResourceSettings
 
@@ -103,12 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     layout = Layout(config, methods, plan.results, str(DOWNLOADS_ROOT))
     model = a.model or next(iter(config["models"]))
     langs = a.lang or list(config["languages"])
-    trained = [m for m in plan.methods if m.trains and m.posthoc == "none" and not m.is_mumo]
-    chosen = [m for m in trained if not a.method or m.label in a.method]
-    unknown = sorted(set(a.method or []) - {m.label for m in trained})
-    if unknown or not chosen:
-        labels = [m.label for m in trained]
-        raise UserError(f"--method {unknown or a.method}: the config's trained methods are {labels}")
+    chosen = chosen_methods(plan, a.method)
     first = first_entries(config)
     steps = a.max_steps or [None]
     out = Path(plan.results) / "tuning" / "lapt.tsv"

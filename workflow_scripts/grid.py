@@ -11,7 +11,7 @@ import dataclasses
 import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from workflow_scripts.tasks import TASKS
 
@@ -204,45 +204,71 @@ def expand_methods(entries: list[dict], defaults: dict | None = None, base_seed:
     return list(out.values())
 
 
-def expand_grid(config: dict) -> list[tuple[str, str, Method]]:
-    """Every (model, language, method) cell of the grid, in config order.
+class Cell(NamedTuple):
+    """One (model, language, method) cell of the grid."""
 
-    A ``methods`` entry applies to every configured model and language unless it names ``models`` / ``languages``
-    (a table of the paper covers only some of them, e.g. Table 5: Llama-2 on six languages).
-    """
-    defaults = config.get("method_defaults")
-    base_seed = config.get("seed", SEED_DEFAULT)
-    by_slug = {m.slug: m for m in expand_methods(config["methods"], defaults, base_seed)}  # checks hparams conflicts
-    cells: dict[tuple[str, str, str], tuple[str, str, Method]] = {}
-    for i, entry in enumerate(config["methods"]):
-        scope = {}
-        for key, known in (("models", config["models"]), ("languages", config["languages"])):
-            names = entry.get(key, list(known))
-            unknown = [n for n in names if n not in known]
-            if unknown:
-                raise ConfigError(f"methods[{i}].{key}: {unknown} not configured under {key} (have {sorted(known)})")
-            scope[key] = names
-        for m in expand_methods([entry], defaults, base_seed):
-            for model in scope["models"]:
-                for lang in scope["languages"]:
-                    cells.setdefault((model, lang, m.slug), (model, lang, by_slug[m.slug]))
-    return list(cells.values())
+    model: str
+    lang: str
+    method: Method
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The config's ``methods`` expanded once: each entry's methods (``entries``, in config order), the unique methods,
+    the grid's cells, and for each method slug the first entry that produces it (``first``, whose hparams it trains
+    with; a method that only a post-hoc method starts from takes that post-hoc method's entry). Planning builds it
+    once (``config_checks.plan.check_plan``: ``Plan.grid``) and every planning check reads it."""
+
+    entries: tuple[tuple[Method, ...], ...]
+    methods: tuple[Method, ...]
+    cells: tuple[Cell, ...]
+    first: dict[str, int]
+
+    @classmethod
+    def of(cls, config: dict) -> Grid:
+        """Expand ``config`` (filled with the schema's defaults); ConfigError for an entry that repeats a method with
+        other hparams or names a model or language the config does not configure.
+
+        A ``methods`` entry applies to every configured model and language unless it names ``models`` /
+        ``languages`` (a table of the paper covers only some of them, e.g. Table 5: Llama-2 on six languages)."""
+        defaults, base_seed = config.get("method_defaults"), config.get("seed", SEED_DEFAULT)
+        methods = expand_methods(config["methods"], defaults, base_seed)  # checks hparams conflicts
+        by_slug = {m.slug: m for m in methods}
+        entries = tuple(tuple(expand_methods([entry], defaults, base_seed)) for entry in config["methods"])
+        cells: dict[tuple[str, str, str], Cell] = {}
+        for i, entry in enumerate(config["methods"]):
+            scope = {}
+            for key, known in (("models", config["models"]), ("languages", config["languages"])):
+                names = entry.get(key, list(known))
+                unknown = [n for n in names if n not in known]
+                if unknown:
+                    raise ConfigError(
+                        f"methods[{i}].{key}: {unknown} not configured under {key} (have {sorted(known)})"
+                    )
+                scope[key] = names
+            for m in entries[i]:
+                for model in scope["models"]:
+                    for lang in scope["languages"]:
+                        cells.setdefault((model, lang, m.slug), Cell(model, lang, by_slug[m.slug]))
+        first: dict[str, int] = {}
+        for i, entry_methods in enumerate(entries):
+            for m in entry_methods:
+                first.setdefault(m.slug, i)
+        for i, entry_methods in enumerate(entries):
+            for m in entry_methods:
+                first.setdefault(m.adapted.slug, i)
+        return cls(entries, tuple(methods), tuple(cells.values()), first)
+
+
+def expand_grid(config: dict) -> list[Cell]:
+    """Every (model, language, method) cell of the grid, in config order (``Grid.of(config).cells``: for a tool or
+    test that reads one config once)."""
+    return list(Grid.of(config).cells)
 
 
 def first_entries(config: dict) -> dict[str, int]:
-    """For each method slug, the index of the first ``methods`` entry that produces it (whose hparams it trains
-    with: a later entry with other hparams is refused by ``expand_methods``); a method that only a post-hoc method
-    starts from (``with_adapted``) takes the entry of the first such post-hoc method."""
-    first: dict[str, int] = {}
-    defaults, base_seed = config.get("method_defaults"), config.get("seed", SEED_DEFAULT)
-    expanded = [expand_methods([entry], defaults, base_seed) for entry in config["methods"]]
-    for i, methods in enumerate(expanded):
-        for m in methods:
-            first.setdefault(m.slug, i)
-    for i, methods in enumerate(expanded):
-        for m in methods:
-            first.setdefault(m.adapted.slug, i)
-    return first
+    """For each method slug, the index of the first ``methods`` entry that produces it (``Grid.of(config).first``)."""
+    return Grid.of(config).first
 
 
 # Keys of `training` that are no LAPT hparam: they change no trained weight, so they stay out of the cell's hparams

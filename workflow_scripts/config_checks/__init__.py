@@ -39,13 +39,19 @@ from workflow_scripts.config_checks.inputs import check_sources
 from workflow_scripts.config_checks.languages import language_notes, language_problems
 from workflow_scripts.config_checks.notes import config_warnings, deferred_checks
 from workflow_scripts.config_checks.schema import schema_errors
-from workflow_scripts.grid import SEED_DEFAULT, ConfigError, Method, expand_methods
+from workflow_scripts.grid import SEED_DEFAULT, ConfigError, Grid, Method, expand_methods
 from workflow_scripts.languages import script_name
 from workflow_scripts.lapt.tracking import tracking_problems
 
 
 def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
-    """Semantic checks beyond the JSON schema; raise ConfigError naming the key. Returns the expanded methods.
+    """Semantic checks beyond the JSON schema (``checked_grid``); returns the expanded methods."""
+    return list(checked_grid(config, workdir).methods)
+
+
+def checked_grid(config: dict, workdir: str | Path = ".") -> Grid:
+    """Semantic checks beyond the JSON schema; raise ConfigError naming the key. Returns the config's grid, expanded
+    once here for every check.
 
     Cheap checks of the data and models (reading a .deb's catalogue, the head of a local CC-100 file, installed
     packages, the tracking backend's), but no torch import: planning stays fast."""
@@ -68,17 +74,22 @@ def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:
         )
     errors += rouge_route_problems(config)
     errors += tracking_problems(config)
+    grid, methods = None, []
     try:
-        methods = expand_methods(config["methods"], config.get("method_defaults"), config.get("seed", SEED_DEFAULT))
+        grid = Grid.of(config)
+        methods = list(grid.methods)
     except ConfigError as e:
         errors.append(str(e))
-        methods = []
+        try:  # the methods' own checks still run where only the grid's scope is wrong
+            methods = expand_methods(config["methods"], config.get("method_defaults"), config.get("seed", SEED_DEFAULT))
+        except ConfigError:
+            methods = []
     errors += check_methods(methods) + initialization_problems(config)
-    if methods:
-        errors += check_grid(config, workdir)
+    if grid is not None and methods:
+        errors += check_grid(config, workdir, grid)
     if errors:
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(dict.fromkeys(errors)))
-    return methods
+    return grid
 
 
 def rouge_route_problems(config: dict) -> list[str]:
@@ -100,6 +111,7 @@ __all__ = [
     "IMPLEMENTED",
     "ConfigError",
     "check_config",
+    "checked_grid",
     "config_file_problems",
     "config_warnings",
     "deferred_checks",

@@ -9,12 +9,9 @@ from workflow_scripts.grid import (
     MUMO,
     MUMO_INITS,
     MUMO_POSTHOC,
-    SEED_DEFAULT,
     ConfigError,
+    Grid,
     Method,
-    expand_grid,
-    expand_methods,
-    first_entries,
     hparam,
     vocab_size,
 )
@@ -95,31 +92,32 @@ def check_methods(methods: list[Method]) -> list[str]:
     return errors
 
 
-def check_grid(config: dict, workdir: Path) -> list[str]:
-    """The checks that need the grid's cells (a ConfigError of the grid itself becomes one line)."""
+def check_grid(config: dict, workdir: Path, grid: Grid | None = None) -> list[str]:
+    """The checks that need the grid's cells (``Grid.of(config)`` without ``grid``; a ConfigError of the grid itself
+    becomes one line)."""
     try:
+        grid = Grid.of(config) if grid is None else grid
         return [
-            *repeated_entries(config),
-            *_check_cells(config),
-            *_check_corpus_size(config, workdir),
-            *_check_posthoc(config),
-            *_check_mumo_target(config, workdir),
+            *repeated_entries(config, grid),
+            *_check_cells(config, grid),
+            *_check_corpus_size(config, workdir, grid),
+            *_check_posthoc(config, grid),
+            *_check_mumo_target(config, workdir, grid),
         ]
     except ConfigError as e:
         return [str(e)]
 
 
-def repeated_entries(config: dict) -> list[str]:
+def repeated_entries(config: dict, grid: Grid) -> list[str]:
     """A ``methods`` entry that adds no cell: every (model, language, method) it gives an earlier entry gives too.
     Entries may overlap (a table's cells are often another's), but an entry repeated whole is a slip that planning
     would otherwise merge silently."""
-    defaults = config.get("method_defaults")
     owner: dict[tuple[str, str, str], int] = {}
     errors = []
     for i, entry in enumerate(config["methods"]):
         cells = [
             (model, lang, m.slug)
-            for m in expand_methods([entry], defaults, config.get("seed", SEED_DEFAULT))
+            for m in grid.entries[i]
             for model in entry.get("models", list(config["models"]))
             for lang in entry.get("languages", list(config["languages"]))
         ]
@@ -174,14 +172,13 @@ def _check_stages(config: dict, model: str, m: Method, i: int) -> list[str]:
     return errors
 
 
-def _check_cells(config: dict) -> list[str]:
+def _check_cells(config: dict, grid: Grid) -> list[str]:
     """Checks that need the grid's cells: k against |V_aux|, replacement's methods, the procedure's stages."""
     from workflow_scripts.lapt import PROCEDURES
 
     errors = []
-    first = first_entries(config)
-    for model, lang, m in expand_grid(config):
-        i = first[m.slug]
+    for model, lang, m in grid.cells:
+        i = grid.first[m.slug]
         if m.expands and m.vocab == "expand":
             errors += _check_k(config, lang, m, i)
         if m.expands and m.vocab == "replace" and m.init not in REPLACE_METHODS:
@@ -199,12 +196,12 @@ def _check_cells(config: dict) -> list[str]:
     return errors
 
 
-def trained_vocabularies(config: dict) -> dict[tuple[str, str], list[str]]:
+def trained_vocabularies(config: dict, grid: Grid | None = None) -> dict[tuple[str, str], list[str]]:
     """Per (model, language), the tokenizers the grid trains on D: ``aux`` (expansion; MuMo's V_mono unless
     mumo.target_tokenizer names one) and ``replace`` (vocab: replace)."""
     target = (config.get("mumo") or {}).get("target_tokenizer")
     out: dict[tuple[str, str], list[str]] = {}
-    for model, lang, m in expand_grid(config):
+    for model, lang, m in (Grid.of(config) if grid is None else grid).cells:
         kind = None
         if m.expands:
             kind = "replace" if m.vocab == "replace" else "aux"
@@ -216,7 +213,7 @@ def trained_vocabularies(config: dict) -> dict[tuple[str, str], list[str]]:
     return {cell: kinds for cell, kinds in out.items() if kinds}
 
 
-def _check_corpus_size(config: dict, workdir: Path) -> list[str]:
+def _check_corpus_size(config: dict, workdir: Path, grid: Grid) -> list[str]:
     """Each vocabulary trained on D against what D's data.n_train lines can supply (``bpe_vocab_ceiling`` of their
     characters, n_train times the mean line of the source).
 
@@ -228,7 +225,7 @@ def _check_corpus_size(config: dict, workdir: Path) -> list[str]:
     if n_train is None:
         return []
     errors, families, means = [], {}, {}
-    for (model, lang), kinds in trained_vocabularies(config).items():
+    for (model, lang), kinds in trained_vocabularies(config, grid).items():
         if lang not in means:
             means[lang] = mean_line_chars(config, lang, workdir)
         if means[lang] is None:
@@ -255,14 +252,13 @@ def _check_corpus_size(config: dict, workdir: Path) -> list[str]:
     return errors
 
 
-def _check_posthoc(config: dict) -> list[str]:
+def _check_posthoc(config: dict, grid: Grid) -> list[str]:
     """ElChat needs an adapted model (an initialization or a procedure) and the model's instruction-tuned sibling."""
     errors = []
-    for i, entry in enumerate(config["methods"]):
-        methods = expand_methods([entry], config.get("method_defaults"), config.get("seed", SEED_DEFAULT))
+    for i, methods in enumerate(grid.entries):
         if any(m.posthoc != "none" and not (m.expands or m.trains) for m in methods):
             errors.append(f"methods[{i}].posthoc: a post-hoc method needs an adapted model (an init or a procedure)")
-    for model, _, m in expand_grid(config):
+    for model, _, m in grid.cells:
         if m.posthoc == "elchat" and "chat" not in config["models"][model]:
             errors.append(
                 f"models.{model}.chat: method {m.slug} (ElChat, Table 10) needs the model's instruction-tuned "
@@ -272,13 +268,13 @@ def _check_posthoc(config: dict) -> list[str]:
     return errors
 
 
-def _check_mumo_target(config: dict, workdir: Path) -> list[str]:
+def _check_mumo_target(config: dict, workdir: Path, grid: Grid) -> list[str]:
     """mumo.target_tokenizer, where a MuMo cell reads it: a tokenizer.json, or a folder holding one, per language."""
     target = (config.get("mumo") or {}).get("target_tokenizer")
     if not target:
         return []
     errors = []
-    for lang in dict.fromkeys(lang for _, lang, m in expand_grid(config) if m.is_mumo):
+    for lang in dict.fromkeys(lang for _, lang, m in grid.cells if m.is_mumo):
         path = workdir / target.replace("{lang}", lang)
         if not (path.is_file() or (path / "tokenizer.json").is_file()):
             errors.append(

@@ -17,21 +17,23 @@ from typing import Any
 
 from workflow_scripts.gpu.fit import fit_problem, planned_gpus
 from workflow_scripts.gpu.shape import ModelShape
-from workflow_scripts.grid import Method, expand_grid, first_entries, hparam, vocab_size
+from workflow_scripts.grid import Grid, Method, hparam, vocab_size
 from workflow_scripts.lapt import DEFAULT_HPARAMS, PROCEDURES, resolve_hparams
 from workflow_scripts.models import Model, describe_models
 from workflow_scripts.resources import GPU_CLASSES
 
 
 def lapt_jobs(
-    config: dict, models: Mapping[str, Model] | None = None
+    config: dict, models: Mapping[str, Model] | None = None, grid: Grid | None = None
 ) -> list[tuple[str, Method, ModelShape, dict[str, Any], dict[str, str]]]:
     """The LAPT job kinds of the models that need a GPU: (model, method, workflow_scripts.gpu shape with the cell's
     vocabulary, resolved hparams, the config key each hparam comes from), once per model and method. ``models``: the
-    config's models described (workflow_scripts.models.describe_models, which is called without it)."""
+    config's models described (workflow_scripts.models.describe_models, which is called without it); ``grid``: the
+    config's grid (``Grid.of(config)`` without it)."""
     models = describe_models(config) if models is None else models
-    jobs, seen, first = [], set(), first_entries(config)
-    for model, _, m in expand_grid(config):
+    grid = Grid.of(config) if grid is None else grid
+    jobs, seen, first = [], set(), grid.first
+    for model, _, m in grid.cells:
         skip = not m.trains or m.posthoc != "none" or m.procedure not in PROCEDURES or not models[model].needs_gpu
         if skip or (model, m.slug) in seen:
             continue
@@ -52,13 +54,17 @@ def lapt_jobs(
 
 
 def gpu_fit_problems(
-    config: dict, gpu_class: str, max_gpus: int = 1, models: Mapping[str, Model] | None = None
+    config: dict,
+    gpu_class: str,
+    max_gpus: int = 1,
+    models: Mapping[str, Model] | None = None,
+    grid: Grid | None = None,
 ) -> list[str]:
     """LAPT jobs of the grid that workflow_scripts.gpu says do not fit the GPU class the profile asks for
     (workflow_scripts.resources.GPU_CLASSES), sharded over at most ``max_gpus`` GPUs of a node, one message each
     naming the config key to change."""
     problems = []
-    for model, m, shape, hp, keys in lapt_jobs(config, models):
+    for model, m, shape, hp, keys in lapt_jobs(config, models, grid):
         what = f"LAPT job {model}/{m.slug}"
         gpu = GPU_CLASSES[gpu_class]
         problem = fit_problem(shape, m.procedure, m.objective, m.seq_len, hp, gpu, keys, what, max_gpus)
@@ -68,13 +74,17 @@ def gpu_fit_problems(
 
 
 def lapt_gpu_counts(
-    config: dict, gpu_class: str, max_gpus: int, models: Mapping[str, Model] | None = None
+    config: dict,
+    gpu_class: str,
+    max_gpus: int,
+    models: Mapping[str, Model] | None = None,
+    grid: Grid | None = None,
 ) -> dict[tuple[str, str], int]:
     """GPUs each LAPT job of a model that needs a GPU runs on, by (model, method slug): the fewest of at most
     ``max_gpus`` on which workflow_scripts.gpu says it fits (1 where it fits none: gpu_fit_problems refuses those).
     Jobs not listed run on one GPU."""
     counts = {}
-    for model, m, shape, hp, _ in lapt_jobs(config, models):
+    for model, m, shape, hp, _ in lapt_jobs(config, models, grid):
         est = planned_gpus(shape, m.procedure, m.objective, m.seq_len, hp, GPU_CLASSES[gpu_class], max_gpus)
         counts[(model, m.slug)] = est["gpus"] if est["fits"] else 1
     return counts

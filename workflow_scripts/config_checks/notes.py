@@ -5,17 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workflow_scripts.grid import expand_grid, first_entries, hparam
+from workflow_scripts.grid import Grid, hparam
 
 
-def config_warnings(config: dict) -> list[str]:
+def config_warnings(config: dict, grid: Grid | None = None) -> list[str]:
     """Settings that run but are probably not meant (printed at planning time): a checkpoint interval that reaches
-    the last step, so a killed LAPT job has nothing to resume from."""
+    the last step, so a killed LAPT job has nothing to resume from. ``grid``: the config's (``Grid.of(config)``
+    without it)."""
     from workflow_scripts.lapt import PROCEDURES
 
     warnings = []
-    first = first_entries(config)
-    for model, _, m in expand_grid(config):
+    grid = Grid.of(config) if grid is None else grid
+    first = grid.first
+    for model, _, m in grid.cells:
         if not m.trains or m.procedure not in PROCEDURES:
             continue
         every, every_key = hparam(config, model, first[m.slug], "checkpoint_every")
@@ -28,17 +30,17 @@ def config_warnings(config: dict) -> list[str]:
                 f"model {model}): the only checkpoint is written {when}, so a job killed before then loses all its "
                 f"training; lower checkpoint_every"
             )
-    return list(dict.fromkeys([*warnings, *_curve_beyond_steps(config), *evaluation_sizes(config)]))
+    return list(dict.fromkeys([*warnings, *_curve_beyond_steps(config, grid), *evaluation_sizes(config)]))
 
 
-def _curve_beyond_steps(config: dict) -> list[str]:
+def _curve_beyond_steps(config: dict, grid: Grid) -> list[str]:
     """training.curve_points above what a LAPT job can measure: one point before the first step and one after each
     (lapt.curve.curve_steps drops the rest)."""
     from workflow_scripts.grid import curve_points
     from workflow_scripts.lapt import PROCEDURES
 
-    points, first, capped = curve_points(config), first_entries(config), {}
-    for model, _, m in expand_grid(config):
+    points, first, capped = curve_points(config), grid.first, {}
+    for model, _, m in grid.cells:
         if not points or not m.trains or m.procedure not in PROCEDURES:
             continue
         max_steps, steps_key = hparam(config, model, first[m.slug], "max_steps")

@@ -1,11 +1,11 @@
 """The one planning entry point rules/common.smk calls: every check of a configuration before any job runs.
 
 ``check_plan`` runs, in this order, the config files as written, the JSON schema (filling its defaults), the missing
-blocks, the semantic checks (``check_config``), the models' shapes (``workflow_scripts.models``), the run folder
-(``runs.plan_run``, the output folder writable), the profiles' GPU requests, the LAPT jobs' fit on the GPU, the speed
-step's memory, the item selection and the sum assets.
-A problem raises ``ConfigError`` with every line of its group; warnings and the checks done later are printed to
-stderr beside the plan.
+blocks, the semantic checks (``checked_grid``: the config expanded once into its ``Grid``), the models' shapes
+(``workflow_scripts.models``), the run folder (``runs.plan_run``, the output folder writable), the profiles' GPU
+requests, the LAPT jobs' fit on the GPU, the speed step's memory, the item selection and the sum assets. A problem
+raises ``ConfigError`` with every line of its group; warnings and the checks done later are printed to stderr beside the
+plan.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workflow_scripts.config_checks import check_config, language_notes
+from workflow_scripts.config_checks import checked_grid, language_notes
 from workflow_scripts.config_checks.files import (
     config_file_problems,
     missing_blocks,
@@ -29,7 +29,7 @@ from workflow_scripts.config_checks.gpu_fit import gpu_fit_problems, lapt_gpu_co
 from workflow_scripts.config_checks.notes import config_warnings, deferred_checks
 from workflow_scripts.config_checks.partitions import known_partition_gpus
 from workflow_scripts.config_checks.schema import fill_defaults, schema_errors
-from workflow_scripts.grid import ConfigError, Method, expand_grid, with_adapted
+from workflow_scripts.grid import ConfigError, Grid, Method, with_adapted
 from workflow_scripts.models import Model, ModelError, describe_models
 from workflow_scripts.resources import (
     gpu_model_warnings,
@@ -57,6 +57,7 @@ class Plan:
     results: str
     lapt_gpus: dict[tuple[str, str], int] = field(default_factory=dict)
     models: dict[str, Model] = field(default_factory=dict)
+    grid: Grid | None = None
 
 
 def _stop(title: str, problems: Sequence[str]) -> None:
@@ -141,7 +142,9 @@ def vllm_problems(
     return problems
 
 
-def gpu_problems(config: dict, resource_settings: Any, models: dict[str, Model] | None = None) -> None:
+def gpu_problems(
+    config: dict, resource_settings: Any, models: dict[str, Model] | None = None, grid: Grid | None = None
+) -> None:
     """The profiles' GPU requests against the rules, the models that need a GPU and the partitions (one sinfo shows
     without GPUs; a warning for GPU rules left on default-resources' partition, and for a GPU model whose memory is
     not known), every LAPT job against the memory of the GPU class rule lapt asks for (sharded over up to a node's
@@ -155,7 +158,7 @@ def gpu_problems(config: dict, resource_settings: Any, models: dict[str, Model] 
     _warn(unsure, "profile warning")
     _warn(gpu_model_warnings(resource_settings), "profile warning")
     gpu_class, node_gpus = workflow_gpu_class(resource_settings), workflow_node_gpus(resource_settings)
-    _stop("LAPT jobs do not fit the GPU", gpu_fit_problems(config, gpu_class, node_gpus, models))
+    _stop("LAPT jobs do not fit the GPU", gpu_fit_problems(config, gpu_class, node_gpus, models, grid))
     speed_gpu = workflow_gpu_class(resource_settings, "measure_speed")
     _stop("speed settings do not fit the GPU", speed_plan_problems(config, speed_gpu, models))
     _stop("serving speed cannot run on vLLM here", vllm_problems(config, resource_settings))
@@ -181,11 +184,12 @@ def check_plan(
     """Every planning check of ``config`` (filled with the schema's defaults here); raises ConfigError naming the key,
     prints the warnings. Paths resolve against ``workdir``, as Snakemake's do."""
     unset = validated(config, configfiles, schema)
-    methods = with_adapted(check_config(config, workdir))
+    grid = checked_grid(config, workdir)  # the config expanded once: every check below reads it
+    methods = with_adapted(list(grid.methods))
     models = planned_models(config, workdir)
-    cells = expand_grid(config)
+    cells = list(grid.cells)
     _stop("invalid configuration", layer_problems(cells, models))
-    _warn([*unset, *config_warnings(config), *language_notes(config)])
+    _warn([*unset, *config_warnings(config, grid), *language_notes(config)])
     _warn(deferred_checks(config, workdir), "checked later")
     try:
         run, outside = plan_run(config, configfiles, workdir)
@@ -198,9 +202,10 @@ def check_plan(
     unwritable = unwritable_output(results, write=False)
     if unwritable:
         raise ConfigError(f"{results}: {unwritable}")
-    gpu_problems(config, resource_settings, models)
+    gpu_problems(config, resource_settings, models, grid)
     if items_problem(config):
         raise ConfigError(items_problem(config)[0])
     _stop("invalid configuration", hub_asset_problems(config["evaluation"]["sum"]))
     gpu_class, node_gpus = workflow_gpu_class(resource_settings), workflow_node_gpus(resource_settings)
-    return Plan(methods, cells, run, results, lapt_gpu_counts(config, gpu_class, node_gpus, models), models)
+    lapt_gpus = lapt_gpu_counts(config, gpu_class, node_gpus, models, grid)
+    return Plan(methods, cells, run, results, lapt_gpus, models, grid)

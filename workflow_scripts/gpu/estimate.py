@@ -98,6 +98,19 @@ def _fp32_under_bf16(m: ModelShape, stages: list[StageSpec], objective: str) -> 
     )
 
 
+def _activation_bytes(m: ModelShape, s: StageSpec, tokens: int, weights_dtype: str, grad_ckpt: bool) -> float:
+    """The layers' saved activations of a stage that back-propagates through them: one layer's (bf16) in forward
+    order, plus the fp32 RMSNorm inputs, plus two residual sums at fp32 width when the stream is fp32; every layer's,
+    or with gradient checkpointing the layer inputs and one recomputed layer with its gradients."""
+    h, f = m.hidden, m.ffn
+    q, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
+    stream = residual_bytes(s, m.tied, weights_dtype)
+    per_layer = tokens * (2 * (4 * h + 3 * q + 2 * kv + 4 * f) + 4 * m.norms_per_layer * h + 2 * (stream - 2) * h)
+    if grad_ckpt:
+        return m.layers * tokens * h * stream + 2 * per_layer
+    return m.layers * per_layer
+
+
 def _stage_memory_and_flops(
     m: ModelShape,
     s: StageSpec,
@@ -138,20 +151,9 @@ def _stage_memory_and_flops(
         root_trained = emb_head + (pc["final_norm"] if s.final_norm else 0)
         unsharded = 4 * (2 * n_layer + root + mtp) + 4 * (min(trained_layers, 1) * n_layer + root_trained + mtp)
 
-    tokens = micro_batch * seq_len
-    h, f = m.hidden, m.ffn
-    q, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
-    stream = residual_bytes(s, m.tied, weights_dtype)
-    # One layer's saved activations (bf16) in forward order, plus the fp32 RMSNorm inputs, plus two residual sums
-    # at fp32 width when the stream is fp32.
-    per_layer = tokens * (2 * (4 * h + 3 * q + 2 * kv + 4 * f) + 4 * m.norms_per_layer * h + 2 * (stream - 2) * h)
+    tokens, h, q = micro_batch * seq_len, m.hidden, m.heads * m.head_dim
     needs_backward = s.embedding or s.layers != "none" or (m.tied and s.head)  # gradients flow through the layers
-    if not needs_backward:
-        acts = 0.0  # autograd keeps nothing of layers that no gradient reaches
-    elif grad_ckpt:
-        acts = m.layers * tokens * h * stream + 2 * per_layer  # checkpoints + one recomputed layer and its gradients
-    else:
-        acts = m.layers * per_layer
+    acts = _activation_bytes(m, s, tokens, weights_dtype, grad_ckpt) if needs_backward else 0.0
     lb = logit_bytes(objective, m.logit_softcap)
     logits = tokens * m.vocab * (lb["kept"] + lb["transient"])
 

@@ -46,7 +46,8 @@ The package, one module per part (torch is imported only inside functions, so re
 ``hparams`` (defaults, step schedule, stage ends), ``data`` (packing blocks), ``micro`` (micro-batches),
 ``procedures`` (the ``PROCEDURES`` registry, built from the stage table of workflow_scripts/procedure_stages.py),
 ``objective`` (clm, mtp), ``checkpoint`` (file format, RNG states), ``curve`` (the held-out bits-per-character curve,
-training.curve_points), ``loop`` (``train``: a flat loop over enter stage, optimizer step, save/resume), ``outputs``
+training.curve_points), ``run`` (``Run``, ``TrainState``: tokenizing D, laying out the steps, loading the model,
+the step-0 gate), ``loop`` (``train``: a flat loop over enter stage, optimizer step, save/resume), ``outputs``
 (the model folder, loss curve and stats), ``shard`` (one run over N GPUs of a node with FSDP, launched by torchrun;
 the identity for one process), ``tracking`` (the config's tracking block: TensorBoard, W&B, MLflow or trackio),
 ``testhooks`` (the tests' kill, hold and signal points: step hooks that the command line passes to ``train`` only

@@ -13,7 +13,7 @@ from workflow_scripts.lapt.hparams import dropout_overrides
 from workflow_scripts.lapt.objective import LossComputer
 
 if TYPE_CHECKING:
-    from workflow_scripts.lapt.loop import Run, TrainState
+    from workflow_scripts.lapt.run import Run, TrainState
 
 
 def loss_curve_tsv(history: list[dict[str, Any]]) -> str:

@@ -247,6 +247,54 @@ def read_items(a: argparse.Namespace, model, tokenizer) -> tuple[dict[str, list]
     return items, lengths
 
 
+def load_source(a: argparse.Namespace, mumo, tokenizer):
+    """Source's decoder for the paired phase, and Source's model where one was loaded for it (None: Source is the
+    cell's model, or MuMo's frozen base model, which is Source's: timed without a second copy)."""
+    if mumo is not None:
+        return HFDecoder(mumo.base, tokenizer), None
+    if Path(a.model).resolve() == Path(a.source_tokenizer).resolve():
+        return None, None
+    source_model, source_tok = load_model(a.source_tokenizer, a.dtype)
+    return HFDecoder(source_model, source_tok), source_model
+
+
+def time_unit(a, task: str, phase: str, items: dict, lengths: dict, decoders: tuple, tokenizers: tuple, settings):
+    """The records of one unit: generation, the log-likelihood pass of a choice task, or teacher forcing."""
+    decoder, source_decoder = decoders
+    tokenizer, source_tokenizer = tokenizers
+    if phase == "generate":
+        return run_generation(decoder, tokenizer, source_tokenizer, task, items[task], settings)
+    if task in TIMED_CHOICE_TASKS:
+        return run_choice_task(
+            decoder,
+            tokenizer,
+            source_tokenizer,
+            task,
+            items[task],
+            repeats=a.repeats,
+            warmup=a.warmup,
+            source_decoder=source_decoder,
+            max_length=lengths["model"],
+            source_max_length=lengths["source"],
+        )
+    return run_teacher_forced(decoder, tokenizer, source_tokenizer, task, items[task], settings, source_decoder)
+
+
+def log_records(records: list[dict]) -> None:
+    """The rates, bounds and paired speed-ups in the job's log."""
+    for r in records:
+        if r["metric"].endswith("per_second") or r["metric"] in ("token_ratio_bound", "paired_speedup"):
+            log.info(
+                "speed %s %s %s b%s %s: %.3f",
+                r["task"],
+                r["mode"],
+                r["decoding"],
+                r["batch_size"],
+                r["metric"],
+                r["value"],
+            )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Time every unit, saving each unit's records as it finishes; a rerun with the same arguments skips the units
     its partial file holds, so the final JSON is the one an uninterrupted run writes."""
@@ -278,40 +326,17 @@ def main(argv: list[str] | None = None) -> None:
     partial = partial_path(a.out)
     done = finished_units(partial, fingerprint)
     units = plan_units(a)
-    source_decoder = None
-    source_model = None
+    source_decoder = source_model = None
     for task, phase in units:
         key = f"{task}.{phase}"
         if key in done:
             continue
         if phase == "paired" and a.paired and source_decoder is None:
             # Source is loaded for the paired phase only, after generation: never two models beside a KV cache
-            if mumo is not None:  # the frozen model under the head is Source's: time it, not a second copy
-                source_decoder = HFDecoder(mumo.base, tokenizer)
-            elif Path(a.model).resolve() != Path(a.source_tokenizer).resolve():
-                source_model, source_tok = load_model(a.source_tokenizer, a.dtype)
-                source_decoder = HFDecoder(source_model, source_tok)
+            source_decoder, source_model = load_source(a, mumo, tokenizer)
         started = time.perf_counter()
-        if phase == "generate":
-            records = run_generation(decoder, tokenizer, source_tokenizer, task, items[task], settings)
-        elif task in TIMED_CHOICE_TASKS:
-            records = run_choice_task(
-                decoder,
-                tokenizer,
-                source_tokenizer,
-                task,
-                items[task],
-                repeats=a.repeats,
-                warmup=a.warmup,
-                source_decoder=source_decoder,
-                max_length=lengths["model"],
-                source_max_length=lengths["source"],
-            )
-        else:
-            records = run_teacher_forced(
-                decoder, tokenizer, source_tokenizer, task, items[task], settings, source_decoder
-            )
-        done[key] = records
+        decoders, tokenizers = (decoder, source_decoder), (tokenizer, source_tokenizer)
+        done[key] = time_unit(a, task, phase, items, lengths, decoders, tokenizers, settings)
         write_json(partial, {"arguments": fingerprint, "units": done})
         log.info("speed: unit %s saved after %.1f s", key, time.perf_counter() - started)
         _unit_finished(key)
@@ -328,17 +353,7 @@ def main(argv: list[str] | None = None) -> None:
         details["choice_limits"] = choice_limit_details(a, items, tokenizer, source_tokenizer, lengths)
     write_json(a.out, {"cell": cell, "records": records, "details": details})
     partial.unlink(missing_ok=True)
-    for r in records:
-        if r["metric"].endswith("per_second") or r["metric"] in ("token_ratio_bound", "paired_speedup"):
-            log.info(
-                "speed %s %s %s b%s %s: %.3f",
-                r["task"],
-                r["mode"],
-                r["decoding"],
-                r["batch_size"],
-                r["metric"],
-                r["value"],
-            )
+    log_records(records)
 
 
 if __name__ == "__main__":
