@@ -137,6 +137,21 @@ def test_mean_and_sd_over_the_run_column():
     assert (cell.n, cell.mean, cell.text) == (5, 12.0, "12.0 ± 1.6")  # sd of 10..14 = 1.58
 
 
+def test_a_methods_training_seeds_fill_one_entry_with_their_mean_and_sd():
+    """results.csv keeps each training seed's cell apart (``train_seed``, the slug's ``.s<seed>``); a paper table
+    shows the method once, over its seeds."""
+    slug = "Align.k100.LoRA.clm.L2048"
+    seeds = [
+        {**rec("Align", "my", "mt", "chrF", v, method=slug + suffix), "train_seed": seed}
+        for v, suffix, seed in [(10.0, "", 42), (12.0, ".s43", 43), (14.0, ".s44", 44)]
+    ]
+    source = {**rec("Source", "my", "mt", "chrF", 9.0), "train_seed": None}
+    filled = fill(TABLES_BY_NAME["table1"], frame(source, *seeds))
+    cell = filled.cell("llama2", "Align", "my", "mt")
+    assert (cell.n, cell.mean, cell.text, cell.method) == (3, 12.0, "12.0 ± 2.0", slug)
+    assert filled.cell("llama2", "Source", "my", "mt").text == "9.0"
+
+
 def test_best_and_second_among_adapted_rows_only():
     values = {"Source": 5.0, "CPT-only": 4.0, "Random": 10.0, "FOCUS": 12.0, "Mean": 9.0, "Merge": 9.0, "Align": 9.5}
     f = frame(*(rec(label, "ar", "ppl", "perplexity", v, spread=(v - 0.1, v + 0.1)) for label, v in values.items()))

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from workflow_scripts.grid import unseeded_slug
 from workflow_scripts.languages import PAPER_LANGUAGES
 from workflow_scripts.paper.names import PAPER_MODELS, language_name, model_name, task_metric, training_text
 from workflow_scripts.paper.specs import ROUGE_SCRIPT, SUM, Row, TableSpec, cell_metric
@@ -85,11 +86,15 @@ def _norm(value: Any) -> Any:
 
 def method_fields(frame: pd.DataFrame) -> pd.DataFrame:
     """The results table with the method fields ``vocab`` and ``posthoc`` always present (results.csv carries them;
-    an empty ``posthoc`` is no post-hoc step)."""
+    an empty ``posthoc`` is no post-hoc step), and each cell's method without its training seed (``train_seed``):
+    a method's seeds fill one entry, their mean ± sd."""
     frame = frame.copy()
     if "vocab" not in frame:
         frame["vocab"] = None
     frame["posthoc"] = frame["posthoc"].fillna("none") if "posthoc" in frame else "none"
+    if "train_seed" in frame:
+        seeds = [None if pd.isna(s) else int(s) for s in frame["train_seed"]]
+        frame["method"] = [unseeded_slug(str(m), s) for m, s in zip(frame["method"], seeds, strict=True)]
     return frame
 
 
@@ -181,8 +186,8 @@ class _Index:
 
 
 def _value_cell(values: list[float], fmt: str, scale: float, method: str, spread: tuple | None = None) -> Cell:
-    """Mean ± sample sd over runs (seeds, or the ``run`` column) of one entry; its spread is mean ± sd, or the
-    [min, max] over repeats that a speed entry carries (``spread``)."""
+    """Mean ± sample sd over runs (training seeds, evaluation seeds, the ``run`` column) of one entry; its spread is
+    mean ± sd, or the [min, max] over repeats that a speed entry carries (``spread``)."""
     values = [float(v) for v in values if not math.isnan(float(v))]
     if not values:
         return Cell(method=method)
