@@ -459,3 +459,29 @@ def test_initializations_are_ranked_over_seeds_with_what_is_within_noise():
     (thai,) = numbers.panels(frame, sentences=partial)
     assert [p.above for p in glance.ranking(thai)] == [None, None, None]
     assert glance.ranking_part(thai, False) == "Thai: Align, Mean, Random by the point values (no intervals recorded)"
+
+
+def test_a_methods_curve_is_the_mean_over_the_seeds_that_recorded_it_whole():
+    """Align's three seeds recorded whole curves: its curve is their mean at each step, with their range; Mean's seeds
+    43 and 44 were evaluated on bits per character alone (step 0 only): its curve is seed 42's."""
+    frame, _ = _seeded_run()
+    align, mean = _cell("th", "Align")["method"], _cell("th", "Mean")["method"]
+
+    def curve(*bpc):
+        return pd.DataFrame({"step": range(len(bpc)), "tokens": STEPS[: len(bpc)], "bits_per_char": bpc})
+
+    curves = {
+        ("smollm2", "th", align): curve(9.0, 6.0, 5.0),
+        ("smollm2", "th", f"{align}.s43"): curve(9.0, 6.3, 5.3),
+        ("smollm2", "th", f"{align}.s44"): curve(9.0, 6.6, 5.0),
+        ("smollm2", "th", mean): curve(9.0, 6.2, 5.1),
+        ("smollm2", "th", f"{mean}.s43"): curve(9.0),
+    }
+    (thai,) = numbers.panels(frame, curves)
+    row = _row(thai, "Align")
+    assert row["curve_seeds"] == 3 and row["bpc0"] == 9.0
+    assert row["curve"]["bits_per_char"].tolist() == pytest.approx([9.0, 6.3, 5.1])
+    assert row["curve"]["bpc_min"].tolist() == [9.0, 6.0, 5.0] and row["curve"]["bpc_max"].tolist() == [9.0, 6.6, 5.3]
+    row = _row(thai, "Mean")
+    assert row["curve_seeds"] == 1 and row["curve"]["bits_per_char"].tolist() == [9.0, 6.2, 5.1]
+    assert _row(thai, "Random")["curve"] is None

@@ -145,7 +145,7 @@ def panels(
         for row in headline.lead_rows(part, is_source, headline.row_name):
             cell = {"method": row["method"], **cells.loc[(model, lang, row["method"])].to_dict()}
             k = cell.get("k")
-            curve = curves.get((str(model), str(lang), str(row["method"])))
+            curve, curve_seeds = seed_curve(curves, str(model), str(lang), row.get("slugs") or [row["method"]])
             row.update(
                 kind=_kind(cell),
                 label=str(cell.get("label")),
@@ -153,6 +153,7 @@ def panels(
                 training=training_text(cell),
                 chrf=mean_of(part[part["method"] == row["method"]], *CHRF),
                 curve=curve,
+                curve_seeds=curve_seeds,
             )
             row["bpc0"] = float(curve["bits_per_char"].iloc[0]) if curve is not None else None
             row["reach"] = _reach(curve, source["bpc"])
@@ -162,6 +163,30 @@ def panels(
         if panel.rows:
             out.append(panel)
     return out
+
+
+def seed_curve(
+    curves: dict[tuple[str, str, str], pd.DataFrame], model: str, lang: str, slugs: list[str]
+) -> tuple[pd.DataFrame | None, int]:
+    """A method's learning curve over its training seeds (``slugs``, the config's seed first): the mean bits per
+    character at each step of the seeds whose curves have the first seed's steps, with their lowest and highest
+    (``bpc_min``, ``bpc_max``), and how many seeds it pools. A seed evaluated on bits per character alone
+    (``evaluation.other_seeds: ppl``) records step 0 only and is left out; (None, 0) without the first seed's curve."""
+    first = curves.get((model, lang, slugs[0]))
+    if first is None:
+        return None, 0
+    same = [
+        c
+        for c in (curves.get((model, lang, slug)) for slug in slugs[1:])
+        if c is not None and c["step"].tolist() == first["step"].tolist()
+    ]
+    if not same:
+        return first, 1
+    stacked = np.vstack([first["bits_per_char"].to_numpy(float), *(c["bits_per_char"].to_numpy(float) for c in same)])
+    curve = first.copy()
+    curve["bits_per_char"] = stacked.mean(axis=0)
+    curve["bpc_min"], curve["bpc_max"] = stacked.min(axis=0), stacked.max(axis=0)
+    return curve, 1 + len(same)
 
 
 def _reach(curve: pd.DataFrame | None, level: float | None) -> float | None:

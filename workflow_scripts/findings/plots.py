@@ -117,7 +117,8 @@ def _has_bound(ax) -> bool:
 
 def learning_curves(panels: list[Panel], stem: str | Path, labels: Iterable[str] = ()) -> list[Path]:
     """One panel per model x language with curves: held-out bits per character against training tokens, one line
-    per cell (CPT-only's too), Source's final bits per character as a horizontal line."""
+    per cell (CPT-only's too; the mean over a method's seeds, with their range shaded, where several recorded the
+    whole curve), Source's final bits per character as a horizontal line."""
     shown = [p for p in panels if p.curves()]
     if not shown:
         return []
@@ -126,15 +127,11 @@ def learning_curves(panels: list[Panel], stem: str | Path, labels: Iterable[str]
     fig, axes = _grid(len(shown), 4.8, 3.8)
     for ax, panel in zip(axes, shown, strict=True):
         for r in panel.curves():
-            curve = r["curve"]
-            ax.plot(
-                curve["tokens"],
-                curve["bits_per_char"],
-                marker="o",
-                markersize=3,
-                label=r["name"],
-                color=palette.get(r["name"], CPT_COLOR),
-            )
+            curve, seeds, color = r["curve"], r.get("curve_seeds", 1), palette.get(r["name"], CPT_COLOR)
+            label = r["name"] + (f" (mean of {seeds} seeds)" if seeds > 1 else "")
+            ax.plot(curve["tokens"], curve["bits_per_char"], marker="o", markersize=3, label=label, color=color)
+            if seeds > 1:  # the seeds' lowest to highest at each step
+                ax.fill_between(curve["tokens"], curve["bpc_min"], curve["bpc_max"], color=color, alpha=0.2, lw=0)
         if panel.source["bpc"] is not None:
             ax.axhline(panel.source["bpc"], color=SOURCE_COLOR, linestyle=":", label="Source")
         ax.set_ylim(bottom=0)  # levels from zero: no axis magnifies a small difference
