@@ -172,7 +172,9 @@ def data_files(name: str, repo, files: dict[str, int | None], subset: str, split
             have = sorted(
                 f.removeprefix("data/").removesuffix("_XLSum_v2.0.tar.bz2") for f in files if f.endswith(".tar.bz2")
             )
-            raise LayoutError(f"{what}: no {path} (languages: {', '.join(have) or 'none'})", "check tasks/sum.py XLSUM_SUBSETS")
+            raise LayoutError(
+                f"{what}: no {path} (languages: {', '.join(have) or 'none'})", "check tasks/sum.py XLSUM_SUBSETS"
+            )
         return [path]
     configs = readme_configs(repo.fetch("README.md")) if "README.md" in files else {}
     if configs:
