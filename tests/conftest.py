@@ -120,6 +120,18 @@ class FilesAndGroups(LoadFileScheduling):
         return self.units[path]
 
 
+def lapt_args(
+    model: Path, train: Path, work: Path, hp: dict, procedure: str, objective: str | None = None, seq_len: int = 16
+) -> list[str]:
+    """The lapt command line of a tests' run: the model, D, the procedure (and objective), sequence length and
+    hparams, every output under ``work``, one thread."""
+    args = ["--model", str(model), "--train", str(train), "--procedure", procedure]
+    args += ["--objective", objective] if objective else []
+    outputs = {"--out": "out", "--stats": "stats.json", "--loss-curve": "loss.tsv", "--checkpoint-dir": "ckpt"}
+    args += ["--seq-len", str(seq_len), "--hparams", json.dumps(hp)]
+    return [*args, *(x for flag, name in outputs.items() for x in (flag, str(work / name))), "--threads", "1"]
+
+
 def shared_folder(tmp_path_factory, name: str) -> Path:
     """A folder path that every pytest-xdist worker of this run shares (the base temp folder without a plain run)."""
     root = tmp_path_factory.getbasetemp()

@@ -22,6 +22,25 @@ def test_steps_run_in_order_with_the_shared_arguments(monkeypatch):
     ]
 
 
+def test_each_step_runs_the_command_line_its_own_rule_runs(monkeypatch):
+    """The runners come from the task specs: the harness told the task, a module's or a package's main."""
+    from workflow_scripts import perplexity
+    from workflow_scripts.harness import __main__ as harness
+    from workflow_scripts.speed import __main__ as speed
+
+    calls = []
+    for module, name in ((harness, "harness"), (perplexity, "perplexity"), (speed, "speed")):
+        monkeypatch.setattr(module, "main", lambda argv, name=name: calls.append((name, argv)))
+    for step in ("mt", "mc", "ppl", "speed"):
+        cell.runner(step)(["--out", f"{step}.json"])
+    assert calls == [
+        ("harness", ["--task", "mt", "--out", "mt.json"]),
+        ("harness", ["--task", "mc", "--out", "mc.json"]),
+        ("perplexity", ["--out", "ppl.json"]),
+        ("speed", ["--out", "speed.json"]),
+    ]
+
+
 def test_a_job_without_steps_is_refused():
     with pytest.raises(SystemExit):
         cell.parse_args(["--model", "m", "--cell", "{}"])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import model_state
+from tests.conftest import lapt_args, model_state
 from workflow_scripts import lapt
 
 REPO = Path(__file__).resolve().parents[1]
@@ -99,30 +99,7 @@ def test_changed_parameters_are_exactly_the_procedure_set(
 
 
 def _cli(model: Path, train: Path, work: Path, hp: dict, procedure: str = "LoRA", objective: str = "mtp") -> list[str]:
-    return [
-        "--model",
-        str(model),
-        "--train",
-        str(train),
-        "--procedure",
-        procedure,
-        "--objective",
-        objective,
-        "--seq-len",
-        "16",
-        "--hparams",
-        json.dumps(hp),
-        "--out",
-        str(work / "out"),
-        "--stats",
-        str(work / "stats.json"),
-        "--loss-curve",
-        str(work / "loss.tsv"),
-        "--checkpoint-dir",
-        str(work / "ckpt"),
-        "--threads",
-        "1",
-    ]
+    return lapt_args(model, train, work, hp, procedure, objective)
 
 
 def _loss_rows(path: Path) -> list[list[str]]:

@@ -3,7 +3,6 @@ training untouched by it, and its rows kept across a kill and resume."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import model_state
+from tests.conftest import lapt_args, model_state
 from workflow_scripts import lapt
 from workflow_scripts.evaluation import load_model, read_sentences
 from workflow_scripts.lapt.curve import COLUMNS, CurveSpec, curve_steps
@@ -118,42 +117,9 @@ def test_curve_does_not_change_training(tmp_path, tiny_llama_dir, thai_file, tha
 
 
 def _cli(model: Path, train: Path, heldout: Path, work: Path, hp: dict) -> list[str]:
-    return [
-        "--model",
-        str(model),
-        "--train",
-        str(train),
-        "--procedure",
-        "LoRA",
-        "--objective",
-        "mtp",
-        "--seq-len",
-        "16",
-        "--hparams",
-        json.dumps(hp),
-        "--out",
-        str(work / "out"),
-        "--stats",
-        str(work / "stats.json"),
-        "--loss-curve",
-        str(work / "loss.tsv"),
-        "--checkpoint-dir",
-        str(work / "ckpt"),
-        "--threads",
-        "1",
-        "--curve-points",
-        "4",
-        "--curve-text",
-        str(heldout),
-        "--curve-n",
-        "10",
-        "--curve-batch-size",
-        "4",
-        "--curve",
-        str(work / "curve.tsv"),
-        "--log",
-        str(work / "log.txt"),
-    ]
+    curve = ["--curve-points", "4", "--curve-text", str(heldout), "--curve-n", "10", "--curve-batch-size", "4"]
+    outputs = ["--curve", str(work / "curve.tsv"), "--log", str(work / "log.txt")]
+    return [*lapt_args(model, train, work, hp, "LoRA", "mtp"), *curve, *outputs]
 
 
 @pytest.mark.slow  # two training runs, one of them a killed subprocess, and a resume

@@ -17,7 +17,7 @@ import pytest
 import torch
 from transformers import AutoConfig
 
-from tests.conftest import model_state
+from tests.conftest import lapt_args, model_state
 from workflow_scripts import lapt
 from workflow_scripts.gpu.estimate import estimate
 from workflow_scripts.gpu.shape import shape_from_config
@@ -46,30 +46,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _cli(model: Path, train: Path, work: Path, procedure: str, objective: str, hp: dict) -> list[str]:
-    args = [
-        "--model",
-        str(model),
-        "--train",
-        str(train),
-        "--procedure",
-        procedure,
-        "--objective",
-        objective,
-        "--seq-len",
-        "16",
-        "--hparams",
-        json.dumps(hp),
-        "--out",
-        str(work / "out"),
-        "--stats",
-        str(work / "stats.json"),
-        "--loss-curve",
-        str(work / "loss.tsv"),
-        "--checkpoint-dir",
-        str(work / "ckpt"),
-        "--threads",
-        "1",
-    ]
+    args = lapt_args(model, train, work, hp, procedure, objective)
     return [*args, "--n-source-rows", str(N_SRC)] if procedure == "EEVE" else args
 
 

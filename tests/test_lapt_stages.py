@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import model_state
+from tests.conftest import lapt_args, model_state
 from workflow_scripts import lapt
 
 REPO = Path(__file__).resolve().parents[1]
@@ -285,28 +285,7 @@ def test_sigkill_in_stage_two_resumes_in_stage_two(tmp_path, tiny_llama_dir, tha
     hp = {**HP, "max_steps": 16, "checkpoint_every": 1}  # stages: steps 1-8 embeddings, 9-16 LoRA
 
     def cli(work: Path) -> list[str]:
-        return [
-            "--model",
-            str(tiny_llama_dir),
-            "--train",
-            str(thai_file),
-            "--procedure",
-            "2-stage",
-            "--seq-len",
-            "16",
-            "--hparams",
-            json.dumps(hp),
-            "--out",
-            str(work / "out"),
-            "--stats",
-            str(work / "stats.json"),
-            "--loss-curve",
-            str(work / "loss.tsv"),
-            "--checkpoint-dir",
-            str(work / "ckpt"),
-            "--threads",
-            "1",
-        ]
+        return lapt_args(tiny_llama_dir, thai_file, work, hp, "2-stage")
 
     lapt.main(cli(tmp_path / "ref"))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}

@@ -5,7 +5,6 @@ message for a backend whose package is missing; the lapt jobs' commands with and
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shlex
@@ -17,7 +16,7 @@ from typing import ClassVar
 
 import pytest
 
-from tests.conftest import REPO, snakemake, tiny_config
+from tests.conftest import REPO, lapt_args, snakemake, tiny_config
 from workflow_scripts import lapt
 from workflow_scripts.lapt import tracking
 from workflow_scripts.lapt.curve import CurveSpec
@@ -117,32 +116,7 @@ def test_tracker_holds_the_runs_losses_and_curve(backend, tmp_path, tiny_llama_d
 
 def _cli(model: Path, train: Path, work: Path, spec: TrackingSpec) -> list[str]:
     hp = {**HP, "max_steps": 6, "log_every": 1, "checkpoint_every": 2}
-    return [
-        "--model",
-        str(model),
-        "--train",
-        str(train),
-        "--procedure",
-        "2x2LS",
-        "--seq-len",
-        "16",
-        "--hparams",
-        json.dumps(hp),
-        "--out",
-        str(work / "out"),
-        "--stats",
-        str(work / "stats.json"),
-        "--loss-curve",
-        str(work / "loss.tsv"),
-        "--checkpoint-dir",
-        str(work / "ckpt"),
-        "--threads",
-        "1",
-        "--tracking",
-        spec.to_json(),
-        "--log",
-        str(work / "log.txt"),
-    ]
+    return [*lapt_args(model, train, work, hp, "2x2LS"), "--tracking", spec.to_json(), "--log", str(work / "log.txt")]
 
 
 @pytest.mark.slow  # per backend a training subprocess killed at step 3, and its resume

@@ -1,4 +1,5 @@
-"""One evaluation job for one cell: its steps (ppl, mt, mc, speed) run one after another in one Python process.
+"""One evaluation job for one cell: its steps (the tasks whose spec says ``cell_job``: ppl, mt, mc, speed) run one
+after another in one Python process.
 
     python -m workflow_scripts.evaluate_cell --model DIR --cell JSON --threads 1 \\
         --ppl "--text heldout.txt --n 100 --out ppl.json" --mt "--lang th --pairs mt.tsv ... --out mt.json" ...
@@ -14,6 +15,7 @@ costs more than the evaluation itself. A module of its own: it runs steps of bot
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import shlex
 import time
@@ -21,37 +23,30 @@ from collections.abc import Callable
 
 from workflow_scripts.io import set_threads, setup_logging
 from workflow_scripts.steps import CELL_STEPS as STEPS
+from workflow_scripts.tasks import HARNESS, TASKS
 
 log = logging.getLogger("vocabexp")
 
 
-def _ppl(argv: list[str]) -> None:
-    from workflow_scripts.perplexity import main
+def runner(task: str) -> Callable[[list[str]], None]:
+    """The step's command line run in this process: its module's own ``main`` (``TaskSpec.main``), else ``main`` of
+    the program its rule runs (``TaskSpec.command``: ``python -m <module>``), the harness told the task."""
+    spec = TASKS[task]
+    if spec.main is not None:
+        return spec.main
+    module = spec.command.split(" -m ", 1)[1].split()[0]
+    prefix = ["--task", task] if spec.command == HARNESS else []
 
-    main(argv)
-
-
-def _harness(task: str) -> Callable[[list[str]], None]:
     def run(argv: list[str]) -> None:
-        from workflow_scripts.harness.__main__ import main
-
-        main(["--task", task, *argv])
+        program = importlib.import_module(module)
+        if hasattr(program, "__path__"):  # a package: its command line is its __main__
+            program = importlib.import_module(f"{module}.__main__")
+        program.main([*prefix, *argv])
 
     return run
 
 
-def _speed(argv: list[str]) -> None:
-    from workflow_scripts.speed.__main__ import main
-
-    main(argv)
-
-
-RUNNERS: dict[str, Callable[[list[str]], None]] = {
-    "ppl": _ppl,
-    "mt": _harness("mt"),
-    "mc": _harness("mc"),
-    "speed": _speed,
-}
+RUNNERS: dict[str, Callable[[list[str]], None]] = {task: runner(task) for task in STEPS}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
