@@ -42,7 +42,7 @@ FIGURE_TITLE = "Tokens per held-out sentence, paired speed-up against its bound,
 MISSING = "–"
 
 
-# The tasks a data label may be about by its first word ("mc proxy: ...", "gmmlu: Global-MMLU"): those the tables and
+# The tasks a data label may be about by its first word ("mc proxy: ...", "mt: FLORES-200"): those the tables and
 # figures name (a task with words in workflow_scripts/tasks/).
 TASK_LABEL_TASKS = tuple(name for name, spec in TASKS.items() if spec.words)
 
