@@ -25,10 +25,13 @@ for task in TASK_SPECS.values():
             cpus_per_gpu=sized(task.rule, "cpus_per_gpu"),
             gpu=gpus(task.rule),
         params:
+            program=task.shell_command,
             args=step_args(task.name),
-        # unquoted: params.args (step_args: the step's arguments, each shell-quoted by workflow_scripts/steps.py)
+        # unquoted: params.program, params.args (the task's program, TaskSpec.shell_command; the step's arguments,
+        # each shell-quoted by workflow_scripts/steps.py). A shell expression is evaluated again when the job runs,
+        # after this loop has moved on: the program is a param, bound to this rule here.
         shell:
-            f"{task.shell_command} {{params.args}} --threads {{threads}} 2>> {{log:q}}"
+            "{params.program} {params.args} --threads {threads} 2>> {log:q}"
 
     workflow.get_rule(task.rule).docstring = task.doc
     if task.cell_job:
