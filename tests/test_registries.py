@@ -77,7 +77,6 @@ def test_every_task_has_a_rule_rendered_from_its_spec():
     ).stdout
     for spec in tasks.TASKS.values():
         assert f"{spec.rule} ({spec.doc})" in listed, spec.name
-        assert spec.outputs["result"] == f"{spec.name}.json"
     # the only rules written out: the per-cell job, and BLEURT's second metric of summarization's predictions
     rules = (REPO / "rules" / "evaluate.smk").read_text(encoding="utf-8")
     assert re.findall(r"^(?:use )?rule (\w+)", rules, flags=re.M) == ["score_bleurt", "evaluate_cell"]

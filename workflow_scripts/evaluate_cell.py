@@ -30,12 +30,12 @@ log = logging.getLogger("vocabexp")
 
 def runner(task: str) -> Callable[[list[str]], None]:
     """The step's command line run in this process: its module's own ``main`` (``TaskSpec.main``), else ``main`` of
-    the program its rule runs (``TaskSpec.command``: ``python -m <module>``), the harness told the task."""
+    the program its rule runs (``TaskSpec.program``), the harness told the task."""
     spec = TASKS[task]
     if spec.main is not None:
         return spec.main
-    module = spec.command.split(" -m ", 1)[1].split()[0]
-    prefix = ["--task", task] if spec.command == HARNESS else []
+    module = spec.program
+    prefix = ["--task", task] if module == HARNESS else []
 
     def run(argv: list[str]) -> None:
         program = importlib.import_module(module)

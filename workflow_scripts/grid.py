@@ -164,7 +164,16 @@ def _as_list(value: Any) -> list:
 
 
 def expand_methods(entries: list[dict], defaults: dict | None = None, base_seed: int | None = None) -> list[Method]:
-    """Expand config ``methods`` entries (list values → cartesian product) into unique methods, in config order.
+    """Expand config ``methods`` entries (list values → cartesian product) into unique methods, in config order
+    (``expand_entries``' second half)."""
+    return expand_entries(entries, defaults, base_seed)[1]
+
+
+def expand_entries(
+    entries: list[dict], defaults: dict | None = None, base_seed: int | None = None
+) -> tuple[list[list[Method]], list[Method]]:
+    """Each config ``methods`` entry's methods (list values → cartesian product; no repeat within an entry), and the
+    unique methods of all of them in config order; ConfigError for a method two entries give with different hparams.
 
     ``seed`` is a dimension like the others; a seed equal to ``base_seed`` (the config's top-level ``seed``) is that
     seed's cell, with no suffix. Source and MuMo draw nothing seeded of their own: Source ignores a seed list, MuMo
@@ -173,7 +182,9 @@ def expand_methods(entries: list[dict], defaults: dict | None = None, base_seed:
     base = {**BUILTIN_DEFAULTS, **{k: v for k, v in (defaults or {}).items() if k != "hparams"}}
     base_hparams = (defaults or {}).get("hparams", {})
     out: dict[str, Method] = {}
+    per_entry: list[list[Method]] = []
     for i, entry in enumerate(entries):
+        own: dict[str, Method] = {}
         merged = {**base, **{k: v for k, v in entry.items() if k in METHOD_FIELDS}}
         hparams = {**base_hparams, **entry.get("hparams", {})}
         keys = list(METHOD_FIELDS)
@@ -201,7 +212,9 @@ def expand_methods(entries: list[dict], defaults: dict | None = None, base_seed:
             if m.slug in out and out[m.slug].hparams != m.hparams:
                 raise ConfigError(f"methods[{i}]: method {m.slug} appears twice with different hparams")
             out.setdefault(m.slug, m)
-    return list(out.values())
+            own.setdefault(m.slug, m)
+        per_entry.append(list(own.values()))
+    return per_entry, list(out.values())
 
 
 class Cell(NamedTuple):
@@ -232,9 +245,9 @@ class Grid:
         A ``methods`` entry applies to every configured model and language unless it names ``models`` /
         ``languages`` (a table of the paper covers only some of them, e.g. Table 5: Llama-2 on six languages)."""
         defaults, base_seed = config.get("method_defaults"), config.get("seed", SEED_DEFAULT)
-        methods = expand_methods(config["methods"], defaults, base_seed)  # checks hparams conflicts
+        per_entry, methods = expand_entries(config["methods"], defaults, base_seed)  # checks hparams conflicts
         by_slug = {m.slug: m for m in methods}
-        entries = tuple(tuple(expand_methods([entry], defaults, base_seed)) for entry in config["methods"])
+        entries = tuple(tuple(ms) for ms in per_entry)
         cells: dict[tuple[str, str, str], Cell] = {}
         for i, entry in enumerate(config["methods"]):
             scope = {}

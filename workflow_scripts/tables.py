@@ -29,10 +29,9 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_scripts import intervals, tasks
-from workflow_scripts.grid import unseeded_slug
 from workflow_scripts.io import atomic_path, read_json, setup_logging, write_text
 from workflow_scripts.paper import headline, names
-from workflow_scripts.paper.headline import DATA_PREFIX, DATA_SUFFIX, markdown_data_labels
+from workflow_scripts.paper.headline import DATA_PREFIX, DATA_SUFFIX, markdown_data_labels, method_group
 from workflow_scripts.paths import eval_file
 from workflow_scripts.speed import table as speed_table
 from workflow_scripts.steps import CHOICE_TASKS
@@ -131,11 +130,6 @@ def load_results(paths: list[str | Path], *, strict: bool = True) -> tuple[pd.Da
 def _cell_key(row: pd.Series) -> tuple:
     # .get: a frame from a results.csv written before a column was added (train_seed) reads it as empty
     return tuple(None if _missing(row.get(c)) else row.get(c) for c in CELL_COLUMNS)
-
-
-def method_group(method: object, train_seed: object) -> str:
-    """A cell's method slug without its training seed (grid.unseeded_slug): the name its seeds share."""
-    return unseeded_slug(str(method), None if _missing(train_seed) else int(train_seed))
 
 
 def _group_key(row: pd.Series | dict) -> tuple:

@@ -145,7 +145,7 @@ def panels(
         for row in headline.lead_rows(part, is_source, headline.row_name):
             cell = {"method": row["method"], **cells.loc[(model, lang, row["method"])].to_dict()}
             k = cell.get("k")
-            curve, curve_seeds = seed_curve(curves, str(model), str(lang), row.get("slugs") or [row["method"]])
+            curve, curve_seeds = seed_curve(curves, str(model), str(lang), row["slugs"])
             row.update(
                 kind=_kind(cell),
                 label=str(cell.get("label")),

@@ -20,12 +20,11 @@ from pathlib import Path
 from workflow_scripts.harness.datasets import Unavailable, pairs_dataset, task_source
 from workflow_scripts.io import set_threads, setup_logging, write_json, write_text
 from workflow_scripts.languages import language_arg
-from workflow_scripts.tasks import TASKS
+from workflow_scripts.tasks import LIGHTEVAL_TASKS, TASKS
 
 log = logging.getLogger("vocabexp")
-# the tasks LightEval runs here (their modules in workflow_scripts/tasks/), and those that generate text
-HARNESS_TASKS = [name for name, spec in TASKS.items() if spec.lighteval is not None]
-GENERATIVE = {name for name in HARNESS_TASKS if not TASKS[name].choice}
+# the tasks LightEval runs here that generate text
+GENERATIVE = {name for name in LIGHTEVAL_TASKS if not TASKS[name].choice}
 
 
 def record_task(task: str, lang: str) -> str:
@@ -39,7 +38,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(p)
-    p.add_argument("--task", required=True, choices=HARNESS_TASKS)
+    p.add_argument("--task", required=True, choices=LIGHTEVAL_TASKS)
     p.add_argument(
         "--lang", required=True, type=language_arg, help="language code (en for the English retention checks)"
     )
@@ -50,7 +49,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=int,
         default=None,
         help="default: the paper's ("
-        + ", ".join(f"{t} {TASKS[t].fewshot}" for t in HARNESS_TASKS if TASKS[t].fewshot)
+        + ", ".join(f"{t} {TASKS[t].fewshot}" for t in LIGHTEVAL_TASKS if TASKS[t].fewshot)
         + ", else 0)",
     )
     p.add_argument("--runs", type=int, default=1, help="generation tasks: runs with seeds seed, seed+1, ...")

@@ -18,17 +18,14 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from workflow_scripts.harness import prompting
 from workflow_scripts.harness.datasets import HUB_IDS, Unavailable, task_source
 from workflow_scripts.languages import PAPER_LANGUAGES
-from workflow_scripts.tasks import TASKS, TaskSpec
-
-# the tasks run through LightEval, each by its own name (its English retention check runs it with lang "en")
-HARNESS_TASKS = tuple(name for name, spec in TASKS.items() if spec.lighteval is not None)
+from workflow_scripts.tasks import LIGHTEVAL_TASKS, TASKS, TaskSpec
 
 
 def spec_of(task: str) -> TaskSpec:
     """The spec of a task run through LightEval; an error naming the ones there are."""
     spec = TASKS.get(task)
     if spec is None or spec.lighteval is None:
-        raise ValueError(f"unknown task {task!r}; LightEval runs {', '.join(HARNESS_TASKS)}")
+        raise ValueError(f"unknown task {task!r}; LightEval runs {', '.join(LIGHTEVAL_TASKS)}")
     return spec
 
 
@@ -49,7 +46,7 @@ def task_configs(task: str, lang: str, folder: str | Path, **kwargs) -> list[Lig
 
 def _hub_table() -> list[LightevalTaskConfig]:
     table = []
-    for task in HARNESS_TASKS:
+    for task in LIGHTEVAL_TASKS:
         spec = TASKS[task]
         if spec.source is None:
             continue

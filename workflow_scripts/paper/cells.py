@@ -11,8 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from workflow_scripts.grid import unseeded_slug
 from workflow_scripts.languages import PAPER_LANGUAGES
+from workflow_scripts.paper.headline import method_groups
 from workflow_scripts.paper.names import PAPER_MODELS, language_name, model_name, task_metric, training_text
 from workflow_scripts.paper.specs import ROUGE_SCRIPT, SUM, Row, TableSpec, cell_metric
 
@@ -92,9 +92,7 @@ def method_fields(frame: pd.DataFrame) -> pd.DataFrame:
     if "vocab" not in frame:
         frame["vocab"] = None
     frame["posthoc"] = frame["posthoc"].fillna("none") if "posthoc" in frame else "none"
-    if "train_seed" in frame:
-        seeds = [None if pd.isna(s) else int(s) for s in frame["train_seed"]]
-        frame["method"] = [unseeded_slug(str(m), s) for m, s in zip(frame["method"], seeds, strict=True)]
+    frame["method"] = method_groups(frame)
     return frame
 
 

@@ -93,10 +93,16 @@ def _served(part: pd.DataFrame, base: str) -> pd.DataFrame:
     return part[(part["task"] == "mt") & (part["metric"] == names[0])] if names else part.iloc[0:0]
 
 
-def _group(part: pd.DataFrame) -> list[str]:
+def method_group(method: object, train_seed: object) -> str:
+    """A cell's method slug without its training seed (grid.unseeded_slug): the name its seeds share."""
+    missing = train_seed is None or (not isinstance(train_seed, str) and bool(pd.isna(train_seed)))
+    return unseeded_slug(str(method), None if missing else int(train_seed))
+
+
+def method_groups(part: pd.DataFrame) -> list[str]:
     """Each row's method without its training seed: the cells a lead row pools (results.csv ``train_seed``)."""
     seeds = part["train_seed"] if "train_seed" in part else [None] * len(part)
-    return [unseeded_slug(str(m), None if pd.isna(s) else int(s)) for m, s in zip(part["method"], seeds, strict=True)]
+    return [method_group(m, s) for m, s in zip(part["method"], seeds, strict=True)]
 
 
 def number(text: object) -> float | None:
@@ -136,7 +142,7 @@ def lead_rows(frame: pd.DataFrame, is_source: Callable, name: Callable[[dict], s
         source = part[source_mask]
         src_tokens, src_bpc = _mean(_metric(source, *TOKENS)), _mean(_metric(source, *BPC))
         adapted = part[[not s for s in source_mask]]
-        for _, cell in adapted.groupby(_group(adapted), sort=False):
+        for _, cell in adapted.groupby(method_groups(adapted), sort=False):
             first = cell.iloc[0].to_dict()
             method = first["method"]
             paired, bound = _teacher_forced(cell, PAIRED), _teacher_forced(cell, BOUND)

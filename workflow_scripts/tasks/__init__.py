@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-# The program of the tasks run through LightEval (workflow_scripts/harness), offline: every dataset is a local folder.
-HARNESS = "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m workflow_scripts.harness"
+# The program of the tasks run through LightEval; its rule runs it offline (every dataset is a local folder).
+HARNESS = "workflow_scripts.harness"
+OFFLINE = "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1"
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,8 @@ class TaskSpec:
     ``columns``: its results.md columns. ``mumo``: MuMo cells are evaluated on it. ``predictions``: besides
     ``eval/<name>.json`` it writes ``eval/<name>_predictions.tsv``. ``cell_job``: the per-cell job
     (``evaluation.one_job_per_cell``) runs it, in ``cell_order`` (cheapest first); otherwise only its own rule does.
-    ``command``: the program its rule runs with the step's arguments (rules/evaluate.smk renders one rule per task);
+    ``program``: the module its rule runs (``python -m``) with the step's arguments (rules/evaluate.smk renders one
+    rule per task; the per-cell job calls its ``main``);
     ``planned_runtime``: the rule's time limit follows the speed plan (workflow_scripts/speed/plan.py) where the model
     needs a GPU. ``doc``: the rule's docstring. ``choice``: a log-likelihood task; ``label`` the data label its records
     carry where it is fixed. ``not_run_note``: why a run may lack it, said where results.md lists it as not run.
@@ -77,7 +79,7 @@ class TaskSpec:
     predictions: bool = False
     cell_job: bool = False
     cell_order: int = 0
-    command: str = HARNESS
+    program: str = HARNESS
     planned_runtime: bool = False
     doc: str = ""
     choice: bool = False
@@ -97,7 +99,9 @@ class TaskSpec:
     @property
     def shell_command(self) -> str:
         """The program its rule runs, before the step's arguments."""
-        return self.command if self.main is None else f"python -m workflow_scripts.tasks {self.name}"
+        if self.main is not None:
+            return f"python -m workflow_scripts.tasks {self.name}"
+        return f"{OFFLINE} python -m {self.program}" if self.program == HARNESS else f"python -m {self.program}"
 
     @property
     def outputs(self) -> dict[str, str]:
@@ -143,3 +147,5 @@ def markdown_columns() -> list[tuple[str, str, str, str]]:
 
 
 discover()
+# the tasks run through LightEval, each by its own name (its English retention check runs it with lang "en")
+LIGHTEVAL_TASKS = tuple(name for name, spec in TASKS.items() if spec.lighteval is not None)

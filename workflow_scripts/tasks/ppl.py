@@ -36,7 +36,7 @@ SPEC = register(
         cell_job=True,
         cell_order=1,
         doc="Perplexity (same-vocabulary comparisons) and bits per character (comparable across vocabularies).",
-        command="python -m workflow_scripts.perplexity",
+        program="workflow_scripts.perplexity",
         step=step,
     )
 )

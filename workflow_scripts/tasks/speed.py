@@ -77,7 +77,7 @@ SPEC = register(
         "paper decoding, batch 1 and larger) and teacher forcing of the references, repeated, in characters, "
         "source-tokenizer tokens and own tokens per second; and the forward passes of the log-likelihood tasks over "
         "prompt and choices. Each task's records are saved as it finishes (speed.partial.json): a rerun skips them.",
-        command="python -m workflow_scripts.speed",
+        program="workflow_scripts.speed",
         planned_runtime=True,
         step=step,
     )
