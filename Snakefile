@@ -12,7 +12,7 @@ min_version("9.0")
 # Snakemake's own error for a config.yaml that does not parse names neither the file nor the line.
 if not workflow.overwrite_configfiles:
     sys.path.insert(0, workflow.basedir)
-    from workflow_scripts.config_checks.files import stop_on_unreadable_config
+    from workflow_scripts.plan.checks.files import stop_on_unreadable_config
 
     stop_on_unreadable_config("config.yaml")
 

@@ -1,5 +1,5 @@
-# What every rules file reads: the shell prefix, the checked configuration (workflow_scripts/config_checks/plan.py),
-# the run's folders and layout (workflow_scripts/paths.py), the wildcard constraints and the job resources. Each
+# What every rules file reads: the shell prefix, the checked configuration (workflow_scripts/plan/build.py),
+# the run's folders and layout (workflow_scripts/plan/paths.py), the wildcard constraints and the job resources. Each
 # stage's input functions live in rules/<stage>_inputs.smk, their logic in workflow_scripts modules; rules are glue.
 import json
 import shlex
@@ -33,8 +33,8 @@ from workflow_scripts.io import mark_snakemake_run  # noqa: E402
 # (profiles/default/ `retries`) then stops at once instead of repeating the work at a larger cost. The jobs know their
 # run by an environment variable set here (workflow_scripts/io.py cli_main).
 mark_snakemake_run(workflow.is_main_process)
-from workflow_scripts import paths  # noqa: E402
-from workflow_scripts.grid import (
+from workflow_scripts.plan import paths  # noqa: E402
+from workflow_scripts.plan.grid import (
     cell_hparams,
     cell_curve_points,
     curve_points,
@@ -43,21 +43,25 @@ from workflow_scripts.grid import (
     ppl_only,
     tasks_of,
 )  # noqa: E402
-from workflow_scripts.config_checks import unwritable_output  # noqa: E402
+from workflow_scripts.plan.checks import unwritable_output  # noqa: E402
 from workflow_scripts.lapt.tracking import cell_spec as cell_tracking  # noqa: E402
-from workflow_scripts.config_checks.plan import ConfigError, check_plan  # noqa: E402
-from workflow_scripts.runs import DOWNLOADS_ROOT, claim, start_problem  # noqa: E402
-from workflow_scripts.resources import (
+from workflow_scripts.plan.build import ConfigError, check_plan  # noqa: E402
+from workflow_scripts.plan.runs import (
+    DOWNLOADS_ROOT,
+    claim,
+    start_problem,
+)  # noqa: E402
+from workflow_scripts.plan.resources import (
     rule_gpus,
     sized_resources,
     slurm_signal,
     workflow_gpu_class,
 )  # noqa: E402
-from workflow_scripts.speed.plan import (
+from workflow_scripts.plan.speed import (
     runtime_minutes as speed_runtime_minutes,
 )  # noqa: E402
 
-# Every planning check (workflow_scripts/config_checks/plan.py): the schema fills the config's defaults; warnings are
+# Every planning check (workflow_scripts/plan/build.py): the schema fills the config's defaults; warnings are
 # printed with the plan. Paths resolve against the working directory, as Snakemake does.
 try:
     PLAN = check_plan(
@@ -72,8 +76,8 @@ except ConfigError as e:
 METHODS, CELLS, RUN = PLAN.methods, PLAN.cells, PLAN.run
 METHOD_BY_SLUG = {m.slug: m for m in METHODS}
 config["run"] = RUN  # the report's front page (report/workflow.rst) names its folder
-# Every output of this configuration lies under results/<run>/ (workflow_scripts/runs.py). The rules' output patterns
-# (workflow_scripts/paths.py) start with the Snakemake path variables <results> and <downloads>; input functions pass
+# Every output of this configuration lies under results/<run>/ (workflow_scripts/plan/runs.py). The rules' output patterns
+# (workflow_scripts/plan/paths.py) start with the Snakemake path variables <results> and <downloads>; input functions pass
 # RESULTS and DOWNLOADS.
 RESULTS = PLAN.results
 DOWNLOADS = str(DOWNLOADS_ROOT)
@@ -155,8 +159,8 @@ def all_targets():
 
 
 def sized(rule_name, key):
-    """A `resources:` function: `key` of the rule's cost in workflow_scripts/resources.py for the parameter count of
-    the job's model (its shape: workflow_scripts/models.py)."""
+    """A `resources:` function: `key` of the rule's cost in workflow_scripts/plan/resources.py for the parameter count of
+    the job's model (its shape: workflow_scripts/plan/models.py)."""
 
     def get(wildcards, attempt):
         model = getattr(wildcards, "model", None)

@@ -1,7 +1,7 @@
 # Input functions and parameters of the data, item-selection and download rules (rules/data.smk, rules/items.smk).
-# Paths come from workflow_scripts/paths.py (LAYOUT); what a dataset or asset download needs from the config, here.
+# Paths come from workflow_scripts/plan/paths.py (LAYOUT); what a dataset or asset download needs from the config, here.
 from workflow_scripts.harness.datasets import needed_sources, task_source
-from workflow_scripts.steps import L10N_LABEL, mt_label
+from workflow_scripts.plan.steps import L10N_LABEL, mt_label
 from workflow_scripts.sum_assets import repo_slug
 
 

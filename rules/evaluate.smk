@@ -28,7 +28,7 @@ for task in TASK_SPECS.values():
             program=task.shell_command,
             args=step_args(task.name),
         # unquoted: params.program, params.args (the task's program, TaskSpec.shell_command; the step's arguments,
-        # each shell-quoted by workflow_scripts/steps.py). A shell expression is evaluated again when the job runs,
+        # each shell-quoted by workflow_scripts/plan/steps.py). A shell expression is evaluated again when the job runs,
         # after this loop has moved on: the program is a param, bound to this rule here.
         shell:
             "{params.program} {params.args} --threads {threads} 2>> {log:q}"

@@ -1,6 +1,6 @@
 # Input functions and arguments of the evaluation rules (rules/evaluate.smk). Each task's step (its files and its
-# command-line arguments) is written once in workflow_scripts/steps.py; its own rule and evaluate_cell render it.
-from workflow_scripts.steps import CELL_STEP_FILES, CELL_STEPS, Steps
+# command-line arguments) is written once in workflow_scripts/plan/steps.py; its own rule and evaluate_cell render it.
+from workflow_scripts.plan.steps import CELL_STEP_FILES, CELL_STEPS, Steps
 from workflow_scripts.tasks import TASKS as TASK_SPECS
 
 STEPS = Steps(config, LAYOUT, METHOD_BY_SLUG)
@@ -75,7 +75,7 @@ def cell_step_args(wc):
 
 def task_runtime(task):
     """A task rule's time limit: for a task whose spec says so (speed), its planned workload's
-    (workflow_scripts/speed/plan.py) where the model needs a GPU; else the cost table's.
+    (workflow_scripts/plan/speed.py) where the model needs a GPU; else the cost table's.
     """
     if not task.planned_runtime:
         return sized(task.rule, "runtime")

@@ -63,7 +63,7 @@ rule initialize_replace:
         " --out {output.model:q} --report {output.report:q} --threads {threads} 2>> {log:q}"
 
 
-# A training seed other than the config's (a methods entry's `seed`, workflow_scripts/grid.py) initializes its own
+# A training seed other than the config's (a methods entry's `seed`, workflow_scripts/plan/grid.py) initializes its own
 # model: <init>.<vocab>.s<seed> (grid.SEED_SUFFIX), drawn with that seed.
 use rule initialize as initialize_seeded with:
     output:

@@ -1,7 +1,7 @@
 # MuMo (workflow_scripts/mumo): a target-language head trained on D on the frozen source model; its cells are
 # evaluated on generation (mt, sum) through the same LightEval tasks as every method, and timed at batch size 1.
 # A MuMo cell's "model" is the MuMo folder: the generic evaluate_mt and evaluate_sum put its decoder behind
-# LightEval's generate (workflow_scripts/steps.py Steps.mumo: k, and noverify), and measure_speed times it
+# LightEval's generate (workflow_scripts/plan/steps.py Steps.mumo: k, and noverify), and measure_speed times it
 # (workflow_scripts.speed.mumo: MuMo's decoder in the speed step, paired with Source).
 
 

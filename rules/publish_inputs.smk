@@ -3,7 +3,7 @@
 from workflow_scripts import languages
 from workflow_scripts.hub_cache import is_hub_id
 from workflow_scripts.publish import plan as publish_plan
-from workflow_scripts.steps import corpus_label, data_label, mt_label
+from workflow_scripts.plan.steps import corpus_label, data_label, mt_label
 
 PUBLISH = config["publish"]
 CARD_CELLS = publish_plan.adapted(CELLS)

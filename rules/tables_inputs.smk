@@ -1,6 +1,6 @@
 # Input functions and parameters of the tables, analysis and export rules (rules/tables.smk, rules/analysis.smk,
 # rules/export.smk): which files each whole-run step collects.
-from workflow_scripts.steps import data_label
+from workflow_scripts.plan.steps import data_label
 
 
 def eval_files():
@@ -84,7 +84,7 @@ def paper_sizes(wc):
 
 
 # rules/export.smk (docs/serving.md): the GGUF export of each non-MuMo cell, its check and serving speed in llama.cpp.
-from workflow_scripts.grid import Method
+from workflow_scripts.plan.grid import Method
 from workflow_scripts.serve.export import GgufType
 
 # each export.gguf entry by its name (f16, q4_0+emb_q8_0), the name of its file

@@ -25,8 +25,8 @@ import pytest
 import yaml
 from xdist.scheduler import LoadFileScheduling
 
-from workflow_scripts.grid import expand_grid
 from workflow_scripts.pieces import BYTE_TO_UNICODE, piece_bytes
+from workflow_scripts.plan.grid import expand_grid
 
 if TYPE_CHECKING:
     import torch

@@ -10,8 +10,8 @@ from pathlib import Path
 import yaml
 
 from tests.conftest import tiny_config
-from workflow_scripts import paths
-from workflow_scripts.grid import expand_grid
+from workflow_scripts.plan import paths
+from workflow_scripts.plan.grid import expand_grid
 from workflow_scripts.tables import COLUMNS
 
 PAIRED = "paired_speedup@teacher_forced.greedy.b1"

@@ -243,7 +243,7 @@ def test_a_configfile_that_does_not_parse_is_named_by_the_check_command(tmp_path
     run = snakemake(["-n", "-q", "--configfile", str(path)], tmp_path)
     assert run.returncode != 0 and "Config file is not valid JSON or YAML" in run.stdout + run.stderr
     check = subprocess.run(
-        [sys.executable, "-m", "workflow_scripts.config_checks", str(path)], cwd=REPO, capture_output=True, text=True
+        [sys.executable, "-m", "workflow_scripts.plan.checks", str(path)], cwd=REPO, capture_output=True, text=True
     )
     assert check.returncode == 1
     assert f"{path}, line 3, column 1: not valid YAML: expected ',' or '}}', but got '<stream end>'" in check.stderr

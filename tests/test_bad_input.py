@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from workflow_scripts.config_checks import (
+from workflow_scripts.io import MAX_LINE_CHARS, corpus_lines, read_corpus
+from workflow_scripts.plan.checks import (
     ConfigError,
     check_config,
     config_file_problems,
@@ -28,9 +29,8 @@ from workflow_scripts.config_checks import (
     schema_errors,
     unset_evaluation,
 )
-from workflow_scripts.config_checks.notes import evaluation_sizes
-from workflow_scripts.config_checks.schema import fill_defaults
-from workflow_scripts.io import MAX_LINE_CHARS, corpus_lines, read_corpus
+from workflow_scripts.plan.checks.notes import evaluation_sizes
+from workflow_scripts.plan.checks.schema import fill_defaults
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 TH_DEB = "resources/l10n/libreoffice-l10n-th_4_7.4.7-1+deb12u14_all.deb"
@@ -166,7 +166,7 @@ def test_a_run_name_too_long_for_a_folder_is_named():
     assert only_error(config) == (
         f"run: {'r' * 40!r}... has 300 characters, more than the 100 allowed; give a shorter one"
     )
-    from workflow_scripts.runs import plan_run  # a name from long config file names, not the run key
+    from workflow_scripts.plan.runs import plan_run  # a name from long config file names, not the run key
 
     with pytest.raises(ValueError, match=r"^run 'r+'\.\.\. has 300 characters; a run folder name has at most 100"):
         plan_run({}, ["r" * 300 + ".yaml"], REPO)
@@ -229,7 +229,7 @@ def thai_lines_text(n: int) -> bytes:
 
 
 def test_local_cc100_file_good_passes_and_the_plan_says_what_is_checked_later(tmp_path, monkeypatch):
-    from workflow_scripts.config_checks import inputs
+    from workflow_scripts.plan.checks import inputs
 
     (tmp_path / "th.txt.xz").write_bytes(lzma.compress(thai_lines_text(500)))
     config = cc100_config("th.txt.xz")
@@ -246,8 +246,8 @@ def test_a_local_corpus_the_step_reads_is_not_refused_at_planning(tmp_path, kind
     name (told by its magic bytes, as the step tells it), a big file (its head only, in well under a second)."""
     import time
 
-    from workflow_scripts.config_checks import inputs
     from workflow_scripts.corpus import sample_lines
+    from workflow_scripts.plan.checks import inputs
 
     cases = {
         "long-first.txt": b"x" * (inputs.CORPUS_HEAD_BYTES + 10) + b"\n" + thai_lines_text(500),
@@ -401,8 +401,8 @@ def test_corpus_too_small_in_the_tokenizer_step_is_a_user_error(smollm2_tokenize
 
 def test_the_corpus_rule_follows_the_source_tokenizers_family(tmp_path, smollm2_tokenizer_dir):
     from tests.conftest import sentencepiece_source
-    from workflow_scripts.config_checks.inputs import tokenizer_family
     from workflow_scripts.pieces import BYTE_LEVEL_BPE, SENTENCEPIECE_BPE
+    from workflow_scripts.plan.checks.inputs import tokenizer_family
 
     config = test_config()
     # read from the package's GGUF header, as the exported tokenizer says
@@ -430,8 +430,8 @@ def test_the_corpus_rule_holds_on_the_committed_corpora(tmp_path, smollm2_tokeni
     (Thai and Sinhala, 50 and 400 random lines), each family's tokenizer stops at or below ``bpe_vocab_ceiling`` of
     their characters."""
     from tests.conftest import l10n_pairs, sentencepiece_source
-    from workflow_scripts.config_checks.cells import bpe_vocab_ceiling
     from workflow_scripts.pieces import BYTE_LEVEL_BPE, SENTENCEPIECE_BPE
+    from workflow_scripts.plan.checks.cells import bpe_vocab_ceiling
     from workflow_scripts.vocab.aux import train_aux_tokenizer
 
     sources = {BYTE_LEVEL_BPE: smollm2_tokenizer_dir, SENTENCEPIECE_BPE: sentencepiece_source(tmp_path / "sp")}
@@ -541,7 +541,7 @@ def test_local_model_folder_without_config_json(tmp_path):
 
 def test_planning_imports_no_torch():
     code = (
-        "import sys, yaml; from workflow_scripts.config_checks import check_config, config_warnings, deferred_checks;"
+        "import sys, yaml; from workflow_scripts.plan.checks import check_config, config_warnings, deferred_checks;"
         "c = yaml.safe_load(open('configs/test.yaml')); check_config(c, '.'); config_warnings(c); deferred_checks(c);"
         "assert 'torch' not in sys.modules and 'transformers' not in sys.modules"
     )
@@ -733,7 +733,7 @@ def test_read_corpus_refuses_an_empty_corpus_naming_the_file(tmp_path, content):
 
 
 def test_a_writable_output_folder_passes_and_the_probe_leaves_nothing(tmp_path):
-    from workflow_scripts.config_checks import unwritable_output
+    from workflow_scripts.plan.checks import unwritable_output
 
     assert unwritable_output(tmp_path / "results") is None  # not created yet: its parent is probed
     (tmp_path / "results").mkdir()
@@ -744,7 +744,7 @@ def test_a_writable_output_folder_passes_and_the_probe_leaves_nothing(tmp_path):
 def test_an_output_folder_without_write_permission_is_named(tmp_path, monkeypatch):
     import os
 
-    from workflow_scripts.config_checks import unwritable_output
+    from workflow_scripts.plan.checks import unwritable_output
 
     (tmp_path / "results").mkdir()
     real = os.access
@@ -760,7 +760,7 @@ def test_an_output_folder_that_refuses_a_write_is_named(tmp_path, monkeypatch):
     # what a read-only mount does even to root, whose os.access says yes
     import tempfile
 
-    from workflow_scripts.config_checks import unwritable_output
+    from workflow_scripts.plan.checks import unwritable_output
 
     def refuse(*args, **kwargs):
         raise PermissionError(30, "Read-only file system")
@@ -772,7 +772,7 @@ def test_an_output_folder_that_refuses_a_write_is_named(tmp_path, monkeypatch):
 
 
 def test_an_output_path_under_a_file_is_named(tmp_path):
-    from workflow_scripts.config_checks import unwritable_output
+    from workflow_scripts.plan.checks import unwritable_output
 
     (tmp_path / "results").write_text("not a folder")
     assert unwritable_output(tmp_path / "results" / "tables") == (
@@ -868,7 +868,7 @@ def test_a_config_file_that_parses_is_checked_for_duplicate_keys(tmp_path):
 
 
 def test_the_config_check_command_names_the_file_and_exits_1(tmp_path, capsys):
-    from workflow_scripts.config_checks.__main__ import main
+    from workflow_scripts.plan.checks.__main__ import main
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("seed: [1\n")
@@ -974,7 +974,7 @@ def test_a_raised_l10n_min_english_words_that_leaves_no_pair_is_named():
 
 
 def test_items_used_records_and_warns_when_the_data_holds_fewer(caplog):
-    from workflow_scripts.evaluation import items_used
+    from workflow_scripts.inference import items_used
 
     with caplog.at_level("WARNING", logger="vocabexp"):
         assert items_used("ppl", 100, 40, "heldout.txt") == {"n_requested": 100, "n_used": 40}

@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from workflow_scripts import paths
 from workflow_scripts.findings import glance, numbers, paragraph, plots, titles
 from workflow_scripts.findings.__main__ import main
+from workflow_scripts.plan import paths
 from workflow_scripts.tables import COLUMNS
 
 FIXTURES = Path(__file__).parent / "fixtures"

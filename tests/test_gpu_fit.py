@@ -20,17 +20,17 @@ from torch.utils._pytree import tree_leaves
 
 from tests.conftest import REPO
 from tools.plan import parse_dry_run
-from workflow_scripts.config_checks.gpu_fit import gpu_fit_problems
-from workflow_scripts.config_checks.schema import fill_defaults
 from workflow_scripts.gpu import estimate as ge
 from workflow_scripts.gpu.fit import planned
 from workflow_scripts.gpu.shape import GIB
-from workflow_scripts.grid import TRAINING_NOT_HPARAMS, expand_grid
 from workflow_scripts.lapt import loop, resolve_hparams
 from workflow_scripts.lapt.objective import LossComputer
-from workflow_scripts.models import describe_models
+from workflow_scripts.plan.checks.gpu_fit import gpu_fit_problems
+from workflow_scripts.plan.checks.schema import fill_defaults
+from workflow_scripts.plan.grid import TRAINING_NOT_HPARAMS, expand_grid
+from workflow_scripts.plan.models import describe_models
+from workflow_scripts.plan.resources import GPU_CLASSES, gpu_class, sized_resources
 from workflow_scripts.procedure_stages import STAGES, StageSpec
-from workflow_scripts.resources import GPU_CLASSES, gpu_class, sized_resources
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -217,12 +217,14 @@ def test_gpu_class_follows_the_profile():
 
 
 def test_an_unknown_gpu_model_is_planned_as_80gb_with_a_warning():
-    from workflow_scripts.resources import gpu_model_warnings
+    from workflow_scripts.plan.resources import gpu_model_warnings
 
     settings = SimpleNamespace(default_resources=None, overwrite_resources={"lapt": {"gpu_model": "v100"}})
     assert gpu_class({"gpu_model": "v100"}) == "80GB"
     (warning,) = gpu_model_warnings(settings)
-    assert warning.startswith("set-resources lapt: GPU model 'v100' is not one workflow_scripts/resources.py knows")
+    assert warning.startswith(
+        "set-resources lapt: GPU model 'v100' is not one workflow_scripts/plan/resources.py knows"
+    )
     assert "lapt is planned as the 80GB class (H100)" in warning
     known = SimpleNamespace(default_resources=None, overwrite_resources={"lapt": {"gpu_model": "a100-40gb"}})
     assert gpu_model_warnings(known) == []
@@ -468,7 +470,7 @@ def test_gpu_corrections_from_cuda_entries():
 
 def test_a_replacement_job_is_sized_by_its_largest_language_override():
     """A language's own replace_vocab_size (grid.vocab_size) sizes the replacement job, not only the global one."""
-    from workflow_scripts.config_checks.gpu_fit import lapt_jobs
+    from workflow_scripts.plan.checks.gpu_fit import lapt_jobs
 
     config = _paper_config()
     config["methods"] = [{"init": "Mean", "vocab": "replace"}]

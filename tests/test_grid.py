@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from workflow_scripts.config_checks import check_config, schema_errors
-from workflow_scripts.grid import (
+from workflow_scripts.plan.checks import check_config, schema_errors
+from workflow_scripts.plan.grid import (
     ConfigError,
     expand_grid,
     expand_methods,
@@ -126,7 +126,7 @@ def test_schema_errors_name_the_key(mutate, message):
 
 def test_curve_points_is_no_cell_hparam():
     # A cell's hparams (its LAPT job's --hparams and checkpoint fingerprint) are the same with and without the curve.
-    from workflow_scripts.grid import cell_hparams, curve_points
+    from workflow_scripts.plan.grid import cell_hparams, curve_points
 
     config = copy.deepcopy(load("configs/test.yaml"))
     assert not schema_errors(config, SCHEMA) and curve_points(config) == 0
@@ -248,7 +248,7 @@ def test_conda_environment_pins_the_same_packages_as_requirements():
 def test_the_schema_is_parsed_once_and_afresh_when_its_file_changes(tmp_path):
     import os
 
-    from workflow_scripts.config_checks.schema import load_schema
+    from workflow_scripts.plan.checks.schema import load_schema
 
     path = tmp_path / "config.schema.yaml"
     path.write_text(SCHEMA.read_text(encoding="utf-8"), encoding="utf-8")
@@ -269,7 +269,7 @@ def test_defaults_are_filled_as_snakemakes_validate_fills_them(name):
 
     from snakemake.utils import validate
 
-    from workflow_scripts.config_checks.schema import fill_defaults, load_schema
+    from workflow_scripts.plan.checks.schema import fill_defaults, load_schema
 
     config = yaml.safe_load((REPO / name).read_text(encoding="utf-8"))
     config.pop("evaluation", None)  # most defaults live under evaluation: filled from nothing
@@ -313,7 +313,7 @@ def test_seed_is_a_grid_dimension_whose_config_seed_keeps_its_slug():
 def test_other_seeds_can_be_evaluated_on_bits_per_character_alone():
     """evaluation.other_seeds: ppl: a seed other than the config's is evaluated on ppl only, with a curve of step 0
     alone; the config seed's cell keeps every task and the whole curve; all (the default) changes nothing."""
-    from workflow_scripts.grid import cell_curve_points, tasks_of
+    from workflow_scripts.plan.grid import cell_curve_points, tasks_of
 
     base, other = expand_methods([{"init": "Mean", "procedure": "2x2LS", "seed": [42, 43]}], base_seed=42)
     tasks = ["mt", "ppl", "speed"]
@@ -326,7 +326,7 @@ def test_other_seeds_can_be_evaluated_on_bits_per_character_alone():
 
 
 def test_a_seeds_initialized_model_has_its_own_folder():
-    from workflow_scripts.paths import Layout
+    from workflow_scripts.plan.paths import Layout
 
     (base, other) = expand_methods([{"init": "Random", "procedure": "2x2LS", "seed": [42, 43]}], base_seed=42)
     layout = Layout({"languages": {"th": {"aux_vocab_size": 8000}}}, {}, "results/r", "downloads")

@@ -146,7 +146,7 @@ def gmmlu_fixture(folder):
 
 @pytest.fixture(scope="module")
 def tiny(tiny_llama_dir):
-    from workflow_scripts.evaluation import load_model
+    from workflow_scripts.inference import load_model
 
     model, tokenizer = load_model(tiny_llama_dir, "float32", "cpu")
     return model, tokenizer, str(tiny_llama_dir)
@@ -306,7 +306,7 @@ def test_english_retention_runs_are_recorded_under_their_own_task():
 def test_model_max_length_is_read_from_the_config_as_lighteval_reads_it():
     from transformers import GPT2Config, LlamaConfig, PretrainedConfig
 
-    from workflow_scripts.evaluation import model_max_length
+    from workflow_scripts.inference import model_max_length
 
     assert model_max_length(LlamaConfig(max_position_embeddings=4096)) == 4096  # Llama-2
     assert model_max_length(LlamaConfig(max_position_embeddings=8192)) == 8192  # Llama-3
@@ -332,8 +332,8 @@ def llama_1100(tiny_llama_dir, tmp_path_factory):
 def test_harness_model_config_takes_the_model_maximum(llama_1100, tmp_path, monkeypatch):
     import torch
 
-    from workflow_scripts.evaluation import load_model
     from workflow_scripts.harness.run import lighteval_model_config
+    from workflow_scripts.inference import load_model
 
     # LightEval's backend turns gradients off for the whole process when it is imported: imported afresh here, and
     # the caller's mode must survive it, or training later in the same process fails

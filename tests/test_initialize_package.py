@@ -78,7 +78,7 @@ def test_a_new_method_is_one_module_and_one_config_line(tmp_path):
     code = (
         "import copy, json, sys, yaml\n"
         "from pathlib import Path\n"
-        "from workflow_scripts.config_checks import check_config, schema_errors\n"
+        "from workflow_scripts.plan.checks import check_config, schema_errors\n"
         "from workflow_scripts.initialize import CORPUS_METHODS, INIT_METHODS, METHOD_SPECS\n"
         "from workflow_scripts.initialize.__main__ import parser\n"
         "from workflow_scripts.initialize.apply import method_stats\n"

@@ -14,7 +14,7 @@ import torch
 
 from tests.conftest import lapt_args, model_state
 from workflow_scripts import lapt
-from workflow_scripts.evaluation import load_model, read_sentences
+from workflow_scripts.inference import load_model, read_sentences
 from workflow_scripts.lapt.curve import COLUMNS, CurveSpec, curve_steps
 from workflow_scripts.perplexity import evaluate_ppl
 

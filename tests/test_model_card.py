@@ -11,8 +11,8 @@ from huggingface_hub import ModelCard
 
 from tests.conftest import expected_counts, planned_jobs, snakemake, tiny_config
 from tests.publish_fixtures import BOUND, PAIRED, fake_run
-from workflow_scripts import paths
-from workflow_scripts.grid import expand_grid
+from workflow_scripts.plan import paths
+from workflow_scripts.plan.grid import expand_grid
 from workflow_scripts.publish import card as card_module
 
 

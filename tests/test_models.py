@@ -15,15 +15,15 @@ import yaml
 
 from tests.conftest import REPO, snakemake, tiny_config
 from tools.plan import parse_dry_run
-from workflow_scripts.config_checks.gpu_fit import lapt_gpu_counts, lapt_jobs
-from workflow_scripts.config_checks.plan import gpu_problems
-from workflow_scripts.config_checks.schema import fill_defaults
 from workflow_scripts.gpu.estimate import estimate
 from workflow_scripts.gpu.fit import planned_gpus
 from workflow_scripts.gpu.shape import MODELS, shape_from_config
-from workflow_scripts.grid import ConfigError
-from workflow_scripts.models import STAND_IN_IDS, ModelError, describe, describe_models
-from workflow_scripts.resources import sized_resources
+from workflow_scripts.plan.build import gpu_problems
+from workflow_scripts.plan.checks.gpu_fit import lapt_gpu_counts, lapt_jobs
+from workflow_scripts.plan.checks.schema import fill_defaults
+from workflow_scripts.plan.grid import ConfigError
+from workflow_scripts.plan.models import STAND_IN_IDS, ModelError, describe, describe_models
+from workflow_scripts.plan.resources import sized_resources
 
 # hub id: hidden, layers, heads, KV heads, intermediate, embedding rows, tied, the parameter count its model card
 # publishes, and that count in words

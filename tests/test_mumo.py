@@ -233,8 +233,8 @@ def test_grid_method_slugs_tasks_and_config_errors():
     import yaml
 
     from tests.conftest import REPO
-    from workflow_scripts.config_checks import check_config, schema_errors
-    from workflow_scripts.grid import ConfigError, expand_methods, tasks_of
+    from workflow_scripts.plan.checks import check_config, schema_errors
+    from workflow_scripts.plan.grid import ConfigError, expand_methods, tasks_of
 
     entries = [{"procedure": "MuMo", "posthoc": ["none", "noverify"]}, {"procedure": "MuMo", "init": "Random"}]
     methods = expand_methods(entries, {"procedure": "2x2LS"})

@@ -16,9 +16,9 @@ import yaml
 
 from tests.conftest import REPO, snakemake, tiny_config
 from workflow_scripts import orchid
-from workflow_scripts.config_checks.inputs import check_sources
-from workflow_scripts.paths import Layout
-from workflow_scripts.steps import data_label
+from workflow_scripts.plan.checks.inputs import check_sources
+from workflow_scripts.plan.paths import Layout
+from workflow_scripts.plan.steps import data_label
 
 TH_DEB = "resources/l10n/libreoffice-l10n-th_4_7.4.7-1+deb12u14_all.deb"
 

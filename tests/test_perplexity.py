@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from workflow_scripts import perplexity
-from workflow_scripts.evaluation import load_model
+from workflow_scripts.inference import load_model
 
 THAI = ["เปิดแฟ้ม", "บันทึกเอกสารเป็นแฟ้มใหม่", "เซลล์ที่เลือกถูกป้องกัน", "แทรกแถวใหม่ด้านบนแถวปัจจุบัน"]
 

@@ -17,12 +17,13 @@ import yaml
 from tests.conftest import REPO, expected_counts, snakemake, tiny_config
 from tools import slurm_profile
 from tools.plan import Job, declared_local_rules, job_problems, parse_dry_run, parse_runtime, summarize
-from workflow_scripts.config_checks.partitions import known_partition_gpus, partition_has_gpus
-from workflow_scripts.config_checks.schema import fill_defaults
 from workflow_scripts.gpu.shape import MODELS, total_parameters
-from workflow_scripts.grid import expand_grid, tasks_of
-from workflow_scripts.models import describe_models
-from workflow_scripts.resources import (
+from workflow_scripts.plan import speed as speed_plan
+from workflow_scripts.plan.checks.partitions import known_partition_gpus, partition_has_gpus
+from workflow_scripts.plan.checks.schema import fill_defaults
+from workflow_scripts.plan.grid import expand_grid, tasks_of
+from workflow_scripts.plan.models import describe_models
+from workflow_scripts.plan.resources import (
     GPU_RULES,
     SIZE_RESOURCES,
     gpu_partition_checks,
@@ -30,7 +31,6 @@ from workflow_scripts.resources import (
     gpus_requested,
     sized_resources,
 )
-from workflow_scripts.speed import plan as speed_plan
 
 
 def site_home(tmp_path: Path, *make_args: str) -> dict[str, str]:

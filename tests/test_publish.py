@@ -13,8 +13,8 @@ from tests.hub_server import ORG, READ_TOKEN, TOKEN, USER, Hub, HubServer
 from tests.publish_fixtures import fake_run
 from tools.preflight.publish import publish_rows
 from tools.preflight.rows import NO_TOKEN, NO_WRITE, READY
-from workflow_scripts import paths
 from workflow_scripts.io import UserError
+from workflow_scripts.plan import paths
 from workflow_scripts.publish.plan import repo_id
 from workflow_scripts.publish.upload import publish
 

@@ -12,12 +12,13 @@ import sys
 import yaml
 
 from tests.conftest import REPO
-from workflow_scripts import grid, initialize, lapt, procedure_stages, steps
-from workflow_scripts.config_checks import IMPLEMENTED
-from workflow_scripts.config_checks.schema import registered, with_registries
+from workflow_scripts import initialize, lapt, procedure_stages
 from workflow_scripts.gpu import estimate as gpu_estimate
 from workflow_scripts.lapt.hparams import WEIGHTS_DTYPES, weights_dtype_on
 from workflow_scripts.lapt.procedures import adds_lora
+from workflow_scripts.plan import grid, steps
+from workflow_scripts.plan.checks import IMPLEMENTED
+from workflow_scripts.plan.checks.schema import registered, with_registries
 
 SCHEMA = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text(encoding="utf-8"))
 
@@ -85,8 +86,9 @@ def test_every_task_has_a_rule_rendered_from_its_spec():
 def test_each_task_is_one_module_whose_facts_every_list_reads():
     """workflow_scripts/tasks/: the steps, the job costs, the GPU rules, the names, the results.md columns, the model
     cards' task types and MuMo's tasks are read from the task modules, in their declared order."""
-    from workflow_scripts import resources, tables, tasks
+    from workflow_scripts import tables, tasks
     from workflow_scripts.paper import names
+    from workflow_scripts.plan import resources
     from workflow_scripts.publish import card
 
     specs = list(tasks.TASKS.values())
@@ -104,7 +106,7 @@ def test_each_task_is_one_module_whose_facts_every_list_reads():
         assert card.TASK_TYPES[s.name] == s.card_type and (s.name in grid.MUMO_TASKS) == s.mumo, s.name
         assert [c[0] for c in tables.MARKDOWN_COLUMNS if c[1] == s.name] == [c.heading for c in s.columns], s.name
     assert steps.CELL_STEPS == ("ppl", "mt", "mc", "speed")  # cheapest first
-    assert set(steps.CHOICE_TASKS) == {"mc", "gmmlu", "mc_en", "gmmlu_en"} and tasks.TASKS["mc"].label is None
+    assert set(tasks.CHOICE_TASKS) == {"mc", "gmmlu", "mc_en", "gmmlu_en"} and tasks.TASKS["mc"].label is None
     # a misspelt task is refused at validation with the registered names
     schema = with_registries(SCHEMA)
     assert schema["properties"]["evaluation"]["properties"]["tasks"]["items"]["enum"] == list(tasks.TASKS)

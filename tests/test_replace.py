@@ -258,8 +258,8 @@ def test_grid_accepts_replace_and_names_what_it_cannot_do():
     import yaml
     from conftest import REPO
 
-    from workflow_scripts.config_checks import check_config
-    from workflow_scripts.grid import ConfigError, expand_grid
+    from workflow_scripts.plan.checks import check_config
+    from workflow_scripts.plan.grid import ConfigError, expand_grid
 
     paper = yaml.safe_load((REPO / "configs" / "paper.yaml").read_text(encoding="utf-8"))
     table11 = {(model, lang, m.slug) for model, lang, m in expand_grid(paper) if m.vocab == "replace"}

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from workflow_scripts import tables
-from workflow_scripts.config_checks import rouge_route_problems
 from workflow_scripts.harness import metrics
 from workflow_scripts.paper.cells import fill, rouge_metric
 from workflow_scripts.paper.specs import TABLES_BY_NAME
+from workflow_scripts.plan.checks import rouge_route_problems
 from workflow_scripts.sum_assets import hub_asset_problems
 
 pytestmark = pytest.mark.one_worker("lighteval")  # the files that import LightEval share a worker (conftest.py)

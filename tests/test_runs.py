@@ -13,7 +13,7 @@ import yaml
 
 from tests.conftest import REPO, expected_counts, planned_jobs, snakemake, tiny_config
 from tools import migrate_results
-from workflow_scripts import runs
+from workflow_scripts.plan import runs
 
 
 def test_run_name_is_the_key_else_the_config_files_name():

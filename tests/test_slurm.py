@@ -33,8 +33,8 @@ import yaml
 
 from tests.conftest import REPO, assert_mc_speed_records, tiny_config
 from workflow_scripts import lapt
-from workflow_scripts.models import describe_models
-from workflow_scripts.resources import GPU_RULES, sized_resources
+from workflow_scripts.plan.models import describe_models
+from workflow_scripts.plan.resources import GPU_RULES, sized_resources
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slurm]
 

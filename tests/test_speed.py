@@ -53,7 +53,7 @@ def test_units_and_bound_on_hand_made_tokenizers():
 
 @pytest.fixture(scope="module")
 def tiny(tiny_llama_dir):
-    from workflow_scripts.evaluation import load_model
+    from workflow_scripts.inference import load_model
 
     torch.set_num_threads(1)
     model, tok = load_model(tiny_llama_dir)

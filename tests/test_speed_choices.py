@@ -10,8 +10,9 @@ import pytest
 import torch
 import yaml
 
+from workflow_scripts.plan import speed as plan
 from workflow_scripts.speed import __main__ as speed_cli
-from workflow_scripts.speed import choices, plan
+from workflow_scripts.speed import choices
 from workflow_scripts.speed.decoders import HFDecoder
 
 pytestmark = pytest.mark.one_worker("lighteval")  # the files that import LightEval share a worker (conftest.py)
@@ -50,7 +51,7 @@ def mc_folder(tmp_path_factory):
 
 
 def _loaded(model_dir):
-    from workflow_scripts.evaluation import load_model
+    from workflow_scripts.inference import load_model
 
     model, tok = load_model(model_dir)
     return model, tok, HFDecoder(model, tok)
@@ -105,8 +106,8 @@ def _harness_contexts(model_dir, configs, monkeypatch) -> dict[tuple[str, str], 
     """The context LightEval builds for every document of a harness run (``run.run_task``), keyed by (task, row)."""
     from lighteval.tasks.prompt_manager import PromptManager
 
-    from workflow_scripts.evaluation import load_model
     from workflow_scripts.harness.run import run_task
+    from workflow_scripts.inference import load_model
 
     seen: dict[tuple[str, str], set[str]] = {}
     original = PromptManager.prepare_prompt
@@ -344,7 +345,7 @@ def test_kv_cache_bytes_from_a_model_config():
 
 def _paper_config() -> dict:
     from tests.conftest import REPO
-    from workflow_scripts.config_checks.schema import fill_defaults
+    from workflow_scripts.plan.checks.schema import fill_defaults
 
     config = yaml.safe_load((REPO / "configs/paper.yaml").read_text(encoding="utf-8"))
     fill_defaults(config, REPO / "schemas/config.schema.yaml")
@@ -352,7 +353,7 @@ def _paper_config() -> dict:
 
 
 def test_planning_refuses_a_speed_setting_that_cannot_fit():
-    from workflow_scripts.models import describe_models
+    from workflow_scripts.plan.models import describe_models
 
     config = _paper_config()
     assert plan.problems(config) == []  # the paper grid's speed settings fit an 80 GB card

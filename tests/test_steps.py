@@ -1,14 +1,14 @@
-"""Where outputs lie (workflow_scripts/paths.py) and each evaluation step's files and arguments
-(workflow_scripts/steps.py): one definition that the per-task rules, evaluate_cell and the tables read."""
+"""Where outputs lie (workflow_scripts/plan/paths.py) and each evaluation step's files and arguments
+(workflow_scripts/plan/steps.py): one definition that the per-task rules, evaluate_cell and the tables read."""
 
 from __future__ import annotations
 
 import shlex
 from types import SimpleNamespace
 
-from workflow_scripts import paths
-from workflow_scripts.grid import Method
-from workflow_scripts.steps import CELL_SHARED, Steps
+from workflow_scripts.plan import paths
+from workflow_scripts.plan.grid import Method
+from workflow_scripts.plan.steps import CELL_SHARED, Steps
 
 SOURCE = Method(init="none", vocab="expand", k=None, procedure="none", objective=None, seq_len=None, posthoc="none")
 ELCHAT = Method(init="Mean", vocab="expand", k=100, procedure="2x2LS", objective="clm", seq_len=128, posthoc="elchat")

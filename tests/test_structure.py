@@ -94,8 +94,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_cycle_between_steps_and_tools():
     graph = import_graph()
     assert graph["vocab"] >= {"pieces", "tokenizer_assets"}  # the graph sees real imports
-    assert graph["tools.gpu_estimate"] >= {"gpu", "config_checks"}  # ... tools' too
-    assert graph["grid"] >= {"lapt"}  # ... and imports inside functions
+    assert graph["tools.gpu_estimate"] >= {"gpu", "plan"}  # ... tools' too
+    assert graph["plan"] >= {"lapt"}  # ... and imports inside functions (plan/grid.py)
     found = cycles(graph)
     assert not found, found[:5]
 
@@ -144,16 +144,15 @@ def test_byte_and_piece_helpers_are_defined_once():
 
 # Names of a concept several steps read, each defined in one module and imported by the others.
 ONE_HOME = {
-    "CHOICE_TASKS": "workflow_scripts/steps.py",  # the log-likelihood evaluation tasks
-    "TIMED_CHOICE_TASKS": "workflow_scripts/speed/choices.py",  # those of them the speed step times
+    "CHOICE_TASKS": "workflow_scripts/tasks/__init__.py",  # the log-likelihood evaluation tasks
+    "TIMED_CHOICE_TASKS": "workflow_scripts/tasks/__init__.py",  # those of them the speed step times
     "MODEL_NAMES": "workflow_scripts/paper/names.py",  # a model's configuration key -> its display name
     "PAPER_MODELS": "workflow_scripts/paper/names.py",  # the paper's source models by configuration key
 }
 
 
 def test_shared_names_are_defined_once():
-    from workflow_scripts.speed.choices import TIMED_CHOICE_TASKS
-    from workflow_scripts.steps import CHOICE_TASKS
+    from workflow_scripts.tasks import CHOICE_TASKS, TIMED_CHOICE_TASKS
 
     defined = top_level_names()
     for concept, home in ONE_HOME.items():
@@ -199,7 +198,7 @@ def test_no_module_imports_the_removed_mt_path():
             seen.update(modules_named)
             if "workflow_scripts.evaluate" in modules_named or REMOVED_MT_PATH & set(names):
                 found.append(f"{path}:{node.lineno}")
-    assert "workflow_scripts.evaluation.load_model" in seen  # the walk sees real imports
+    assert "workflow_scripts.inference.load_model" in seen  # the walk sees real imports
     assert not (PACKAGE / "evaluate.py").exists()
     assert not found, found
     rules = "".join(p.read_text(encoding="utf-8") for p in [REPO / "Snakefile", *(REPO / "rules").glob("*.smk")])

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.conftest import snakemake, tiny_config
-from workflow_scripts.config_checks.plan import vllm_problems
+from workflow_scripts.plan.build import vllm_problems
 from workflow_scripts.serve import speed as S
 from workflow_scripts.speed.measure import Item
 from workflow_scripts.speed.table import flatten, variant_name

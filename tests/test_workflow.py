@@ -23,7 +23,8 @@ from tests.conftest import (
     snakemake,
     tiny_config,
 )
-from workflow_scripts import lapt, runs
+from workflow_scripts import lapt
+from workflow_scripts.plan import runs
 
 TINY_CHAT = {k: v for k, v in TINY_LLAMA.items()}  # the same shape: an instruction-tuned sibling stand-in
 

@@ -38,7 +38,7 @@ from workflow_scripts.gpu.estimate import MEMORY_TERMS
 from workflow_scripts.gpu.fit import planned
 from workflow_scripts.io import write_json
 from workflow_scripts.lapt.objective import OBJECTIVES
-from workflow_scripts.resources import GPU_CLASSES
+from workflow_scripts.plan.resources import GPU_CLASSES
 
 BENCH_PROCEDURES = ("LoRA", "2-stage", "2x2LS")  # those --procedures may name
 KS = (0, 100, 5000)
@@ -215,9 +215,9 @@ def paper_jobs(configfile: str) -> list[dict[str, Any]]:
     import yaml
 
     from tools.gpu_estimate import _fill_schema_defaults
-    from workflow_scripts.config_checks.gpu_fit import lapt_jobs
     from workflow_scripts.gpu.shape import MODELS
-    from workflow_scripts.models import describe_models
+    from workflow_scripts.plan.checks.gpu_fit import lapt_jobs
+    from workflow_scripts.plan.models import describe_models
 
     config = yaml.safe_load(open(configfile, encoding="utf-8"))
     _fill_schema_defaults(config)

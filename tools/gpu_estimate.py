@@ -44,8 +44,8 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
 
 def model_shape(name: str) -> str | ModelShape:
     """A --models entry: an estimator name as it is, else the shape of a config.json file or folder, or of a hub id's
-    config.json (workflow_scripts.models.hub_config). Raises ValueError for anything else."""
-    from workflow_scripts.models import hub_config
+    config.json (workflow_scripts.plan.models.hub_config). Raises ValueError for anything else."""
+    from workflow_scripts.plan.models import hub_config
 
     if name in MODELS or name in ALIASES:
         return name
@@ -88,7 +88,7 @@ def grid(
 
 def _fill_schema_defaults(config: dict) -> None:
     """The config schema's defaults, as Snakemake fills them; skipped where snakemake is not installed (a lent GPU
-    machine), since the grid's own defaults (workflow_scripts.grid) cover what the LAPT jobs need."""
+    machine), since the grid's own defaults (workflow_scripts.plan.grid) cover what the LAPT jobs need."""
     try:
         from snakemake.utils import validate
     except ImportError:
@@ -101,14 +101,15 @@ def _fill_schema_defaults(config: dict) -> None:
 def plan_table(
     configfile: str, corpus_tokens: int = 5_000_000, node_gpus: int | None = None, classes: list[str] | None = None
 ) -> str:
-    """The LAPT job kinds of a config's grid as the workflow plans them on each GPU class (workflow_scripts.resources
-    GPU_CLASSES, or those of ``classes``) with at most ``node_gpus`` GPUs a job: GPUs, micro-batch, estimated peak per
-    GPU, step time and GPU-hours (training hours x GPUs), and the time limit the job asks for."""
+    """The LAPT job kinds of a config's grid as the workflow plans them on each GPU class
+    (workflow_scripts.plan.resources GPU_CLASSES, or those of ``classes``) with at most ``node_gpus`` GPUs a job: GPUs,
+    micro-batch, estimated peak per GPU, step time and GPU-hours (training hours x GPUs), and the time limit the job
+    asks for."""
     import yaml
 
-    from workflow_scripts.config_checks.gpu_fit import lapt_jobs
-    from workflow_scripts.models import describe_models
-    from workflow_scripts.resources import DEFAULT_NODE_GPUS, GPU_CLASSES, sized_resources
+    from workflow_scripts.plan.checks.gpu_fit import lapt_jobs
+    from workflow_scripts.plan.models import describe_models
+    from workflow_scripts.plan.resources import DEFAULT_NODE_GPUS, GPU_CLASSES, sized_resources
 
     config = yaml.safe_load(open(configfile, encoding="utf-8"))
     _fill_schema_defaults(config)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from workflow_scripts.runs import RESULTS, migrate, outside_runs, run_of_configfiles
+from workflow_scripts.plan.runs import RESULTS, migrate, outside_runs, run_of_configfiles
 
 
 def main(argv: list[str] | None = None) -> int:

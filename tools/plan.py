@@ -2,7 +2,7 @@
 
 Runs `snakemake -n` with the given profiles (a profile name such as `slurm` is looked up as Snakemake does), parses its
 jobs and reports jobs, GPUs, GPU-hours and CPU-hours per rule and per model, and GPU requests that do not fit the rules.
-The cost table the rules ask for is workflow_scripts/resources.py. Pure Python, no torch.
+The cost table the rules ask for is workflow_scripts/plan/resources.py. Pure Python, no torch.
 
     python -m tools.plan --configfile configs/paper.yaml --profile slurm
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workflow_scripts.resources import GPU_RULES, gpus_requested
+from workflow_scripts.plan.resources import GPU_RULES, gpus_requested
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -154,9 +154,9 @@ def dry_run(
 
 
 def model_sizes(config: Mapping[str, Any], workdir: str | Path = ".") -> tuple[dict[str, str], dict[str, str]]:
-    """Each model's size in words (its ``size`` label, else its parameter count: workflow_scripts.models; "?" where its
-    shape cannot be read, which the dry run then names), and those of the models that need a GPU."""
-    from workflow_scripts.models import ModelError, describe
+    """Each model's size in words (its ``size`` label, else its parameter count: workflow_scripts.plan.models; "?"
+    where its shape cannot be read, which the dry run then names), and those of the models that need a GPU."""
+    from workflow_scripts.plan.models import ModelError, describe
 
     sizes, gpu_models = {}, {}
     for name, spec in (config.get("models") or {}).items():
@@ -406,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"plan: {e}", file=sys.stderr)
         return 1
     configfile = args.configfile or REPO / "config.yaml"
-    from workflow_scripts.config_checks import config_file_problems
+    from workflow_scripts.plan.checks import config_file_problems
 
     unreadable = config_file_problems(configfile)  # Snakemake's own error names neither the file nor the line
     if unreadable:

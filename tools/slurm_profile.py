@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from workflow_scripts.resources import GPU_RULES  # standard library only, like this module
+from workflow_scripts.plan.resources import GPU_RULES  # standard library only, like this module
 
 TEMPLATE = """\
 # Site profile `slurm` for Snakemake's Slurm executor, written by `make slurm-profile` (tools/slurm_profile.py of the

@@ -35,11 +35,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from workflow_scripts import paths
 from workflow_scripts.io import write_text
 from workflow_scripts.paper import headline
 from workflow_scripts.paper.costs import read_benchmarks
-from workflow_scripts.runs import MARKER, RESULTS, run_of_configfiles
+from workflow_scripts.plan import paths
+from workflow_scripts.plan.runs import MARKER, RESULTS, run_of_configfiles
 from workflow_scripts.tables import is_source
 
 DOC = Path("docs/measurements.md")

@@ -101,12 +101,12 @@ def main(argv: list[str] | None = None) -> None:
 
     from snakemake.settings.types import ResourceSettings
 
-    from workflow_scripts import paths
-    from workflow_scripts.config_checks.plan import ConfigError, check_plan
-    from workflow_scripts.grid import cell_hparams, first_entries
     from workflow_scripts.lapt.loop import train
-    from workflow_scripts.paths import Layout
-    from workflow_scripts.runs import DOWNLOADS_ROOT
+    from workflow_scripts.plan import paths
+    from workflow_scripts.plan.build import ConfigError, check_plan
+    from workflow_scripts.plan.grid import cell_hparams, first_entries
+    from workflow_scripts.plan.paths import Layout
+    from workflow_scripts.plan.runs import DOWNLOADS_ROOT
 
     set_threads(a.threads)
     configfile = Path(a.configfile)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 
 from workflow_scripts.io import set_threads, setup_logging
-from workflow_scripts.steps import CELL_STEPS as STEPS
+from workflow_scripts.plan.steps import CELL_STEPS as STEPS
 from workflow_scripts.tasks import HARNESS, TASKS
 
 log = logging.getLogger("vocabexp")

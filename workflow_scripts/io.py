@@ -66,7 +66,7 @@ class UserError(ValueError):
 
 
 # Snakemake retries a failed job (`retries` in profiles/default/) whatever made it fail, each attempt asking for more
-# time and memory (workflow_scripts/resources.py). A step that stopped on the user's input would stop the same way
+# time and memory (workflow_scripts/plan/resources.py). A step that stopped on the user's input would stop the same way
 # again, so a step the workflow runs records such a failure next to its rule's log, and a retry of that job in the
 # same Snakemake run finds the record and stops in a second, printing the recorded message, instead of repeating the
 # work. A new Snakemake run (once the input is fixed) runs the job afresh. Snakemake gives a rule's shell neither its

@@ -11,7 +11,7 @@ import logging
 import math
 import time
 
-from workflow_scripts.evaluation import add_common_args, items_used, load_model, read_cell, read_sentences
+from workflow_scripts.inference import add_common_args, items_used, load_model, read_cell, read_sentences
 from workflow_scripts.io import set_threads, setup_logging, write_json
 
 log = logging.getLogger("vocabexp")

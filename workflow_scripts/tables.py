@@ -11,7 +11,7 @@ Derived rows (Table 4), per model, language and task, relative to the Source row
 (workflow_scripts/speed/table.py), and ``prompt_token_ratio`` and ``generated_token_ratio`` (mean prompt and
 generated tokens / Source's). Means over seeds are taken before dividing. No Source row, no derived rows.
 
-Training seeds (a methods entry's ``seed`` list, workflow_scripts/grid.py) are cells of their own, one row set each
+Training seeds (a methods entry's ``seed`` list, workflow_scripts/plan/grid.py) are cells of their own, one row set each
 with column ``train_seed``; the Markdown groups a row name's seeds into one row: the mean ± sd over seeds and their
 number. Derived rows ``bits_per_char_diff@Source`` and ``bits_per_char_diff@CPT-only`` (task ppl) give a cell's
 difference in held-out bits per character to Source's and to CPT-only's (same model, language and training) with its
@@ -32,9 +32,9 @@ from workflow_scripts import intervals, tasks
 from workflow_scripts.io import atomic_path, read_json, setup_logging, write_text
 from workflow_scripts.paper import headline, names
 from workflow_scripts.paper.headline import DATA_PREFIX, DATA_SUFFIX, markdown_data_labels, method_group
-from workflow_scripts.paths import eval_file
+from workflow_scripts.plan.paths import eval_file
 from workflow_scripts.speed import table as speed_table
-from workflow_scripts.steps import CHOICE_TASKS
+from workflow_scripts.tasks import CHOICE_TASKS
 
 log = logging.getLogger("vocabexp")
 
@@ -410,7 +410,7 @@ def write_figure(frame: pd.DataFrame, losses: list[Path], path: Path, md: str) -
 
 def find_results(results_dir: str | Path) -> list[Path]:
     """Result files under ``results_dir`` (a run's folder, or the folder of runs): every evaluation record
-    (workflow_scripts/paths.py eval_file)."""
+    (workflow_scripts/plan/paths.py eval_file)."""
     return sorted(Path(results_dir).glob(eval_file("*", "*", "*", "*.json", root="**")))
 
 

@@ -67,7 +67,7 @@ def load_config(path: Path) -> dict:
     import yaml
     from snakemake.utils import validate
 
-    from workflow_scripts.config_checks import config_file_problems, schema_errors
+    from workflow_scripts.plan.checks import config_file_problems, schema_errors
 
     unreadable = config_file_problems(path) if Path(path).is_file() else [f"{path}: no such file"]
     if unreadable:

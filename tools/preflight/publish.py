@@ -14,7 +14,7 @@ WRITE_ROLES = ("admin", "write", "contributor")
 
 def publish_repos(config: dict) -> list[str]:
     """The repositories the configuration publishes to, in grid order (none without publish.repo_prefix)."""
-    from workflow_scripts.grid import expand_grid
+    from workflow_scripts.plan.grid import expand_grid
     from workflow_scripts.publish.plan import repo_id, selected
 
     publish = config.get("publish") or {}

@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workflow_scripts import paths
 from workflow_scripts.paper import headline
 from workflow_scripts.paper.headline import metric_mean as mean_of
 from workflow_scripts.paper.names import training_text
+from workflow_scripts.plan import paths
 from workflow_scripts.tables import Sentences, is_source, load_results
 
 log = logging.getLogger("vocabexp")

@@ -9,5 +9,5 @@
 
 It imports nothing of the workflow's steps but the procedures' stage table (workflow_scripts/procedure_stages.py): lapt
 imports it. The grid's LAPT jobs are checked against the profiles' GPU classes by
-``workflow_scripts.config_checks.gpu_fit``; ``python -m tools.gpu_estimate`` prints the estimates.
+``workflow_scripts.plan.checks.gpu_fit``; ``python -m tools.gpu_estimate`` prints the estimates.
 """

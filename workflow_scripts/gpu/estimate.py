@@ -43,7 +43,7 @@ from workflow_scripts.procedure_stages import StageSpec, stages_of
 # (TB/s) from NVIDIA's public datasheets: A100 (40GB and 80GB SXM4), H100 SXM and H100 NVL, H200 SXM, L40S, RTX A6000.
 # memory_gib: what the driver reports as total (81,559 MiB on an 80 GB card, 40,960 on an A100-40GB, 46,068 on an L40S,
 # 49,140 on an RTX A6000, 95,830 on an H100 NVL, about 139 GiB on an H200). The keys, lower-cased, are GPU model names
-# workflow_scripts.resources.gpu_model_class knows.
+# workflow_scripts.plan.resources.gpu_model_class knows.
 GPUS: dict[str, dict[str, float]] = {
     "A100-40GB": {"bf16_tflops": 312.0, "hbm_tbps": 1.555, "memory_gib": 40.0},
     "L40S": {"bf16_tflops": 362.0, "hbm_tbps": 0.864, "memory_gib": 45.0},
@@ -54,7 +54,7 @@ GPUS: dict[str, dict[str, float]] = {
     "H200": {"bf16_tflops": 989.0, "hbm_tbps": 4.8, "memory_gib": 139.0},  # H100 compute, 141 GB HBM3e
 }
 # The GPU memory classes a job is planned for, each by the GPU whose memory and speed stand for it
-# (workflow_scripts.resources names a profile's GPU model's class).
+# (workflow_scripts.plan.resources names a profile's GPU model's class).
 CLASSES = {"40GB": "A100-40GB", "48GB": "L40S", "80GB": "H100", "94GB": "H100-NVL", "141GB": "H200"}
 
 
@@ -220,7 +220,7 @@ def estimate(
     """Peak GPU memory (GiB, by term, per GPU) and time of one LAPT run; ``batch_size`` is the micro-batch, as in lapt.
 
     ``model_size`` names one of MODELS (or a paper config key, ALIASES) or is a ModelShape (any config.json:
-    workflow_scripts.models). ``corpus_tokens`` (D tokenized with T_t; 30K sentences are
+    workflow_scripts.plan.models). ``corpus_tokens`` (D tokenized with T_t; 30K sentences are
     some millions of tokens) sets the number of steps: ceil(blocks / (batch_size * grad_accum)) * epochs.
     ``memory_gib`` replaces the GPU's memory (a device's reported total); ``fits`` means the peak is within
     ``headroom`` of it (the rest: allocator fragmentation the terms do not model). ``shards``: GPUs of one node the

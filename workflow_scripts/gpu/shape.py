@@ -1,6 +1,6 @@
 """Model shapes: the numbers of a model's config.json that the training estimate (``estimate``), the speed plan
-(``workflow_scripts.speed.plan``) and the job resources (``workflow_scripts.resources``) need, read from any
-config.json (``shape_from_config``); which config.json a configured model has: ``workflow_scripts.models``."""
+(``workflow_scripts.plan.speed``) and the job resources (``workflow_scripts.plan.resources``) need, read from any
+config.json (``shape_from_config``); which config.json a configured model has: ``workflow_scripts.plan.models``."""
 
 from __future__ import annotations
 

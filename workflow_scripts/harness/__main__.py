@@ -34,7 +34,7 @@ def record_task(task: str, lang: str) -> str:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from workflow_scripts.evaluation import add_common_args
+    from workflow_scripts.inference import add_common_args
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(p)
@@ -84,7 +84,7 @@ def _load(a: argparse.Namespace):
     """The model and the folder its tokenizer comes from. A MuMo folder (workflow_scripts/mumo) is its source model
     with the MuMo decoder behind ``generate`` (greedy: deterministic; paper: MuMo's sampling; ``--mumo-no-verify``:
     the ablation), so LightEval's prompt, stop sequences and metric are the same as for every other method."""
-    from workflow_scripts.evaluation import load_model
+    from workflow_scripts.inference import load_model
     from workflow_scripts.mumo.head import is_mumo_dir
 
     if not is_mumo_dir(a.model):
@@ -140,7 +140,7 @@ def evaluate(a: argparse.Namespace, folder: Path) -> tuple[list[dict], dict, lis
                 fields = (str(run), str(item), d.doc.get_golds()[0], hyp)
                 rows.append("\t".join(x.replace("\t", " ").replace("\n", " ") for x in fields))
         log.info("%s run %d (seed %d): %s", a.task, run, seed, result.scores)
-    from workflow_scripts.evaluation import items_used
+    from workflow_scripts.inference import items_used
 
     # a grouped task: n is per member, n_items their sum
     used = {} if grouped else items_used(a.task, a.n, len(result.details), a.pairs or a.data)
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     a = parse_args(argv)
     setup_logging(a.log)
     set_threads(a.threads)
-    from workflow_scripts.evaluation import read_cell
+    from workflow_scripts.inference import read_cell
 
     cell = read_cell(a.cell)
     t0 = time.time()

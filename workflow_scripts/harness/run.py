@@ -107,7 +107,7 @@ def run_task(
     ``chat_template`` wraps every prompt in the tokenizer's chat template (ElChat cells, Table 10); LightEval then
     stops generation at EOS only, and the metrics still score the first line.
     ``max_length`` (prompt and continuation tokens) is the model's own maximum unless given
-    (``workflow_scripts.evaluation.model_max_length``).
+    (``workflow_scripts.inference.model_max_length``).
     """
     with keeping_grad_mode():
         return _run_pipeline(model, model_dir, config, n, decoding, seed, batch_size, max_length, chat_template)
@@ -152,14 +152,14 @@ def lighteval_model_config(
     model, model_dir: str, *, batch_size: int, max_length: int | None, decoding: str, chat_template: bool, cache_dir
 ):
     """LightEval's model config of a run on ``model`` (loaded from ``model_dir``); ``max_length`` None is the
-    model's own maximum (``workflow_scripts.evaluation.model_max_length``), which LightEval's backend would also read
+    model's own maximum (``workflow_scripts.inference.model_max_length``), which LightEval's backend would also read
     from the model's config, written out so that the result records it."""
     from lighteval.models.model_input import GenerationParameters
 
     with keeping_grad_mode():  # the backend's first import turns gradients off
         from lighteval.models.transformers.transformers_model import TransformersModelConfig
 
-    from workflow_scripts.evaluation import model_max_length
+    from workflow_scripts.inference import model_max_length
 
     return TransformersModelConfig(
         model_name=str(model_dir),

@@ -78,7 +78,7 @@ def curve_steps(total_steps: int, points: int) -> list[int]:
 def plan_curve(spec: CurveSpec | None, total_steps: int) -> CurvePlan | None:
     """The curve of a run of ``total_steps`` steps: the held-out sentences read (the ppl step's reading) and its
     steps; None when there is no spec or it asks for no point."""
-    from workflow_scripts.evaluation import read_sentences
+    from workflow_scripts.inference import read_sentences
 
     if spec is None or spec.points <= 0:
         return None

@@ -21,7 +21,7 @@ log = logging.getLogger("vocabexp")
 
 def train(a: argparse.Namespace) -> None:
     """Build V_mono, initialize the head, train it on D, save the MuMo folder and the training report."""
-    from workflow_scripts.evaluation import load_model
+    from workflow_scripts.inference import load_model
     from workflow_scripts.io import read_corpus
     from workflow_scripts.mumo.head import MuMo, new_head, save_mumo
     from workflow_scripts.mumo.train import HeadHparams, build_examples, hparams_dict, train_head

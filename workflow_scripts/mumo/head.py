@@ -160,7 +160,7 @@ def load_mumo(folder: str | Path, dtype: str = "auto", device: str | None = None
     """A saved MuMo folder as (MuMo, source tokenizer), the source model loaded as ``evaluation.load_model`` does."""
     from safetensors.torch import load_file
 
-    from workflow_scripts.evaluation import load_model
+    from workflow_scripts.inference import load_model
 
     folder = Path(folder)
     if not is_mumo_dir(folder):

@@ -9,12 +9,12 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from workflow_scripts import paths
 from workflow_scripts.io import setup_logging, write_text
 from workflow_scripts.paper import costs, figures, render
 from workflow_scripts.paper.cells import fill, is_papers_grid, rouge_metric, stand_ins, trim
 from workflow_scripts.paper.headline import data_labels, labels_for, read_results, row_name
 from workflow_scripts.paper.specs import FIGURE_TITLES, FIGURES, TABLES, report_title
+from workflow_scripts.plan import paths
 
 log = logging.getLogger("vocabexp")
 

@@ -1,5 +1,6 @@
 """What each grid cell cost: measured wall time and GPU-hours from Snakemake's benchmark files, per model x language x
-method, next to the time limits the planning report counts (workflow_scripts/resources.py, as `python -m tools.plan`).
+method, next to the time limits the planning report counts (workflow_scripts/plan/resources.py, as
+`python -m tools.plan`).
 
 Jobs named by a cell's method slug (lapt, evaluate_*, measure_speed) are the cell's own; jobs several cells share
 (tokenizers, initialization, the source model) are listed as their own rows, so nothing is counted twice.
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from workflow_scripts import paths
-from workflow_scripts.resources import GPU_RULES, SIZE_RESOURCES, sized_resources
+from workflow_scripts.plan import paths
+from workflow_scripts.plan.resources import GPU_RULES, SIZE_RESOURCES, sized_resources
 
 COLUMNS = ["model", "language", "method", "rules", "jobs", "wall_h", "cpu_h", "gpu_h", "requested_h", "requested_gpu_h"]
 # Benchmark file names per rule (rules/*.smk `benchmark:`): the wildcards before the method or shared job name.
@@ -169,7 +170,7 @@ def note(devices: set[str] | None = None) -> str:
     return (
         "Measured: Snakemake `benchmark:` files (results/<run>/benchmarks/), wall seconds of each job. "
         f"{gpu} "
-        "Requested: the attempt-1 time limits of workflow_scripts/resources.py by model size, the upper bound "
+        "Requested: the attempt-1 time limits of workflow_scripts/plan/resources.py by model size, the upper bound "
         "`python -m tools.plan` sums (– where the model's size is not known: pass --config)."
     )
 

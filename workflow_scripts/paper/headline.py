@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from workflow_scripts.grid import unseeded_slug
 from workflow_scripts.intervals import Interval, verdict
 from workflow_scripts.paper.names import language_name, model_name, panel_name
+from workflow_scripts.plan.grid import unseeded_slug
 from workflow_scripts.tasks import TASKS
 
 TOKENS = ("ppl", "tokens_per_sentence")

@@ -9,15 +9,15 @@ import logging
 import time
 from pathlib import Path
 
-from workflow_scripts.evaluation import DECODING, add_common_args, items_used, load_model, read_cell
+from workflow_scripts.inference import DECODING, add_common_args, items_used, load_model, read_cell
 from workflow_scripts.io import read_pairs, set_threads, setup_logging, write_json
 from workflow_scripts.languages import language_arg
 from workflow_scripts.prompts import mt_query
 from workflow_scripts.speed import __doc__ as PACKAGE_DOC
-from workflow_scripts.speed.choices import TIMED_CHOICE_TASKS, run_choice_task
+from workflow_scripts.speed.choices import run_choice_task
 from workflow_scripts.speed.decoders import HFDecoder
 from workflow_scripts.speed.measure import Item, Settings, hardware, run_generation, run_teacher_forced
-from workflow_scripts.tasks import TASKS
+from workflow_scripts.tasks import TASKS, TIMED_CHOICE_TASKS
 
 log = logging.getLogger("vocabexp")
 
@@ -235,7 +235,7 @@ def read_items(a: argparse.Namespace, model, tokenizer) -> tuple[dict[str, list]
     if a.choice_data:
         from transformers import AutoConfig
 
-        from workflow_scripts.evaluation import model_max_length
+        from workflow_scripts.inference import model_max_length
         from workflow_scripts.speed.choices import choice_items
 
         lengths = {

@@ -15,7 +15,7 @@ with Source and units of generation (``measure``):
   few-shot examples included.
 - **Tokens**: as LightEval's ``tok_encode_pair(pairwise=True)``: the context with the tokenizer's special tokens, each
   choice on its own without (trailing spaces of the context move to the choices). A context whose tokens and a
-  choice's exceed the model's maximum length (``workflow_scripts.evaluation.model_max_length``) is cut from the
+  choice's exceed the model's maximum length (``workflow_scripts.inference.model_max_length``) is cut from the
   left to fit, as LightEval's backend cuts it; ``choice_limits`` counts such items.
 - **One measurement** of an item: one forward pass (``Decoder.score_choices``) that yields every choice's
   log-probability, logits of the scored positions only. The lettered MCF choices are single tokens, all scored by the
@@ -37,11 +37,7 @@ from pathlib import Path
 
 from workflow_scripts.speed.decoders import Decoder
 from workflow_scripts.speed.units import TextCounts, bound, summary
-from workflow_scripts.tasks import TASKS
 
-# the log-likelihood tasks the speed step times (Table 4b; `timed` in workflow_scripts/tasks/): the target-language
-# ones, not their English retention checks
-TIMED_CHOICE_TASKS = tuple(name for name, spec in TASKS.items() if spec.timed)
 VARIANT = {"mode": "loglikelihood", "decoding": "choices", "batch_size": 1}
 
 

@@ -137,7 +137,7 @@ class HFDecoder:
         import torch
         from transformers import GenerationConfig, StoppingCriteriaList
 
-        from workflow_scripts.evaluation import DECODING
+        from workflow_scripts.inference import DECODING
 
         width = max(map(len, prompt_ids))
         pad = self.tokenizer.pad_token_id

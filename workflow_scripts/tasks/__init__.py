@@ -2,9 +2,9 @@
 to know about it (``TaskSpec``): its rule and that rule's cost, its words in tables and figures, its results.md
 columns, its hub task type, whether MuMo cells and the per-cell job run it, for a log-likelihood task the label its
 records carry, and its step (the input files and arguments of one cell's evaluation). The step lists
-(``workflow_scripts.steps``), job costs (``workflow_scripts.resources``), names (``workflow_scripts.paper.names``),
-tables, model cards and the grid read them from here (docs/extending.md, "An evaluation task"). Nothing here imports
-torch. ``base`` holds what a step is made of; it registers no task.
+(``workflow_scripts.plan.steps``), job costs (``workflow_scripts.plan.resources``), names
+(``workflow_scripts.paper.names``), tables, model cards and the grid read them from here (docs/extending.md, "An
+evaluation task"). Nothing here imports torch. ``base`` holds what a step is made of; it registers no task.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class TaskSpec:
     (``evaluation.one_job_per_cell``) runs it, in ``cell_order`` (cheapest first); otherwise only its own rule does.
     ``program``: the module its rule runs (``python -m``) with the step's arguments (rules/evaluate.smk renders one
     rule per task; the per-cell job calls its ``main``);
-    ``planned_runtime``: the rule's time limit follows the speed plan (workflow_scripts/speed/plan.py) where the model
+    ``planned_runtime``: the rule's time limit follows the speed plan (workflow_scripts/plan/speed.py) where the model
     needs a GPU. ``doc``: the rule's docstring. ``choice``: a log-likelihood task; ``label`` the data label its records
     carry where it is fixed. ``not_run_note``: why a run may lack it, said where results.md lists it as not run.
     ``step``: its step for one cell, ``step(steps, wc) -> base.Step`` (the input files and the command's arguments;
@@ -149,3 +149,7 @@ def markdown_columns() -> list[tuple[str, str, str, str]]:
 discover()
 # the tasks run through LightEval, each by its own name (its English retention check runs it with lang "en")
 LIGHTEVAL_TASKS = tuple(name for name, spec in TASKS.items() if spec.lighteval is not None)
+# the log-likelihood tasks (``choice``), and those of them the speed step times (``timed``; Table 4b): the
+# target-language ones, not their English retention checks
+CHOICE_TASKS = tuple(name for name, spec in TASKS.items() if spec.choice)
+TIMED_CHOICE_TASKS = tuple(name for name, spec in TASKS.items() if spec.timed)

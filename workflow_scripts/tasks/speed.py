@@ -64,7 +64,7 @@ SPEC = register(
         name="speed",
         order=30,
         rule="measure_speed",
-        # the time limit of a model that needs a GPU follows its planned workload (workflow_scripts/speed/plan.py,
+        # the time limit of a model that needs a GPU follows its planned workload (workflow_scripts/plan/speed.py,
         # rule measure_speed's speed_runtime: 144-189 min for configs/paper.yaml); this one serves the smaller models
         cost=((7000, 28), (6000, 13), (2000, 15)),
         rule_words="speed",

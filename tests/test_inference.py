@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from workflow_scripts.evaluation import DECODING, add_common_args, read_cell, read_sentences
+from workflow_scripts.inference import DECODING, add_common_args, read_cell, read_sentences
 
 
 def test_read_cell_inline_or_file(tmp_path):

@@ -19,29 +19,29 @@ planning prints beside the plan, and ``files.unwritable_output`` runs again when
   by rules/common.smk after these), and the GPUs each job gets (``lapt_gpu_counts``).
 - ``partitions``: whether the partitions the GPU jobs go to have GPUs, as sinfo says (the profiles' check in ``plan``).
 
-The grid itself (methods, slugs, a cell's hparams and vocabulary sizes) is ``workflow_scripts.grid``, which the rules
-read too. No torch import: planning stays fast.
+The grid itself (methods, slugs, a cell's hparams and vocabulary sizes) is ``workflow_scripts.plan.grid``, which the
+rules read too. No torch import: planning stays fast.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from workflow_scripts.config_checks.cells import IMPLEMENTED, check_grid, check_methods, initialization_problems
-from workflow_scripts.config_checks.files import (
+from workflow_scripts.languages import script_name
+from workflow_scripts.lapt.tracking import tracking_problems
+from workflow_scripts.plan.checks.cells import IMPLEMENTED, check_grid, check_methods, initialization_problems
+from workflow_scripts.plan.checks.files import (
     config_file_problems,
     duplicate_keys,
     missing_blocks,
     unset_evaluation,
     unwritable_output,
 )
-from workflow_scripts.config_checks.inputs import check_sources
-from workflow_scripts.config_checks.languages import language_notes, language_problems
-from workflow_scripts.config_checks.notes import config_warnings, deferred_checks
-from workflow_scripts.config_checks.schema import schema_errors
-from workflow_scripts.grid import SEED_DEFAULT, ConfigError, Grid, Method, expand_methods
-from workflow_scripts.languages import script_name
-from workflow_scripts.lapt.tracking import tracking_problems
+from workflow_scripts.plan.checks.inputs import check_sources
+from workflow_scripts.plan.checks.languages import language_notes, language_problems
+from workflow_scripts.plan.checks.notes import config_warnings, deferred_checks
+from workflow_scripts.plan.checks.schema import schema_errors
+from workflow_scripts.plan.grid import SEED_DEFAULT, ConfigError, Grid, Method, expand_methods
 
 
 def check_config(config: dict, workdir: str | Path = ".") -> list[Method]:

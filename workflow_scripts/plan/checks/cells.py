@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from workflow_scripts.grid import (
+from workflow_scripts.initialize.replace import REPLACE_METHODS
+from workflow_scripts.pieces import BYTE_LEVEL_BPE, SENTENCEPIECE_BPE
+from workflow_scripts.plan.grid import (
     MUMO,
     MUMO_INITS,
     MUMO_POSTHOC,
@@ -15,8 +17,6 @@ from workflow_scripts.grid import (
     hparam,
     vocab_size,
 )
-from workflow_scripts.initialize.replace import REPLACE_METHODS
-from workflow_scripts.pieces import BYTE_LEVEL_BPE, SENTENCEPIECE_BPE
 
 
 def _implemented() -> dict[str, set[str]]:
@@ -26,7 +26,7 @@ def _implemented() -> dict[str, set[str]]:
     ``workflow_scripts/elchat.py``."""
     from workflow_scripts.initialize import INIT_METHODS
     from workflow_scripts.lapt import OBJECTIVES, PROCEDURES
-    from workflow_scripts.steps import TASKS
+    from workflow_scripts.plan.steps import TASKS
 
     return {
         "init": {"none", *INIT_METHODS},
@@ -219,7 +219,7 @@ def _check_corpus_size(config: dict, workdir: Path, grid: Grid) -> list[str]:
 
     Where planning reads D's source whole (an l10n package, a local corpus file up to inputs.CORPUS_COUNT_BYTES) and
     the source tokenizer (a hub model's is downloaded later); the job reports the others."""
-    from workflow_scripts.config_checks.inputs import mean_line_chars, tokenizer_family
+    from workflow_scripts.plan.checks.inputs import mean_line_chars, tokenizer_family
 
     n_train = config.get("data", {}).get("n_train")
     if n_train is None:

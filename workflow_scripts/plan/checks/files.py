@@ -79,7 +79,7 @@ def duplicate_keys(path: str | Path) -> list[str]:
 def _defaults(schema_path: str | Path, block: str) -> str:
     """The schema's paper-scale sizes of ``block`` in words: 'n_train 30000, ...' (data), 'tasks [...]; mt.n 500,
     ...' (evaluation)."""
-    from workflow_scripts.config_checks.schema import load_schema
+    from workflow_scripts.plan.checks.schema import load_schema
 
     spec = load_schema(schema_path)["properties"][block]["properties"]
     if block == "data":
@@ -92,10 +92,10 @@ def _defaults(schema_path: str | Path, block: str) -> str:
 def missing_blocks(config: dict, schema_path: str | Path) -> list[str]:
     """Errors for a config (as written, before the schema's defaults) that leaves out a block whose paper-scale
     defaults cannot be what it means: ``data`` where a language reads an l10n package (a few thousand pairs, far
-    from a paper-scale split), ``evaluation`` where no model needs a GPU (workflow_scripts.models; paper-scale
+    from a paper-scale split), ``evaluation`` where no model needs a GPU (workflow_scripts.plan.models; paper-scale
     evaluation of a CPU-sized model would take days). A model whose shape cannot be read counts as none here: the
     model checks name what is wrong with it."""
-    from workflow_scripts.models import GPU_PARAMETERS, ModelError, describe_models, in_words
+    from workflow_scripts.plan.models import GPU_PARAMETERS, ModelError, describe_models, in_words
 
     errors = []
     langs = config.get("languages") or {}

@@ -1,5 +1,5 @@
 """The configured models as planning sees them: each ``models.<m>`` entry's shape, read from the model's own
-config.json, and its parameter count, from which the GPU fit (config_checks.gpu_fit), the speed plan (speed.plan) and
+config.json, and its parameter count, from which the GPU fit (checks.gpu_fit), the speed plan (plan.speed) and
 every job's memory, time limit and CPUs (resources) follow.
 
 Where the shape comes from, by kind (no transformers import: config.json is read as plain JSON):
@@ -33,9 +33,9 @@ from workflow_scripts.gpu.shape import MODELS, ModelShape, shape_from_config, to
 # rules still ask for a GPU on a cluster, and a local run uses the CPU).
 GPU_PARAMETERS = 1_000_000_000
 # Models below this many parameters are the tests' random Llamas (configs/test.yaml: 3.4M), whose runs read corpora of
-# a few hundred sentences: their jobs ask for the cost table's test resources (workflow_scripts/resources.py).
+# a few hundred sentences: their jobs ask for the cost table's test resources (workflow_scripts/plan/resources.py).
 TEST_PARAMETERS = 10_000_000
-LIBRARY = Path(__file__).resolve().parents[1] / "resources" / "model_configs"
+LIBRARY = Path(__file__).resolve().parents[2] / "resources" / "model_configs"
 # The shape a size label stands for where a hub model's config.json cannot be found: the paper grid's models.
 STAND_INS = {"7B": "llama2-7b", "8B": "llama3-8b", "9B": "gemma2-9b", "135M": "smollm2-135m"}
 STAND_IN_IDS = {

@@ -233,7 +233,7 @@ class Layout:
 
     def vocab(self, lang: str, kind: str = "aux") -> int:
         """|V_aux| (or, ``kind`` replace, the replacement tokenizer's size) of a language: its own, else the global."""
-        from workflow_scripts.grid import vocab_size
+        from workflow_scripts.plan.grid import vocab_size
 
         return vocab_size(self.config, lang, kind)[0]
 
@@ -269,7 +269,7 @@ class Layout:
         """A method's initialized model; a training seed other than the config's has its own (rules/initialize.smk
         initialize_seeded) where the initialization draws (Random's rows take the seed), and shares the config seed's
         where it draws nothing (grid.init_seed_suffix)."""
-        from workflow_scripts.grid import init_seed_suffix
+        from workflow_scripts.plan.grid import init_seed_suffix
 
         vocab = (
             f"replace{self.vocab(lang, 'replace')}"

@@ -1,6 +1,6 @@
 """What every model-running evaluation step shares (perplexity, harness, speed, MuMo): loading a model for inference,
 the decoding table, the grid cell and the command-line arguments. The task list and each task's files and arguments
-are workflow_scripts/steps.py."""
+are workflow_scripts/plan/steps.py."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workflow_scripts.grid import Grid, hparam
+from workflow_scripts.plan.grid import Grid, hparam
 
 
 def config_warnings(config: dict, grid: Grid | None = None) -> list[str]:
@@ -36,8 +36,8 @@ def config_warnings(config: dict, grid: Grid | None = None) -> list[str]:
 def _curve_beyond_steps(config: dict, grid: Grid) -> list[str]:
     """training.curve_points above what a LAPT job can measure: one point before the first step and one after each
     (lapt.curve.curve_steps drops the rest)."""
-    from workflow_scripts.grid import curve_points
     from workflow_scripts.lapt import PROCEDURES
+    from workflow_scripts.plan.grid import curve_points
 
     points, first, capped = curve_points(config), grid.first, {}
     for model, _, m in grid.cells:
@@ -84,7 +84,7 @@ def evaluation_sizes(config: dict) -> list[str]:
 def deferred_checks(config: dict, workdir: Path | None = None) -> list[str]:
     """What cannot be checked at planning time without downloading or streaming, and when it is checked (a local
     corpus file, relative to ``workdir``, is counted whole at planning up to inputs.CORPUS_COUNT_BYTES)."""
-    from workflow_scripts.config_checks.inputs import CORPUS_COUNT_BYTES
+    from workflow_scripts.plan.checks.inputs import CORPUS_COUNT_BYTES
 
     workdir = workdir or Path.cwd()
     data = config.get("data", {})

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workflow_scripts.gpu.estimate import CLASSES
-from workflow_scripts.models import GPU_PARAMETERS, TEST_PARAMETERS, in_words, label_parameters
+from workflow_scripts.plan.models import GPU_PARAMETERS, TEST_PARAMETERS, in_words, label_parameters
 from workflow_scripts.tasks import TASKS
 
 # The rules whose code moves the model to a GPU when one is visible (workflow_scripts/lapt/, harness/, perplexity.py,
@@ -103,8 +103,8 @@ def cpus_per_gpu(parameters: int) -> int:
     return 2 if parameters < TEST_PARAMETERS else 4 if parameters < GPU_PARAMETERS else 8
 
 
-# GPU memory classes the planning checks size LAPT jobs (workflow_scripts.config_checks.gpu_fit) and the speed step
-# (workflow_scripts.speed.plan) for, by the GPU model a profile names for the rule (`gpu_model`, or the model in a
+# GPU memory classes the planning checks size LAPT jobs (workflow_scripts.plan.checks.gpu_fit) and the speed step
+# (workflow_scripts.plan.speed) for, by the GPU model a profile names for the rule (`gpu_model`, or the model in a
 # `gres: gpu:<model>:N`): 40GB, 48GB, 80GB, 94GB, 141GB, each with the workflow_scripts.gpu GPU whose memory and speed
 # stand for it.
 GPU_CLASSES = CLASSES
@@ -204,9 +204,9 @@ def gpu_model_warnings(resource_settings: Any, rules: tuple[str, ...] = ("lapt",
             gpu = GPU_CLASSES[DEFAULT_GPU_CLASS]
             sizes = ", ".join(cls.removesuffix("GB") for cls in GPU_CLASSES)
             out.append(
-                f"set-resources {rule}: GPU model {model!r} is not one workflow_scripts/resources.py knows the memory "
-                f"of (GPU_FAMILIES); {rule} is planned as the {DEFAULT_GPU_CLASS} class ({gpu}); where its cards hold "
-                f"{sizes} GB, say so in the name (e.g. {model}-48gb); no class below 40 GB is planned for"
+                f"set-resources {rule}: GPU model {model!r} is not one workflow_scripts/plan/resources.py knows the "
+                f"memory of (GPU_FAMILIES); {rule} is planned as the {DEFAULT_GPU_CLASS} class ({gpu}); where its "
+                f"cards hold {sizes} GB, say so in the name (e.g. {model}-48gb); no class below 40 GB is planned for"
             )
     return out
 
@@ -243,7 +243,7 @@ def sized_resources(rule: str, size: int | str | None, attempt: int = 1) -> dict
     and memory by half of attempt 1's per extra attempt.
     """
     if rule not in SIZE_RESOURCES:
-        raise KeyError(f"no cost table entry for rule {rule!r} in workflow_scripts/resources.py SIZE_RESOURCES")
+        raise KeyError(f"no cost table entry for rule {rule!r} in workflow_scripts/plan/resources.py SIZE_RESOURCES")
     cost, parameters = SIZE_RESOURCES[rule], parameters_of(size)
     if parameters is None and (not cost.any_model or rule in GPU_RULES):
         raise KeyError(f"rule {rule!r} costs by the job's model; give its parameter count or size label")
@@ -392,7 +392,7 @@ def gpu_partition_checks(
     requests: Mapping[str, Mapping[str, Any]], default: Mapping[str, Any] | None, partition_gpus: Mapping[str, bool]
 ) -> tuple[list[str], list[str]]:
     """Problems and warnings of the partitions the GPU rules' jobs go to; ``partition_gpus``: whether a partition's
-    nodes have GPUs, where the cluster said (workflow_scripts/config_checks/partitions.py).
+    nodes have GPUs, where the cluster said (workflow_scripts/plan/checks/partitions.py).
 
     A problem: GPU jobs on a partition known to have no GPUs, which Slurm refuses at submission. A warning: GPU rules
     that name no partition of their own while default-resources names one not known to have GPUs; many sites do have

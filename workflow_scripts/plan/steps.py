@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from workflow_scripts.labels import L10N_LABEL, corpus_label, data_label, mt_data_label, mt_label
-from workflow_scripts.paths import Layout
+from workflow_scripts.plan.paths import Layout
 from workflow_scripts.tasks import TASKS as TASK_SPECS
 from workflow_scripts.tasks import cell_tasks
 from workflow_scripts.tasks.base import CELL_SHARED, Step, cli
@@ -26,8 +26,6 @@ TASKS = tuple(TASK_SPECS)
 # before the long steps), and the files each writes (those of evaluate_ppl, evaluate_mt, evaluate_mc, measure_speed)
 CELL_STEP_FILES = {task: list(files) for task, files in cell_tasks().items()}
 CELL_STEPS = tuple(CELL_STEP_FILES)
-# the log-likelihood tasks (each one's data label: its task module's)
-CHOICE_TASKS = tuple(name for name, spec in TASK_SPECS.items() if spec.choice)
 # re-exported for the rules and tests that read them here
 __all__ = [
     "CELL_SHARED",

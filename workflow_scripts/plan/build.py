@@ -2,7 +2,7 @@
 
 ``check_plan`` runs, in this order, the config files as written, the JSON schema (filling its defaults), the missing
 blocks, the semantic checks (``checked_grid``: the config expanded once into its ``Grid``), the models' shapes
-(``workflow_scripts.models``), the run folder (``runs.plan_run``, the output folder writable), the profiles' GPU
+(``workflow_scripts.plan.models``), the run folder (``runs.plan_run``, the output folder writable), the profiles' GPU
 requests, the LAPT jobs' fit on the GPU, the speed step's memory, the item selection and the sum assets. A problem
 raises ``ConfigError`` with every line of its group; warnings and the checks done later are printed to stderr beside the
 plan.
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workflow_scripts.config_checks import checked_grid, language_notes
-from workflow_scripts.config_checks.files import (
+from workflow_scripts.plan.checks import checked_grid, language_notes
+from workflow_scripts.plan.checks.files import (
     config_file_problems,
     missing_blocks,
     unset_evaluation,
@@ -25,13 +25,13 @@ from workflow_scripts.config_checks.files import (
 )
 
 # the one import of the GPU-fit arithmetic by the workflow
-from workflow_scripts.config_checks.gpu_fit import gpu_fit_problems, lapt_gpu_counts
-from workflow_scripts.config_checks.notes import config_warnings, deferred_checks
-from workflow_scripts.config_checks.partitions import known_partition_gpus
-from workflow_scripts.config_checks.schema import fill_defaults, schema_errors
-from workflow_scripts.grid import ConfigError, Grid, Method, with_adapted
-from workflow_scripts.models import Model, ModelError, describe_models
-from workflow_scripts.resources import (
+from workflow_scripts.plan.checks.gpu_fit import gpu_fit_problems, lapt_gpu_counts
+from workflow_scripts.plan.checks.notes import config_warnings, deferred_checks
+from workflow_scripts.plan.checks.partitions import known_partition_gpus
+from workflow_scripts.plan.checks.schema import fill_defaults, schema_errors
+from workflow_scripts.plan.grid import ConfigError, Grid, Method, with_adapted
+from workflow_scripts.plan.models import Model, ModelError, describe_models
+from workflow_scripts.plan.resources import (
     gpu_model_warnings,
     workflow_gpu_class,
     workflow_gpu_partition_checks,
@@ -40,8 +40,8 @@ from workflow_scripts.resources import (
     workflow_node_gpus,
     workflow_rule_gpus,
 )
-from workflow_scripts.runs import plan_run, run_root
-from workflow_scripts.speed.plan import problems as speed_plan_problems
+from workflow_scripts.plan.runs import plan_run, run_root
+from workflow_scripts.plan.speed import problems as speed_plan_problems
 from workflow_scripts.sum_assets import hub_asset_problems
 
 
@@ -81,7 +81,7 @@ def validated(config: dict, configfiles: Sequence[str | Path], schema: Path) -> 
 
 
 def planned_models(config: dict, workdir: Path) -> dict[str, Model]:
-    """The config's models with their shapes (workflow_scripts.models); a model without one stops planning, a
+    """The config's models with their shapes (workflow_scripts.plan.models); a model without one stops planning, a
     stand-in shape is a warning."""
     try:
         models = describe_models(config, workdir)

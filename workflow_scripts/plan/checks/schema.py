@@ -12,7 +12,7 @@ import copy
 import functools
 from pathlib import Path
 
-from workflow_scripts.grid import MUMO
+from workflow_scripts.plan.grid import MUMO
 
 
 def registered(field: str) -> list[str]:

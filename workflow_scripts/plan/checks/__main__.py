@@ -1,6 +1,6 @@
 """Check config files as planning does, naming the file and the line of a YAML error::
 
-    python -m workflow_scripts.config_checks configs/paper.yaml
+    python -m workflow_scripts.plan.checks configs/paper.yaml
 
 Snakemake reads ``--configfile X`` before the Snakefile runs, and its error for a file that does not parse names
 neither the file nor the line ("Config file is not valid JSON or YAML"); this command does. For each file: YAML
@@ -14,14 +14,14 @@ import argparse
 import sys
 from pathlib import Path
 
-SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
+SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "config.schema.yaml"
 
 
 def problems(path: Path) -> tuple[list[str], list[str]]:
     """(errors, warnings) of one config file, in the order planning reports them."""
     import yaml
 
-    from workflow_scripts.config_checks import (
+    from workflow_scripts.plan.checks import (
         ConfigError,
         check_config,
         config_file_problems,
@@ -30,7 +30,7 @@ def problems(path: Path) -> tuple[list[str], list[str]]:
         schema_errors,
         unset_evaluation,
     )
-    from workflow_scripts.config_checks.schema import fill_defaults
+    from workflow_scripts.plan.checks.schema import fill_defaults
 
     if not path.is_file():
         return [f"{path}: no such file"], []
@@ -52,7 +52,7 @@ def problems(path: Path) -> tuple[list[str], list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m workflow_scripts.config_checks",
+        prog="python -m workflow_scripts.plan.checks",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,7 +1,7 @@
 """Planning-time checks of a config's input files: local models, Debian l10n packages, local CC-100 files, ORCHID's
 language and size.
 
-Called by ``config_checks.check_config``; cheap (a .deb read once and cached, a local corpus file read whole when
+Called by ``checks.check_config``; cheap (a .deb read once and cached, a local corpus file read whole when
 small, else its first MiBs), no torch.
 """
 

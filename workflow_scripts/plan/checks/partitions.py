@@ -1,7 +1,7 @@
 """What the cluster says about the partitions a run's GPU jobs go to: whether their nodes have GPUs at all.
 
 Planning asks `sinfo` on the submitting machine for each partition the GPU rules' jobs go to
-(``workflow_scripts.resources.workflow_gpu_partitions``): a partition whose nodes have no GPU among their generic
+(``workflow_scripts.plan.resources.workflow_gpu_partitions``): a partition whose nodes have no GPU among their generic
 resources is one where Slurm refuses a job that asks for a GPU, which planning then stops on. Where sinfo is missing,
 does not answer, or knows no such partition, nothing is known and planning only warns.
 """

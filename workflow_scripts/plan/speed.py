@@ -28,10 +28,9 @@ from typing import Any
 
 from workflow_scripts.gpu.estimate import GPUS as CARDS
 from workflow_scripts.gpu.shape import GIB, ModelShape
-from workflow_scripts.models import Model, describe_models
-from workflow_scripts.resources import GPU_CLASSES, gpu_model_class
-from workflow_scripts.speed.choices import TIMED_CHOICE_TASKS
-from workflow_scripts.tasks import TASKS
+from workflow_scripts.plan.models import Model, describe_models
+from workflow_scripts.plan.resources import GPU_CLASSES, gpu_model_class
+from workflow_scripts.tasks import TASKS, TIMED_CHOICE_TASKS
 
 # each task's longest prompt (its spec's prompt_tokens; Table 13 truncates prompts at 4,096)
 PROMPT_TOKENS = {name: spec.prompt_tokens for name, spec in TASKS.items()}
@@ -59,7 +58,8 @@ def _class_card(gpu_class: str) -> dict[str, float]:
     }
 
 
-# GPU classes (workflow_scripts.resources.GPU_CLASSES): memory (GiB), dense bf16 peak (TFLOP/s), HBM bandwidth (TB/s).
+# GPU classes (workflow_scripts.plan.resources.GPU_CLASSES): memory (GiB), dense bf16 peak (TFLOP/s), HBM bandwidth
+# (TB/s).
 GPUS: dict[str, dict[str, float]] = {gpu_class: _class_card(gpu_class) for gpu_class in GPU_CLASSES}
 
 
@@ -205,8 +205,8 @@ def speed_tasks(tasks: list[str]) -> list[str]:
 
 
 def runtime_minutes(config: Mapping[str, Any], model: Model, attempt: int = 1, gpu_class: str = "80GB") -> int | None:
-    """The time limit a speed job of ``model`` (workflow_scripts.models) asks for: the planned minutes and half as much
-    again, grown by the attempt number (None for a model that needs no GPU: the cost table's value stands)."""
+    """The time limit a speed job of ``model`` (workflow_scripts.plan.models) asks for: the planned minutes and half as
+    much again, grown by the attempt number (None for a model that needs no GPU: the cost table's value stands)."""
     if not model.needs_gpu:
         return None
     speed, tasks = config["evaluation"]["speed"], speed_tasks(config["evaluation"]["tasks"])
@@ -218,8 +218,8 @@ def problems(
     config: Mapping[str, Any], gpu_class: str = "80GB", models: Mapping[str, Model] | None = None
 ) -> list[str]:
     """Speed settings whose memory peak does not fit the GPU class the profiles ask for rule measure_speed
-    (workflow_scripts.resources.gpu_class) for a model of the config that needs a GPU, one message each, naming the
-    key to change. ``models``: the config's models described (workflow_scripts.models.describe_models)."""
+    (workflow_scripts.plan.resources.gpu_class) for a model of the config that needs a GPU, one message each, naming the
+    key to change. ``models``: the config's models described (workflow_scripts.plan.models.describe_models)."""
     speed = config["evaluation"]["speed"]
     limit = GPUS[gpu_class]["memory_gib"]
     out = []
@@ -243,7 +243,7 @@ def problems(
             out.append(
                 f"{key}: the speed step's {what} needs about {need:.0f} GiB on model {name} ({model.size}), more "
                 f"than the {limit:.0f} GiB of the {gpu_class} card the profile asks for rule measure_speed; change "
-                f"{key} or ask for a larger card (set-resources: measure_speed: gpu_model; speed/plan.py)"
+                f"{key} or ask for a larger card (set-resources: measure_speed: gpu_model; plan/speed.py)"
             )
     return out
 

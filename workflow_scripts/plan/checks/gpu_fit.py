@@ -1,9 +1,9 @@
 """The planning check that every LAPT job fits the GPU its profile asks for, and the GPUs each one is given
 (the arithmetic: workflow_scripts.gpu).
 
-config_checks.plan runs ``gpu_fit_problems`` when Snakemake plans: a run whose grid holds a LAPT job of a model that
-needs a GPU (its shape from its config.json: workflow_scripts.models) that the estimate says does not fit the GPU class
-of rule lapt (workflow_scripts.resources.GPU_CLASSES) stops before any job, naming the key to change;
+plan.build runs ``gpu_fit_problems`` when Snakemake plans: a run whose grid holds a LAPT job of a model that
+needs a GPU (its shape from its config.json: workflow_scripts.plan.models) that the estimate says does not fit the GPU
+class of rule lapt (workflow_scripts.plan.resources.GPU_CLASSES) stops before any job, naming the key to change;
 ``lapt_gpu_counts`` gives each lapt job its GPUs (rules/training_inputs.smk). This module reads the grid and lapt's
 hparams, which the gpu package does not: lapt imports gpu (micro_batch auto), so gpu importing lapt would close a
 cycle.
@@ -17,10 +17,10 @@ from typing import Any
 
 from workflow_scripts.gpu.fit import fit_problem, planned_gpus
 from workflow_scripts.gpu.shape import ModelShape
-from workflow_scripts.grid import Grid, Method, hparam, vocab_size
 from workflow_scripts.lapt import DEFAULT_HPARAMS, PROCEDURES, resolve_hparams
-from workflow_scripts.models import Model, describe_models
-from workflow_scripts.resources import GPU_CLASSES
+from workflow_scripts.plan.grid import Grid, Method, hparam, vocab_size
+from workflow_scripts.plan.models import Model, describe_models
+from workflow_scripts.plan.resources import GPU_CLASSES
 
 
 def lapt_jobs(
@@ -28,7 +28,7 @@ def lapt_jobs(
 ) -> list[tuple[str, Method, ModelShape, dict[str, Any], dict[str, str]]]:
     """The LAPT job kinds of the models that need a GPU: (model, method, workflow_scripts.gpu shape with the cell's
     vocabulary, resolved hparams, the config key each hparam comes from), once per model and method. ``models``: the
-    config's models described (workflow_scripts.models.describe_models, which is called without it); ``grid``: the
+    config's models described (workflow_scripts.plan.models.describe_models, which is called without it); ``grid``: the
     config's grid (``Grid.of(config)`` without it)."""
     models = describe_models(config) if models is None else models
     grid = Grid.of(config) if grid is None else grid
@@ -61,7 +61,7 @@ def gpu_fit_problems(
     grid: Grid | None = None,
 ) -> list[str]:
     """LAPT jobs of the grid that workflow_scripts.gpu says do not fit the GPU class the profile asks for
-    (workflow_scripts.resources.GPU_CLASSES), sharded over at most ``max_gpus`` GPUs of a node, one message each
+    (workflow_scripts.plan.resources.GPU_CLASSES), sharded over at most ``max_gpus`` GPUs of a node, one message each
     naming the config key to change."""
     problems = []
     for model, m, shape, hp, keys in lapt_jobs(config, models, grid):

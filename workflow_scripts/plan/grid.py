@@ -1,7 +1,7 @@
 """The study's grid: methods expanded from the config, their path slugs, and the settings a cell runs with.
 
 Imported by the rules (rules/common.smk, rules/*_inputs.smk: targets, wildcard constraints and job params) and by
-the planning checks (``workflow_scripts.config_checks``), so that both read a cell's hyperparameters and vocabulary
+the planning checks (``workflow_scripts.plan.checks``), so that both read a cell's hyperparameters and vocabulary
 sizes from the same functions. Pure Python, no torch.
 """
 
@@ -230,7 +230,7 @@ class Grid:
     """The config's ``methods`` expanded once: each entry's methods (``entries``, in config order), the unique methods,
     the grid's cells, and for each method slug the first entry that produces it (``first``, whose hparams it trains
     with; a method that only a post-hoc method starts from takes that post-hoc method's entry). Planning builds it
-    once (``config_checks.plan.check_plan``: ``Plan.grid``) and every planning check reads it."""
+    once (``plan.build.check_plan``: ``Plan.grid``) and every planning check reads it."""
 
     entries: tuple[tuple[Method, ...], ...]
     methods: tuple[Method, ...]
