@@ -254,7 +254,7 @@ def random_llama(tokenizer, *, hidden_size: int, num_layers: int, num_heads: int
     return LlamaForCausalLM(config)
 
 
-# The dtype a source model is saved in: fp32 unless its spec says ``save_dtype: bf16`` (rules/training_inputs.smk sets
+# The dtype a source model is saved in: fp32 unless its spec says ``save_dtype: bf16`` (rules/inputs.smk sets
 # it when the model trains with ``weights_dtype: bf16``, whose frozen weights are bf16 anyway; the hub checkpoints of
 # Llama-2/3 and Gemma-2 are bf16, so nothing is lost, and every job reads half the bytes: 15-18 GB instead of 27-37 GB).
 SAVE_DTYPES = ("fp32", "bf16")

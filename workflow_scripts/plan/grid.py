@@ -312,7 +312,7 @@ def init_gate(config: dict) -> bool:
 
 
 def cell_hparams(config: dict, model: str, m: Method, i: int) -> dict[str, Any]:
-    """The hparams a cell's training job is given (rules/training_inputs.smk ``hparams_json``): the layers of
+    """The hparams a cell's training job is given (rules/inputs.smk ``hparams_json``): the layers of
     ``hparam_layers`` merged; a method that does not train takes nothing from its methods entry."""
     layers = hparam_layers(config, model, i) if m.trains else hparam_layers(config, model, i)[2:]
     merged: dict[str, Any] = {}

@@ -4,7 +4,7 @@
 plan.build runs ``gpu_fit_problems`` when Snakemake plans: a run whose grid holds a LAPT job of a model that
 needs a GPU (its shape from its config.json: workflow_scripts.plan.models) that the estimate says does not fit the GPU
 class of rule lapt (workflow_scripts.plan.resources.GPU_CLASSES) stops before any job, naming the key to change;
-``lapt_gpu_counts`` gives each lapt job its GPUs (rules/training_inputs.smk). This module reads the grid and lapt's
+``lapt_gpu_counts`` gives each lapt job its GPUs (rules/inputs.smk). This module reads the grid and lapt's
 hparams, which the gpu package does not: lapt imports gpu (micro_batch auto), so gpu importing lapt would close a
 cycle.
 """
