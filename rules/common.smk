@@ -44,6 +44,7 @@ from workflow_scripts.grid import (
     tasks_of,
 )  # noqa: E402
 from workflow_scripts.config_checks import unwritable_output  # noqa: E402
+from workflow_scripts.corpora import CORPORA  # noqa: E402
 from workflow_scripts.lapt.tracking import cell_spec as cell_tracking  # noqa: E402
 from workflow_scripts.config_checks.plan import ConfigError, check_plan  # noqa: E402
 from workflow_scripts.runs import DOWNLOADS_ROOT, claim, start_problem  # noqa: E402
@@ -115,7 +116,7 @@ wildcard_constraints:
     k=r"\d+",
     aux=r"\d+",
     size=r"\d+",
-    corpus="l10n|cc100|text|orchid",
+    corpus="|".join(CORPORA),
     mt="l10n|flores|tsv|jsonl",
 
 
