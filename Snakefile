@@ -23,6 +23,7 @@ report: "report/workflow.rst"
 
 
 include: "rules/common.smk"
+include: "rules/data_inputs.smk"
 include: "rules/training_inputs.smk"
 include: "rules/evaluate_inputs.smk"
 include: "rules/tables_inputs.smk"

@@ -1,23 +1,6 @@
-# Data: the adaptation corpus D, a disjoint held-out set, and the MT test set, per language; and the downloads the
-# configuration needs. A corpus kind's facts are its module's (workflow_scripts/corpora/): which kinds a sampling rule
-# writes (its `corpus` wildcard) and the file it reads. Input functions sit beside the rules that use them; paths come
-# from workflow_scripts/paths.py (LAYOUT).
-from workflow_scripts import corpora
-from workflow_scripts.corpora import orchid as orchid_corpus, text_file
-from workflow_scripts.harness.datasets import needed_sources
-from workflow_scripts.steps import L10N_LABEL, mt_label
-from workflow_scripts.sum_assets import repo_slug
-
-
-def l10n_deb(wc):
-    """The language's l10n package: the MT test set's (mt.deb), else the corpus's."""
-    return LAYOUT.l10n_deb(wc.lang)
-
-
-def l10n_n_train(wc):
-    """D's size from the l10n pairs: data.n_train where the corpus is l10n; else 0, all remaining pairs (only the MT
-    test set and the mc proxy's held-out pairs are read, as with the l10n corpus)."""
-    return config["data"]["n_train"] if LAYOUT.corpus_kind(wc.lang) == "l10n" else 0
+# Data: the adaptation corpus D, a disjoint held-out set, and the MT test set, per language. A corpus kind's facts are
+# its module's (workflow_scripts/corpora/): which kinds a sampling rule writes (its `corpus` wildcard), the file it
+# reads (rules/data_inputs.smk corpus_file) and where a download rule writes it.
 
 
 rule extract_l10n_pairs:
@@ -69,16 +52,6 @@ rule split_l10n:
         " --lang {wildcards.lang:q}"
         " --out-train {output.train:q} --out-heldout {output.heldout:q} --out-mt {output.mt:q}"
         " --report {output.report:q} 2>> {log:q}"
-
-
-def corpus_file(wc):
-    """The file a language's corpus rule reads, as its kind says (workflow_scripts/corpora/): a file the config
-    names, or where a download rule writes it."""
-    return LAYOUT.corpus_file(wc.lang)
-
-
-def corpus_url(wc):
-    return config["languages"][wc.lang]["corpus"]["url"]
 
 
 localrules:
@@ -176,16 +149,6 @@ rule sample_orchid:
         " --report {output.report:q} 2>> {log:q}"
 
 
-def flores_root(wc):
-    return config["languages"][wc.lang]["mt"]["root"]
-
-
-def flores_codes(wc):
-    from workflow_scripts.corpus import FLORES_ENGLISH, flores_code
-
-    return [FLORES_ENGLISH, flores_code(wc.lang)]
-
-
 rule flores_mt:
     """The MT test set from FLORES-200 devtest (hub id or local mirror of openlanguagedata/flores_plus), selected as
     evaluation.items says (paper: the reference's 500), and the chosen ids."""
@@ -207,15 +170,6 @@ rule flores_mt:
     shell:
         "python -m workflow_scripts.corpus flores --root {params.root:q} --lang {wildcards.lang:q} --n {params.n:q}"
         " --seed {params.seed:q} --items {params.selection:q} --out {output.mt:q} --ids {output.ids:q} 2>> {log:q}"
-
-
-def own_mt_path(wc):
-    """Your own MT pairs file (mt kinds tsv, jsonl)."""
-    return config["languages"][wc.lang]["mt"]["path"]
-
-
-def mt_label_of(wc):
-    return mt_label(config, wc.lang)
 
 
 rule own_mt:
@@ -268,25 +222,6 @@ localrules:
     download_all,
 
 
-def dataset_hub_id(wc):
-    hub_id = config["evaluation"]["datasets"].get(wc.dataset)
-    if not hub_id:
-        raise WorkflowError(
-            f"evaluation.datasets.{wc.dataset}: no hub copy; give a local folder in the hub layout (README)"
-        )
-    return hub_id
-
-
-def download_subsets(wc):
-    """The subsets of a dataset that the configured tasks and languages read (English for the retention checks)."""
-    return sorted(needed_sources(config).get(wc.dataset, {}).get("subsets", []))
-
-
-def download_splits(wc):
-    """Its evaluation and few-shot splits."""
-    return sorted(needed_sources(config).get(wc.dataset, {}).get("splits", ["test"]))
-
-
 rule download_dataset:
     """Fetch an evaluation dataset's wanted subsets and splits once from the hub and convert them into the hub layout
     with the task's fields (run where the network is: the login node)."""
@@ -303,18 +238,6 @@ rule download_dataset:
     shell:
         "python -m workflow_scripts.harness.datasets download --name {wildcards.dataset:q} --hub-id {params.hub_id:q}"
         " --subsets {params.subsets:q} --splits {params.splits:q} --out {output:q} 2>> {log:q}"
-
-
-def model_role_spec(wc):
-    """The models entry (role source) or its chat sibling (role chat) as JSON."""
-    spec = config["models"][wc.model]
-    if wc.role == "chat":
-        return json.dumps(spec["chat"], sort_keys=True)
-    # the model cards' facts (base_model, license) change no download
-    return json.dumps(
-        {k: v for k, v in spec.items() if k not in ("base_model", "license")},
-        sort_keys=True,
-    )
 
 
 rule download_hub_model:
@@ -351,11 +274,6 @@ rule download_flores:
         " --split devtest --out {output:q} 2>> {log:q}"
 
 
-def download_targets():
-    """Everything a compute job would otherwise fetch (the one-shot target download_all)."""
-    return LAYOUT.download_targets()
-
-
 rule download_all:
     """One step for every download the configuration needs (`python -m tools.preflight` lists them first); run it on
     the login node, then run the workflow with HF_HUB_OFFLINE=1."""
@@ -366,17 +284,6 @@ rule download_all:
 localrules:
     download_mt5_spiece,
     download_bleurt,
-
-
-def hub_id_of_repo(wc):
-    """The configured hub id whose download folder is {repo} (evaluation.sum.mt5_spiece or .bleurt)."""
-    settings = config["evaluation"]["sum"]
-    for value in (settings["mt5_spiece"], settings["bleurt"]):
-        if value and repo_slug(value) == wc.repo:
-            return value
-    raise WorkflowError(
-        f"no evaluation.sum.mt5_spiece or evaluation.sum.bleurt hub id downloads to {wc.repo}"
-    )
 
 
 rule download_mt5_spiece:

@@ -1,21 +1,5 @@
 # Which items mt and sum evaluate (evaluation.items; workflow_scripts/items.py, docs/evaluation.md "Which items").
 # mt's selection happens in rule flores_mt (rules/data.smk); sum's here, from the mirrored dataset.
-from workflow_scripts.harness.datasets import task_source
-
-
-def sum_mirror(wc):
-    """The sum dataset's folder (hub mirror or configured folder) that the items step selects from."""
-    return LAYOUT.dataset_dir(task_source("sum", wc.lang).dataset)
-
-
-def items_tokenizer(wc):
-    """items paper: the length tokenizer's folder (configured folder, or the download_items_tokenizer output)."""
-    return LAYOUT.items_tokenizer() if wc.selection == "paper" else []
-
-
-def items_tokenizer_arg(wc):
-    folder = items_tokenizer(wc)
-    return f"--tokenizer {shlex.quote(folder)}" if folder else ""
 
 
 localrules:
