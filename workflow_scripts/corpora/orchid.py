@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workflow_scripts import orchid
-from workflow_scripts.corpora import CorpusSpec, IndexFile, register
+from workflow_scripts.corpora import CORPORA, CorpusSpec, IndexFile, register
 
 
 def sdist(downloads: str) -> str:
@@ -27,9 +27,10 @@ def source(lang: str, corpus: dict, downloads: str) -> IndexFile:
 def check(config: dict, lang: str, corpus: dict, workdir: Path) -> list[str]:
     """ORCHID is Thai text, of a fixed size."""
     if lang != "th":
+        others = [name for name in CORPORA if name != "orchid"]
         return [
             f"languages.{lang}.corpus.kind: 'orchid' is the ORCHID corpus of Thai text; only languages.th may use it "
-            f"(for {lang}: l10n, cc100 or text)"
+            f"(for {lang}: {', '.join(others[:-1])} or {others[-1]})"
         ]
     if "deb" in corpus:
         return [f"languages.{lang}.corpus.deb: corpus kind 'orchid' reads no package; name the MT pairs' as mt.deb"]

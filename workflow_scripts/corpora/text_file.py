@@ -174,7 +174,7 @@ def scan_corpus(path: Path, whole: bool, distinct_cap: int = 0, what: str = "cor
 def corpus_file_problems(
     path: Path, lang: str, config: dict, kind: str = "cc100"
 ) -> tuple[list[str], CorpusScan | None]:
-    """A local corpus file (kinds cc100 and text) as the sampling step (rule sample_cc100) will read it: not empty,
+    """A local corpus file (a kind of this family) as the sampling step (rule sample_cc100) will read it: not empty,
     in a compression it reads (gzip or xz by magic bytes, whatever the suffix), UTF-8 text with usable lines, some
     in the language's script; a file of at most CORPUS_COUNT_BYTES is read whole and its distinct usable lines
     counted against data.n_train + data.n_heldout. Never refuses a file the step accepts. Returns the problems and
