@@ -45,6 +45,7 @@ from workflow_scripts.plan.grid import (
     tasks_of,
 )  # noqa: E402
 from workflow_scripts.plan.checks import unwritable_output  # noqa: E402
+from workflow_scripts.corpora import CORPORA  # noqa: E402
 from workflow_scripts.lapt.tracking import cell_spec as cell_tracking  # noqa: E402
 from workflow_scripts.plan.build import ConfigError, check_plan  # noqa: E402
 from workflow_scripts.plan.runs import (
@@ -120,7 +121,7 @@ wildcard_constraints:
     k=r"\d+",
     aux=r"\d+",
     size=r"\d+",
-    corpus="l10n|cc100|text|orchid",
+    corpus="|".join(CORPORA),
     mt="l10n|flores|tsv|jsonl",
 
 

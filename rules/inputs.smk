@@ -577,16 +577,17 @@ def card_data(lang):
         if mt["kind"] == "flores" and is_hub_id(mt.get("root", ""))
         else None
     )
+    corpus_licence, mt_licence = publish_plan.data_licences(corpus["kind"], mt["kind"])
     return {
         "corpus": {
             "kind": corpus["kind"],
             "label": corpus_label(config, lang),
-            "licence": publish_plan.DATA_LICENCES.get(corpus["kind"]),
+            "licence": corpus_licence,
         },
         "mt": {
             "kind": mt["kind"],
             "label": mt_label(config, lang),
-            "licence": publish_plan.DATA_LICENCES.get(mt["kind"]),
+            "licence": mt_licence,
             "hub_id": mt_hub,
         },
     }

@@ -229,13 +229,13 @@ def thai_lines_text(n: int) -> bytes:
 
 
 def test_local_cc100_file_good_passes_and_the_plan_says_what_is_checked_later(tmp_path, monkeypatch):
-    from workflow_scripts.plan.checks import inputs
+    from workflow_scripts.corpora import text_file
 
     (tmp_path / "th.txt.xz").write_bytes(lzma.compress(thai_lines_text(500)))
     config = cc100_config("th.txt.xz")
     assert planning_errors(config, tmp_path) == []
     assert not any(n.startswith("languages.*.corpus.path") for n in deferred_checks(config, tmp_path))  # counted
-    monkeypatch.setattr(inputs, "CORPUS_COUNT_BYTES", 100)  # a bigger file: its start now, the rest in the step
+    monkeypatch.setattr(text_file, "CORPUS_COUNT_BYTES", 100)  # a bigger file: its start now, the rest in the step
     notes = deferred_checks(config, tmp_path)
     assert any(n.startswith("languages.*.corpus.path (th): each file is over 0 MB, so only its start") for n in notes)
 
@@ -246,11 +246,11 @@ def test_a_local_corpus_the_step_reads_is_not_refused_at_planning(tmp_path, kind
     name (told by its magic bytes, as the step tells it), a big file (its head only, in well under a second)."""
     import time
 
+    from workflow_scripts.corpora import text_file
     from workflow_scripts.corpus import sample_lines
-    from workflow_scripts.plan.checks import inputs
 
     cases = {
-        "long-first.txt": b"x" * (inputs.CORPUS_HEAD_BYTES + 10) + b"\n" + thai_lines_text(500),
+        "long-first.txt": b"x" * (text_file.CORPUS_HEAD_BYTES + 10) + b"\n" + thai_lines_text(500),
         "gzip.txt": gzip.compress(thai_lines_text(500)),
         "gzip.txt.xz": gzip.compress(thai_lines_text(500)),
     }
@@ -263,11 +263,11 @@ def test_a_local_corpus_the_step_reads_is_not_refused_at_planning(tmp_path, kind
         assert len(train) == 400 and stats["skipped_long"] == (name == "long-first.txt"), name
     big = tmp_path / "big.txt"  # over CORPUS_COUNT_BYTES, a single line: only its head is read
     with open(big, "wb") as f:
-        f.truncate(inputs.CORPUS_COUNT_BYTES + 1)
+        f.truncate(text_file.CORPUS_COUNT_BYTES + 1)
         f.seek(0)
         f.write("ก".encode() * 1000)
     start = time.perf_counter()
-    scan = inputs.scan_corpus(big, whole=False)
+    scan = text_file.scan_corpus(big, whole=False)
     assert time.perf_counter() - start < 1 and not scan.whole
 
 

@@ -1,5 +1,6 @@
-"""The ORCHID corpus kind (workflow_scripts/orchid.py): the parser on a synthetic file in ORCHID's layout, the split by
-document, the planning checks, the data label, preflight's row; the real archive in the slow tests."""
+"""The ORCHID corpus kind (workflow_scripts/corpora/orchid.py; its program workflow_scripts/orchid.py): the parser on
+a synthetic file in ORCHID's layout, the split by document, the planning checks, the data label, preflight's row; the
+real archive in the slow tests."""
 
 from __future__ import annotations
 
@@ -265,7 +266,10 @@ def simple_index(tmp_path):
 
 
 def test_preflight_row_reads_the_index_and_checks_a_downloaded_archive(simple_index, tmp_path, monkeypatch):
-    from tools.preflight import orchid_row, preflight
+    from tools.preflight import corpus_row, preflight
+
+    def orchid_row(online, downloads):
+        return corpus_row("th", {"kind": "orchid"}, online, downloads)
 
     monkeypatch.setenv("PIP_INDEX_URL", simple_index)
     row = orchid_row(True, tmp_path / "downloads")

@@ -110,3 +110,44 @@ def test_each_task_is_one_module_whose_facts_every_list_reads():
     # a misspelt task is refused at validation with the registered names
     schema = with_registries(SCHEMA)
     assert schema["properties"]["evaluation"]["properties"]["tasks"]["items"]["enum"] == list(tasks.TASKS)
+
+
+def test_each_corpus_kind_is_one_module_whose_facts_every_list_reads():
+    """workflow_scripts/corpora/: the schema's enum, the wildcards, the job costs, the cost table's words and the
+    labels come from the kind modules; the readers name no kind (a new kind is one module: tests/test_new_corpus.py)."""
+    from workflow_scripts import corpora, labels
+    from workflow_scripts.paper import names
+    from workflow_scripts.plan import resources
+
+    specs = list(corpora.CORPORA.values())
+    assert [s.order for s in specs] == sorted(s.order for s in specs)
+    assert sorted(p.stem for p in (REPO / "workflow_scripts" / "corpora").glob("*.py")) == sorted(
+        [*corpora.CORPORA, "__init__", "text_file"]
+    )
+
+    def kind(schema: dict) -> dict:
+        return schema["properties"]["languages"]["additionalProperties"]["properties"]["corpus"]["properties"]["kind"]
+
+    assert kind(with_registries(SCHEMA))["enum"] == list(corpora.CORPORA)
+    assert "enum" not in kind(SCHEMA), "a list of kinds in the schema would be a second registry"
+    for s in specs:
+        assert s.rule in resources.SIZE_RESOURCES and s.name in corpora.made_by(s.rule), s.name
+        assert all(resources.SIZE_RESOURCES[rule].base == cost for rule, cost in s.costs.items()), s.name
+        assert all(names.STEP_NAMES[step] == words for step, words in s.steps.items()), s.name
+        config = {"languages": {"xx": {"corpus": {"kind": s.name, "path": "a/file.txt"}}}}
+        assert labels.corpus_label(config, "xx") == s.label.format(file="file.txt"), s.name
+    readers = [
+        "rules/common.smk",
+        "workflow_scripts/plan/checks/inputs.py",
+        "workflow_scripts/plan/checks/notes.py",
+        "workflow_scripts/labels.py",
+        "workflow_scripts/plan/paths.py",
+        "workflow_scripts/plan/resources.py",
+        "workflow_scripts/paper/names.py",
+        "workflow_scripts/paper/costs.py",
+        "workflow_scripts/publish/plan.py",
+        "tools/preflight/__init__.py",
+    ]
+    for reader in readers:
+        text = (REPO / reader).read_text(encoding="utf-8").lower()
+        assert not re.search(r"\b(orchid|cc100|cc-100)\b", text), f"{reader} names a corpus kind"

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from workflow_scripts.orchid import LABEL as ORCHID_LABEL
+from workflow_scripts.corpora import CORPORA
+from workflow_scripts.corpora import l10n as l10n_corpus
 
-L10N_LABEL = "stand-in for CC-100 / FLORES-200: LibreOffice UI translations (Debian libreoffice-l10n)"
-# what each corpus kind's text is (the adaptation corpus D and the held-out set), and each MT kind's pairs, where the
-# config gives no `label`; your own files (corpus kind text, mt kinds tsv and jsonl) are named by their file
-CORPUS_LABELS = {"cc100": "CC-100", "orchid": ORCHID_LABEL, "text": "your text ({file})"}
+# the embedded default's data label, corpus and MT pairs alike (rule split_l10n passes it to the records)
+L10N_LABEL = l10n_corpus.LABEL
+# what each MT kind's pairs are where the config gives no `label` (a corpus kind's text, D and the held-out set: its
+# module's ``label``); your own files (mt kinds tsv and jsonl) are named by their file
 MT_LABELS = {
     "flores": "FLORES-200",
     "l10n": "stand-in for FLORES-200: LibreOffice UI translations (Debian libreoffice-l10n)",
@@ -29,7 +30,7 @@ def _label(spec: dict, labels: dict[str, str]) -> str:
 
 def corpus_label(config: dict, lang: str) -> str:
     """What a language's corpus D and held-out text are: the config's `label`, else its kind's."""
-    return _label(config["languages"][lang]["corpus"], CORPUS_LABELS | {"l10n": L10N_LABEL})
+    return _label(config["languages"][lang]["corpus"], {name: spec.label for name, spec in CORPORA.items()})
 
 
 def mt_label(config: dict, lang: str) -> str:
@@ -42,10 +43,9 @@ def data_label(layout: Any, lang: str) -> str:
     table and figure)."""
     spec = layout.config["languages"][lang]
     corpus, mt = spec["corpus"], spec.get("mt", {"kind": "l10n"})
-    if corpus["kind"] == "l10n" and mt["kind"] == "l10n" and not corpus.get("label") and not mt.get("label"):
-        return L10N_LABEL
-    if (corpus["kind"], mt["kind"]) == ("cc100", "flores") and not corpus.get("label") and not mt.get("label"):
-        return "CC-100 / FLORES-200"
+    both = CORPORA[corpus["kind"]].with_mt.get(mt["kind"])  # one name for the pair, as the corpus kind gives it
+    if both and not corpus.get("label") and not mt.get("label"):
+        return both
     return f"{corpus_label(layout.config, lang)} for adaptation and held-out text; MT: {mt_label(layout.config, lang)}"
 
 

