@@ -23,7 +23,6 @@ report: "report/workflow.rst"
 
 
 include: "rules/common.smk"
-include: "rules/data_inputs.smk"
 include: "rules/inputs.smk"
 include: "rules/data.smk"
 include: "rules/items.smk"

@@ -1,7 +1,6 @@
 # What every rules file reads: the shell prefix, the checked configuration (workflow_scripts/plan/build.py),
 # the run's folders and layout (workflow_scripts/plan/paths.py), the wildcard constraints and the job resources. The
-# rules' input functions live in rules/inputs.smk and rules/data_inputs.smk, their logic in workflow_scripts modules;
-# rules are glue.
+# rules' input functions live in rules/inputs.smk, their logic in workflow_scripts modules; rules are glue.
 import json
 import shlex
 import sys

@@ -1,6 +1,6 @@
 # Data: the adaptation corpus D, a disjoint held-out set, and the MT test set, per language. A corpus kind's facts are
 # its module's (workflow_scripts/corpora/): which kinds a sampling rule writes (its `corpus` wildcard), the file it
-# reads (rules/data_inputs.smk corpus_file) and where a download rule writes it.
+# reads (rules/inputs.smk corpus_file) and where a download rule writes it.
 
 
 rule extract_l10n_pairs:
