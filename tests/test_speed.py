@@ -8,6 +8,7 @@ import torch
 
 from workflow_scripts import speed
 from workflow_scripts.speed import __main__ as speed_cli
+from workflow_scripts.speed import items as speed_items
 from workflow_scripts.speed import measure, units
 from workflow_scripts.speed.decoders import HFDecoder
 
@@ -311,8 +312,8 @@ def test_mt_items_use_the_harness_prompt_and_cut_references(tmp_path):
     pairs.write_text("Open the file\tเปิดแฟ้ม\nSave all\tบันทึกทั้งหมด\n", encoding="utf-8")
     from workflow_scripts.prompts import mt_query
 
-    full = speed_cli.mt_items(pairs, "th", None)
-    cut = speed_cli.mt_items(pairs, "th", 1, reference_chars=5)
+    full = speed_items.mt_items(pairs, "th", None)
+    cut = speed_items.mt_items(pairs, "th", 1, reference_chars=5)
     assert [i.target for i in full] == ["เปิดแฟ้ม", "บันทึกทั้งหมด"]
     assert [(i.prompt, i.target) for i in cut] == [(mt_query("Open the file", "th"), "เปิดแ")]
 
@@ -334,11 +335,11 @@ def test_sum_items_and_records_from_a_local_xlsum_folder(tmp_path, smollm2_token
     rows = [{"text": "ข่าวสั้น วันนี้", "summary": "สรุปข่าว"}, {"text": long_article, "summary": "ยาว"}]
     folder = write_hub_layout(tmp_path / "xlsum", {source.subset: {source.split: rows}})
     tok = AutoTokenizer.from_pretrained(smollm2_tokenizer_dir)
-    items = speed_cli.sum_items(folder, "th", None, reference_chars=4, tokenizer=tok)
+    items = speed_items.sum_items(folder, "th", None, reference_chars=4, tokenizer=tok)
     assert [i.target for i in items] == ["สรุป", "ยาว"]
     assert items[0].prompt == sum_query("ข่าวสั้น วันนี้", "th")
     assert MAX_PROMPT_TOKENS - 64 < len(tok(items[1].prompt)["input_ids"]) <= MAX_PROMPT_TOKENS
-    assert len(speed_cli.sum_items(folder, "th", 1)) == 1
+    assert len(speed_items.sum_items(folder, "th", 1)) == 1
 
     write_hub_layout(tmp_path / "short", {source.subset: {source.split: rows[:1]}})
     model_dir = tiny_model(smollm2_tokenizer_dir, tmp_path / "m", hand_rows(len(tok), 16, 3, 7) / 7, None)
