@@ -307,6 +307,40 @@ def test_gpu_bench_tiny(tmp_path):
             gpu_bench.main(["--out", str(out)])
 
 
+def test_job_settings_parse_the_command_line_once(capsys):
+    """The command line becomes one checked settings object: the timing settings ``measure`` takes, a wrong count
+    refused naming its option, and the fingerprint of a partial file (every option that changes a record, under its
+    command-line name, as the options parsed)."""
+    import json
+
+    from workflow_scripts.speed.settings import JobSettings
+
+    base = ["--model", "m", "--source-tokenizer", "s", "--pairs", "p", "--lang", "th", "--cell", "{}", "--out", "o"]
+    job = speed_cli.parse_args([*base, "--batch-size", "8", "--decodings", "greedy", "paper", "--no-teacher-forced"])
+    assert job.timing == measure.Settings(batch_sizes=(1, 8), decodings=("greedy", "paper"), teacher_forced=False)
+    assert speed_cli.parse_args([*base, "--batch-size", "1"]).timing.batch_sizes == (1,)
+    large = speed_cli.parse_args([*base, "--large-batch-decodings", "greedy"])
+    assert large.large_batch_decodings == ("greedy",) and large.timing.large_batch_decodings == ("greedy",)
+
+    options = vars(speed_cli.parser().parse_args([*base, "--threads", "2", "--log", "l"]))
+    fingerprint = JobSettings.from_options(options).fingerprint()
+    assert list(fingerprint) == sorted(fingerprint)
+    parsed = {k: v for k, v in options.items() if k not in ("log", "threads", "out")}
+    assert json.loads(json.dumps(fingerprint)) == {**parsed, "choice_data": {}, "choice_fewshot": {}}
+
+    for key, value, message in (
+        ("repeats", 0, "--repeats must be at least 1, got 0"),
+        ("batch_size", 0, "--batch-size must be at least 1, got 0"),
+        ("warmup", -1, "--warmup and --reference-chars must be at least 0, got -1, 0"),
+        ("choice_data", ["sum=x"], "--choice-data takes TASK=FOLDER with TASK one of"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            JobSettings.from_options({**options, key: value})
+    with pytest.raises(SystemExit):
+        speed_cli.parse_args([*base, "--max-new-tokens", "0"])
+    assert "--max-new-tokens must be at least 1, got 0" in capsys.readouterr().err
+
+
 def test_mt_items_use_the_harness_prompt_and_cut_references(tmp_path):
     pairs = tmp_path / "mt.tsv"
     pairs.write_text("Open the file\tเปิดแฟ้ม\nSave all\tบันทึกทั้งหมด\n", encoding="utf-8")
