@@ -8,6 +8,7 @@ import torch
 
 from workflow_scripts import speed
 from workflow_scripts.speed import __main__ as speed_cli
+from workflow_scripts.speed import items as speed_items
 from workflow_scripts.speed import measure, units
 from workflow_scripts.speed.decoders import HFDecoder
 
@@ -306,13 +307,47 @@ def test_gpu_bench_tiny(tmp_path):
             gpu_bench.main(["--out", str(out)])
 
 
+def test_job_settings_parse_the_command_line_once(capsys):
+    """The command line becomes one checked settings object: the timing settings ``measure`` takes, a wrong count
+    refused naming its option, and the fingerprint of a partial file (every option that changes a record, under its
+    command-line name, as the options parsed)."""
+    import json
+
+    from workflow_scripts.speed.settings import JobSettings
+
+    base = ["--model", "m", "--source-tokenizer", "s", "--pairs", "p", "--lang", "th", "--cell", "{}", "--out", "o"]
+    job = speed_cli.parse_args([*base, "--batch-size", "8", "--decodings", "greedy", "paper", "--no-teacher-forced"])
+    assert job.timing == measure.Settings(batch_sizes=(1, 8), decodings=("greedy", "paper"), teacher_forced=False)
+    assert speed_cli.parse_args([*base, "--batch-size", "1"]).timing.batch_sizes == (1,)
+    large = speed_cli.parse_args([*base, "--large-batch-decodings", "greedy"])
+    assert large.large_batch_decodings == ("greedy",) and large.timing.large_batch_decodings == ("greedy",)
+
+    options = vars(speed_cli.parser().parse_args([*base, "--threads", "2", "--log", "l"]))
+    fingerprint = JobSettings.from_options(options).fingerprint()
+    assert list(fingerprint) == sorted(fingerprint)
+    parsed = {k: v for k, v in options.items() if k not in ("log", "threads", "out")}
+    assert json.loads(json.dumps(fingerprint)) == {**parsed, "choice_data": {}, "choice_fewshot": {}}
+
+    for key, value, message in (
+        ("repeats", 0, "--repeats must be at least 1, got 0"),
+        ("batch_size", 0, "--batch-size must be at least 1, got 0"),
+        ("warmup", -1, "--warmup and --reference-chars must be at least 0, got -1, 0"),
+        ("choice_data", ["sum=x"], "--choice-data takes TASK=FOLDER with TASK one of"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            JobSettings.from_options({**options, key: value})
+    with pytest.raises(SystemExit):
+        speed_cli.parse_args([*base, "--max-new-tokens", "0"])
+    assert "--max-new-tokens must be at least 1, got 0" in capsys.readouterr().err
+
+
 def test_mt_items_use_the_harness_prompt_and_cut_references(tmp_path):
     pairs = tmp_path / "mt.tsv"
     pairs.write_text("Open the file\tเปิดแฟ้ม\nSave all\tบันทึกทั้งหมด\n", encoding="utf-8")
     from workflow_scripts.prompts import mt_query
 
-    full = speed_cli.mt_items(pairs, "th", None)
-    cut = speed_cli.mt_items(pairs, "th", 1, reference_chars=5)
+    full = speed_items.mt_items(pairs, "th", None)
+    cut = speed_items.mt_items(pairs, "th", 1, reference_chars=5)
     assert [i.target for i in full] == ["เปิดแฟ้ม", "บันทึกทั้งหมด"]
     assert [(i.prompt, i.target) for i in cut] == [(mt_query("Open the file", "th"), "เปิดแ")]
 
@@ -334,11 +369,11 @@ def test_sum_items_and_records_from_a_local_xlsum_folder(tmp_path, smollm2_token
     rows = [{"text": "ข่าวสั้น วันนี้", "summary": "สรุปข่าว"}, {"text": long_article, "summary": "ยาว"}]
     folder = write_hub_layout(tmp_path / "xlsum", {source.subset: {source.split: rows}})
     tok = AutoTokenizer.from_pretrained(smollm2_tokenizer_dir)
-    items = speed_cli.sum_items(folder, "th", None, reference_chars=4, tokenizer=tok)
+    items = speed_items.sum_items(folder, "th", None, reference_chars=4, tokenizer=tok)
     assert [i.target for i in items] == ["สรุป", "ยาว"]
     assert items[0].prompt == sum_query("ข่าวสั้น วันนี้", "th")
     assert MAX_PROMPT_TOKENS - 64 < len(tok(items[1].prompt)["input_ids"]) <= MAX_PROMPT_TOKENS
-    assert len(speed_cli.sum_items(folder, "th", 1)) == 1
+    assert len(speed_items.sum_items(folder, "th", 1)) == 1
 
     write_hub_layout(tmp_path / "short", {source.subset: {source.split: rows[:1]}})
     model_dir = tiny_model(smollm2_tokenizer_dir, tmp_path / "m", hand_rows(len(tok), 16, 3, 7) / 7, None)

@@ -13,6 +13,7 @@ import yaml
 from workflow_scripts.plan import speed as plan
 from workflow_scripts.speed import __main__ as speed_cli
 from workflow_scripts.speed import choices
+from workflow_scripts.speed import job as speed_job
 from workflow_scripts.speed.decoders import HFDecoder
 
 pytestmark = pytest.mark.one_worker("lighteval")  # the files that import LightEval share a worker (conftest.py)
@@ -293,23 +294,23 @@ def test_records_saved_per_task_and_a_rerun_skips_them(tmp_path, models, mc_fold
     pairs.write_text("".join(f"{en}\t{th}\n" for en, th in PAIRS), encoding="utf-8")
     out = tmp_path / "speed.json"
     ran, loaded = [], []
-    real_generation, real_load = speed_cli.run_generation, speed_cli.load_model
-    monkeypatch.setattr(speed_cli, "run_generation", lambda *a, **k: ran.append(a[3]) or real_generation(*a, **k))
-    monkeypatch.setattr(speed_cli, "load_model", lambda path, *a: loaded.append(str(path)) or real_load(path, *a))
+    real_generation, real_load = speed_job.run_generation, speed_job.load_model
+    monkeypatch.setattr(speed_job, "run_generation", lambda *a, **k: ran.append(a[3]) or real_generation(*a, **k))
+    monkeypatch.setattr(speed_job, "load_model", lambda path, *a: loaded.append(str(path)) or real_load(path, *a))
 
     def stop_after_first(key):
         raise Stop(key)
 
-    monkeypatch.setattr(speed_cli, "_unit_finished", stop_after_first)
+    monkeypatch.setattr(speed_job, "_unit_finished", stop_after_first)
     with pytest.raises(Stop, match=r"mt\.generate"):
         speed_cli.main(_cli_args(models, pairs, mc_folder, out))
-    partial = speed_cli.partial_path(out)
+    partial = speed_job.partial_path(out)
     assert not out.exists() and partial.name == "speed.partial.json"
     saved = json.loads(partial.read_text(encoding="utf-8"))["units"]
     assert list(saved) == ["mt.generate"] and {r["mode"] for r in saved["mt.generate"]} == {"generate"}
     assert ran == ["mt"] and loaded == [str(models[0])]  # Source not loaded before its phase
 
-    monkeypatch.setattr(speed_cli, "_unit_finished", lambda key: None)
+    monkeypatch.setattr(speed_job, "_unit_finished", lambda key: None)
     ran.clear(), loaded.clear()
     speed_cli.main(_cli_args(models, pairs, mc_folder, out))
     assert ran == [] and loaded == [str(models[0]), str(models[1])]  # mt's generation not redone

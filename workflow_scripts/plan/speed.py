@@ -1,7 +1,7 @@
 """The speed step's workload, GPU memory and time, planned from the settings before any job runs (paper 002 §6.5).
 
 Arithmetic on the models' config.json numbers, not a measurement. A job runs in phases, and only one phase's tensors
-live at a time (``__main__``: Source is loaded for the paired phase only and freed after it):
+live at a time (``job``: Source is loaded for the paired phase only and freed after it):
 
 - **generation** (mt, sum): the evaluated model's weights; per (decoding, batch size) timed, ``batch x beams``
   sequences of ``prompt + max_new_tokens`` tokens in the KV cache (``kv_bytes_per_token``), the prefill's

@@ -209,7 +209,7 @@ def measure_vllm(
 
 
 def main(argv: list[str] | None = None) -> None:
-    from workflow_scripts.speed.__main__ import mt_items
+    from workflow_scripts.speed.items import mt_items
 
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--engine", choices=["llama.cpp", "vllm"], default="llama.cpp")
