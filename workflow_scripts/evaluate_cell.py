@@ -63,22 +63,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return a
 
 
-def step_argv(a: argparse.Namespace, step: str) -> list[str]:
-    """The full argument list of one step: its own arguments and the ones every step shares."""
-    shared = ["--model", a.model, "--cell", a.cell]
-    if a.threads is not None:
-        shared += ["--threads", str(a.threads)]
-    if a.log:
-        shared += ["--log", a.log]
-    return [*shlex.split(getattr(a, step)), *shared]
+def shared_argv(model: str, cell: str, threads: int | None, log_file: str | None) -> list[str]:
+    """The arguments this command passes to every step."""
+    return [
+        *("--model", model, "--cell", cell),
+        *(("--threads", str(threads)) if threads is not None else ()),
+        *(("--log", log_file) if log_file else ()),
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
     a = parse_args(argv)
     setup_logging(a.log)
     set_threads(a.threads)
-    steps = [s for s in STEPS if getattr(a, s)]
-    argvs = {s: step_argv(a, s) for s in steps}  # every string split before any model loads
+    shared = shared_argv(a.model, a.cell, a.threads, a.log)
+    # every step's own arguments split before any model loads
+    argvs = {s: [*shlex.split(getattr(a, s)), *shared] for s in STEPS if getattr(a, s)}
+    steps = list(argvs)
     for step in steps:
         started = time.process_time(), time.perf_counter()
         RUNNERS[step](argvs[step])
