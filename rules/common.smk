@@ -45,6 +45,7 @@ from workflow_scripts.plan.grid import (
 )  # noqa: E402
 from workflow_scripts.plan.checks import unwritable_output  # noqa: E402
 from workflow_scripts.corpora import CORPORA  # noqa: E402
+from workflow_scripts.mt_sources import MT_SOURCES  # noqa: E402
 from workflow_scripts.lapt.tracking import cell_spec as cell_tracking  # noqa: E402
 from workflow_scripts.plan.build import ConfigError, check_plan  # noqa: E402
 from workflow_scripts.plan.runs import (
@@ -121,7 +122,7 @@ wildcard_constraints:
     aux=r"\d+",
     size=r"\d+",
     corpus="|".join(CORPORA),
-    mt="l10n|flores|tsv|jsonl",
+    mt="|".join(MT_SOURCES),
 
 
 def corpus_train_file(wc):

@@ -1,6 +1,7 @@
 # Data: the adaptation corpus D, a disjoint held-out set, and the MT test set, per language. A corpus kind's facts are
 # its module's (workflow_scripts/corpora/): which kinds a sampling rule writes (its `corpus` wildcard), the file it
-# reads (rules/inputs.smk corpus_file) and where a download rule writes it.
+# reads (rules/inputs.smk corpus_file) and where a download rule writes it; an MT kind's likewise
+# (workflow_scripts/mt_sources/: the kinds own_mt writes, where download_flores writes its record).
 
 
 rule extract_l10n_pairs:
@@ -173,7 +174,8 @@ rule flores_mt:
 
 
 rule own_mt:
-    """The MT test set from your own pairs file (TSV or JSONL), every pair in file order, checked."""
+    """The MT test set from your own pairs file (the kinds of workflow_scripts/mt_sources/ naming this rule: TSV,
+    JSONL), every pair in file order, checked."""
     input:
         pairs=own_mt_path,
     output:
@@ -182,7 +184,7 @@ rule own_mt:
     log:
         "<results>/logs/own_mt/{mt}/{lang}.log",
     wildcard_constraints:
-        mt="tsv|jsonl",
+        mt="|".join(mt_sources.made_by("own_mt")),
     conda:
         "../envs/workflow.yaml"
     resources:
@@ -261,7 +263,7 @@ rule download_flores:
     """Fetch a language's FLORES+ devtest file and English's into the Hugging Face cache (gated: accept the licence
     first), so that flores_mt runs with the hub offline."""
     output:
-        paths.flores_record(),
+        flores_mt_source.record("{lang}", paths.DOWNLOADS),
     log:
         "<results>/logs/download_flores/{lang}.log",
     conda:

@@ -1,9 +1,9 @@
 # Input functions and parameters of the rule files, by stage (Snakemake's linter keeps functions apart from rules);
 # their logic lives in workflow_scripts/plan/ and the registries (corpora/, tasks/, initialize/methods/).
-from workflow_scripts import corpora, languages
+from workflow_scripts import corpora, languages, mt_sources
 from workflow_scripts.corpora import orchid as orchid_corpus, text_file
+from workflow_scripts.mt_sources import flores as flores_mt_source
 from workflow_scripts.harness.datasets import needed_sources, task_source
-from workflow_scripts.hub_cache import is_hub_id
 from workflow_scripts.plan.grid import Method
 from workflow_scripts.plan.steps import (
     CELL_STEP_FILES,
@@ -21,8 +21,9 @@ from workflow_scripts.tasks import TASKS as TASK_SPECS
 
 
 # --- Data: the data, item-selection and download rules (rules/data.smk, rules/items.smk). Paths come from
-# workflow_scripts/plan/paths.py (LAYOUT); a corpus kind's facts from its module (workflow_scripts/corpora/: the
-# file its rule reads); what a dataset or asset download needs from the config, here.
+# workflow_scripts/plan/paths.py (LAYOUT); a corpus kind's or MT kind's facts from its module
+# (workflow_scripts/corpora/, workflow_scripts/mt_sources/: the file its rule reads); what a dataset or asset download
+# needs from the config, here.
 def l10n_deb(wc):
     """The language's l10n package: the MT test set's (mt.deb), else the corpus's."""
     return LAYOUT.l10n_deb(wc.lang)
@@ -41,7 +42,7 @@ def corpus_file(wc):
 
 
 def own_mt_path(wc):
-    """Your own MT pairs file (mt kinds tsv, jsonl)."""
+    """Your own MT pairs file (the MT kinds own_mt writes, workflow_scripts/mt_sources/pairs_file.py)."""
     return config["languages"][wc.lang]["mt"]["path"]
 
 
@@ -680,12 +681,9 @@ def card_options(wc):
 def card_data(lang):
     """A language's corpus and MT pairs in the card: kind, label, licence and hub id."""
     spec = config["languages"][lang]
-    corpus, mt = spec["corpus"], spec.get("mt", {"kind": "l10n"})
-    mt_hub = (
-        mt.get("root")
-        if mt["kind"] == "flores" and is_hub_id(mt.get("root", ""))
-        else None
-    )
+    corpus, mt = spec["corpus"], mt_sources.mt_of(config, lang)
+    hub_id = mt_sources.MT_SOURCES[mt["kind"]].hub_id
+    mt_hub = hub_id(mt) if hub_id else None
     corpus_licence, mt_licence = publish_plan.data_licences(corpus["kind"], mt["kind"])
     return {
         "corpus": {

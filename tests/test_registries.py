@@ -151,3 +151,49 @@ def test_each_corpus_kind_is_one_module_whose_facts_every_list_reads():
     for reader in readers:
         text = (REPO / reader).read_text(encoding="utf-8").lower()
         assert not re.search(r"\b(orchid|cc100|cc-100)\b", text), f"{reader} names a corpus kind"
+
+
+def test_each_mt_kind_is_one_module_whose_facts_every_list_reads():
+    """workflow_scripts/mt_sources/: the schema's enum, the wildcard, the job costs, the cost table's words, the labels
+    and the licences come from the kind modules; the readers name no kind (a new kind is one module and, for a new kind
+    of job, its rule: tests/test_new_mt_kind.py)."""
+    from workflow_scripts import labels, mt_sources
+    from workflow_scripts.paper import names
+    from workflow_scripts.plan import resources
+    from workflow_scripts.publish.plan import data_licences
+
+    specs = list(mt_sources.MT_SOURCES.values())
+    assert [s.order for s in specs] == sorted(s.order for s in specs)
+    assert sorted(p.stem for p in (REPO / "workflow_scripts" / "mt_sources").glob("*.py")) == sorted(
+        [*mt_sources.MT_SOURCES, "__init__", "pairs_file"]
+    )
+
+    def kind(schema: dict) -> dict:
+        return schema["properties"]["languages"]["additionalProperties"]["properties"]["mt"]["properties"]["kind"]
+
+    assert kind(with_registries(SCHEMA))["enum"] == list(mt_sources.MT_SOURCES) == ["l10n", "flores", "tsv", "jsonl"]
+    assert "enum" not in kind(SCHEMA), "a list of kinds in the schema would be a second registry"
+    rules = "".join(p.read_text(encoding="utf-8") for p in (REPO / "rules").glob("*.smk"))
+    for s in specs:
+        assert f"rule {s.rule}:" in rules and s.name in mt_sources.made_by(s.rule), s.name
+        assert all(resources.SIZE_RESOURCES[rule].base == cost for rule, cost in s.costs.items()), s.name
+        assert all(names.STEP_NAMES[step] == words for step, words in s.steps.items()), s.name
+        config = {"languages": {"xx": {"corpus": {"kind": "l10n"}, "mt": {"kind": s.name, "path": "a/pairs.tsv"}}}}
+        assert labels.mt_label(config, "xx") == s.label.format(file="pairs.tsv"), s.name
+        assert data_licences("l10n", s.name)[1] == s.licence, s.name
+    readers = [
+        "rules/common.smk",
+        "workflow_scripts/plan/checks/inputs.py",
+        "workflow_scripts/plan/checks/notes.py",
+        "workflow_scripts/plan/build.py",
+        "workflow_scripts/labels.py",
+        "workflow_scripts/plan/paths.py",
+        "workflow_scripts/plan/resources.py",
+        "workflow_scripts/paper/names.py",
+        "workflow_scripts/paper/costs.py",
+        "workflow_scripts/publish/plan.py",
+        "tools/preflight/__init__.py",
+    ]
+    for reader in readers:
+        text = (REPO / reader).read_text(encoding="utf-8").lower()
+        assert not re.search(r"[\"'](flores|tsv|jsonl)[\"']|\b(flores_mt|own_mt)\b", text), f"{reader} names an MT kind"

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from workflow_scripts.io import write_text
-from workflow_scripts.plan.checks.schema import with_corpus_kinds
+from workflow_scripts.plan.checks.schema import with_data_kinds
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
@@ -96,9 +96,10 @@ def _table(entries: list[tuple[str, str, str, str]]) -> list[str]:
 
 def render(schema: dict[str, Any]) -> str:
     """The whole page: the schema's description, one section per top-level key, one per shared definition. The
-    corpus kinds are the registry's (workflow_scripts/corpora/), described by their modules."""
+    corpus kinds and the MT kinds are the registries' (workflow_scripts/corpora/, workflow_scripts/mt_sources/),
+    described by their modules."""
     if "languages" in schema.get("properties", {}):
-        schema = with_corpus_kinds(schema)
+        schema = with_data_kinds(schema)
     lines = [HEADER.rstrip(), "", _cell(schema.get("description", "")), ""]
     required = set(schema.get("required", []))
     for key, node in schema.get("properties", {}).items():

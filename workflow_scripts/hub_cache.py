@@ -57,6 +57,17 @@ def is_hub_id(location: str) -> bool:
     return bool(re.fullmatch(r"[\w.-]+/[\w.-]+(@.+)?", location)) and not Path(location).exists()
 
 
+def repo_id_problem(repo_id: str) -> str | None:
+    """Why ``repo_id`` is not a Hugging Face repository id (huggingface_hub's own validator), or None."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as e:
+        return str(e).split(": '")[0].removesuffix(".")
+    return None
+
+
 def page(repo_id: str, repo_type: str) -> str:
     """The repository's web page (where a gated licence is accepted)."""
     prefix = "" if repo_type == "model" else f"{repo_type}s/"

@@ -8,17 +8,10 @@ from typing import Any
 
 from workflow_scripts.corpora import CORPORA
 from workflow_scripts.corpora import l10n as l10n_corpus
+from workflow_scripts.mt_sources import MT_SOURCES, mt_of
 
 # the embedded default's data label, corpus and MT pairs alike (rule split_l10n passes it to the records)
 L10N_LABEL = l10n_corpus.LABEL
-# what each MT kind's pairs are where the config gives no `label` (a corpus kind's text, D and the held-out set: its
-# module's ``label``); your own files (mt kinds tsv and jsonl) are named by their file
-MT_LABELS = {
-    "flores": "FLORES-200",
-    "l10n": "stand-in for FLORES-200: LibreOffice UI translations (Debian libreoffice-l10n)",
-    "tsv": "your pairs ({file})",
-    "jsonl": "your pairs ({file})",
-}
 
 
 def _label(spec: dict, labels: dict[str, str]) -> str:
@@ -34,15 +27,15 @@ def corpus_label(config: dict, lang: str) -> str:
 
 
 def mt_label(config: dict, lang: str) -> str:
-    """What a language's MT test pairs are: the config's `label`, else its kind's."""
-    return _label(config["languages"][lang].get("mt", {"kind": "l10n"}), MT_LABELS)
+    """What a language's MT test pairs are: the config's `label`, else its kind's (workflow_scripts/mt_sources/)."""
+    return _label(mt_of(config, lang), {name: spec.label for name, spec in MT_SOURCES.items()})
 
 
 def data_label(layout: Any, lang: str) -> str:
     """What a language's corpus and MT pairs are, copied into each record's details (the "Data:" line of every
     table and figure)."""
     spec = layout.config["languages"][lang]
-    corpus, mt = spec["corpus"], spec.get("mt", {"kind": "l10n"})
+    corpus, mt = spec["corpus"], mt_of(layout.config, lang)
     both = CORPORA[corpus["kind"]].with_mt.get(mt["kind"])  # one name for the pair, as the corpus kind gives it
     if both and not corpus.get("label") and not mt.get("label"):
         return both

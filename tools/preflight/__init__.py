@@ -58,7 +58,7 @@ from tools.preflight.rows import (
     hub_host,
     human,
 )
-from workflow_scripts.corpora import IndexFile, UrlFile
+from workflow_scripts.corpora import IndexFile, LocalFile, UrlFile
 from workflow_scripts.hub_cache import network_failure, request_timeout
 
 REPO = Path(__file__).resolve().parents[2]
@@ -158,7 +158,7 @@ def model_rows(name: str, spec: dict, online: bool, key: str) -> list[Row]:
     return [Row(MISSING, item, f"unknown kind {kind!r}", f"fix {key}.kind")]
 
 
-# ---- corpora and FLORES+ ---------------------------------------------------------------------------------------------
+# ---- corpora and MT test sets ----------------------------------------------------------------------------------------
 
 
 def _head(url: str, timeout: float) -> int | None:
@@ -312,22 +312,39 @@ def corpus_row(lang: str, corpus: dict, online: bool, downloads: Path) -> Row | 
     return Row(MISSING, source.item, f"{source.path} does not exist", f"fix {source.key}")
 
 
-def flores_rows(config: dict, online: bool) -> list[Row]:
-    """FLORES+ devtest files of the languages whose mt kind is flores: gated; ``{split}/{code}.parquet``."""
-    from workflow_scripts import hub_cache
-    from workflow_scripts.corpus import FLORES_ENGLISH, flores_code
+def mt_pairs_rows(config: dict, lang: str) -> list[Row]:
+    """The local file a language's MT kind reads (its module's ``source``, workflow_scripts/mt_sources/: your pairs
+    file): whether it exists."""
+    from workflow_scripts.mt_sources import MT_SOURCES, mt_of
 
-    by_root: dict[str, list[str]] = {}
-    for lang, lc in config.get("languages", {}).items():
-        mt = lc.get("mt", {"kind": "l10n"})
-        if mt.get("kind") == "flores":
-            by_root.setdefault(mt["root"], []).append(lang)
+    mt = mt_of(config, lang)
+    spec = MT_SOURCES.get(mt.get("kind"))
+    source = spec.source(lang, mt) if spec and spec.source else None
+    if source is None or not isinstance(source, LocalFile):
+        return []
+    ok = Path(source.path).is_file()
+    fix = "" if ok else f"fix {source.key} (the file does not exist)"
+    return [Row(READY if ok else MISSING, source.item, source.path, fix)]
+
+
+def mt_hub_rows(config: dict, online: bool) -> list[Row]:
+    """The dataset files the languages' MT kinds read (a module's ``HubFiles``: FLORES+ devtest, gated), one row per
+    dataset: access, the files ``{split}/{code}.parquet``, their columns."""
+    from workflow_scripts import hub_cache
+    from workflow_scripts.mt_sources import MT_SOURCES, HubFiles, mt_of
+
+    by_root: dict[tuple[str, str], list[HubFiles]] = {}
+    for lang in config.get("languages", {}):
+        mt = mt_of(config, lang)
+        spec = MT_SOURCES.get(mt.get("kind"))
+        source = spec.source(lang, mt) if spec and spec.source else None
+        if isinstance(source, HubFiles):
+            by_root.setdefault((source.root, source.item), []).append(source)
     rows = []
-    for root, langs in by_root.items():
-        codes = [FLORES_ENGLISH] + [flores_code(lang) for lang in langs]
-        paths = hub_cache.flores_paths("devtest", codes)
-        item = f"FLORES+ devtest ({root})"
-        key = f"languages.{langs[0]}.mt.root"
+    for (root, item), sources in by_root.items():
+        first = sources[0]
+        paths = list(dict.fromkeys(p for s in sources for p in s.paths))
+        codes, key, columns = [Path(p).stem for p in paths], first.key, " and ".join(first.columns)
         local = Path(root).is_dir()
         if not local and not online:
             cached = all(hub_cached(root, p, "dataset", None) for p in paths)
@@ -351,12 +368,12 @@ def flores_rows(config: dict, online: bool) -> list[Row]:
             rows.append(failure_row(item, e))
             continue
         if missing:
-            fix = f"fix {key} (a FLORES+ copy with devtest/{{code}}.parquet) or the language codes (docs/data.md)"
+            fix = f"fix {key} ({first.copy} with {first.split}/{{code}}.parquet) or the language codes (docs/data.md)"
             rows.append(Row(MISSING, item, f"no {', '.join(missing)}", fix))
             continue
-        if not {"id", "text"} <= set(cols):
-            fix = f"fix {key}: a FLORES+ copy whose devtest files have id and text columns (docs/data.md)"
-            rows.append(Row(MISSING, item, f"{paths[1]} has columns {cols}, not id and text", fix))
+        if not set(first.columns) <= set(cols):
+            fix = f"fix {key}: {first.copy} whose {first.split} files have {columns} columns (docs/data.md)"
+            rows.append(Row(MISSING, item, f"{paths[1]} has columns {cols}, not {columns}", fix))
             continue
         size = sum(files[p] or 0 for p in paths)
         disk = "" if local else "cache"
@@ -421,12 +438,8 @@ def preflight(config: dict, *, online: bool, results: Path, max_read: int) -> li
     for lang, lc in config.get("languages", {}).items():
         row = corpus_row(lang, lc["corpus"], online, results / "downloads")
         rows += [row] if row else []
-        mt = lc.get("mt", {"kind": "l10n"})
-        if mt.get("kind") in ("tsv", "jsonl"):
-            ok = Path(mt.get("path", "")).is_file()
-            fix = "" if ok else f"fix languages.{lang}.mt.path (the file does not exist)"
-            rows.append(Row(READY if ok else MISSING, f"mt pairs {lang} ({mt['kind']})", mt.get("path", ""), fix))
-    rows += flores_rows(config, online)
+        rows += mt_pairs_rows(config, lang)
+    rows += mt_hub_rows(config, online)
     rows += dataset_rows(config, online, results / "downloads", max_read)
     rows += items_tokenizer_rows(config, online, results / "downloads")
     rows += sum_asset_rows(config, online, results / "downloads")

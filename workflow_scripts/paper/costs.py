@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_scripts.corpora import STEP_WORDS
+from workflow_scripts.mt_sources import STEP_WORDS as MT_STEP_WORDS
 from workflow_scripts.plan import paths
 from workflow_scripts.plan.resources import GPU_RULES, SIZE_RESOURCES, sized_resources
 
@@ -27,7 +28,7 @@ def parse_benchmark_name(rule: str, stem: str) -> tuple[str, str, str]:
     """(model, language, method or shared job) from a benchmark file's name, e.g. tiny.th.Mean.k50.2x2LS.clm.L64."""
     if rule == "prepare_source_model":
         return stem, "", "(shared) source model"
-    if rule in (*STEP_WORDS, "flores_mt", "own_mt"):  # the corpus kinds' jobs (workflow_scripts/corpora/), the MT sets
+    if rule in (*STEP_WORDS, *MT_STEP_WORDS):  # the corpus kinds' and the MT kinds' jobs (corpora/, mt_sources/)
         return "", stem, f"(shared) data: {rule}"
     parts = stem.split(".", 2)
     if len(parts) < 3 and rule != "train_aux_tokenizer":

@@ -8,6 +8,7 @@ import re
 
 from workflow_scripts import languages
 from workflow_scripts.corpora import STEP_WORDS
+from workflow_scripts.mt_sources import STEP_WORDS as MT_STEP_WORDS
 from workflow_scripts.tasks import TASKS
 
 # Configuration keys of the models this project ships configurations for (config.yaml, configs/*.yaml).
@@ -118,8 +119,7 @@ STEP_NAMES = {
     "init_analysis_cell": "initialization analysis",
     "fragmentation": "fragmentation analysis",
     **STEP_WORDS,  # the jobs of each corpus kind (workflow_scripts/corpora/)
-    "flores_mt": "data: FLORES",
-    "own_mt": "data: your MT pairs",
+    **MT_STEP_WORDS,  # the jobs of each MT kind (workflow_scripts/mt_sources/)
     "mc_proxy": "data: reading-comprehension proxy",
     "select_sum_items": "data: summarization items",
 }

@@ -165,10 +165,13 @@ def gpu_problems(
 
 
 def items_problem(config: dict) -> list[str]:
-    """A selected FLORES item set the harness would thin out by its own shuffle (evaluation.mt.n below data.n_mt)."""
+    """A selected item set (an MT kind whose rule selects its pairs: FLORES) the harness would thin out by its own
+    shuffle (evaluation.mt.n below data.n_mt)."""
+    from workflow_scripts.mt_sources import of
+
     evaluation, n_mt = config["evaluation"], config["data"]["n_mt"]
-    flores = any(spec.get("mt", {"kind": "l10n"})["kind"] == "flores" for spec in config["languages"].values())
-    if evaluation["items"] == "shuffle" or "mt" not in evaluation["tasks"] or not flores:
+    selected = any(of(config, lang).selected for lang in config["languages"])
+    if evaluation["items"] == "shuffle" or "mt" not in evaluation["tasks"] or not selected:
         return []
     if evaluation["mt"]["n"] >= n_mt:
         return []

@@ -21,7 +21,7 @@ MODEL, LANG, METHOD = "{model}", "{lang}", "{method}"
 # data (rules/data.smk, rules/items.smk)
 def data_file(lang: str = LANG, source: str = "{corpus}", name: str = "train.txt", root: str = RESULTS) -> str:
     """train.txt, heldout.txt or mt.tsv of a language from its corpus (a kind of workflow_scripts/corpora/) or MT
-    source (l10n, flores, tsv, jsonl)."""
+    source (a kind of workflow_scripts/mt_sources/)."""
     return f"{root}/data/{lang}/{source}/{name}"
 
 
@@ -178,18 +178,14 @@ def benchmark(rule: str = "{rule}", name: str = "{name}", root: str = RESULTS) -
     return f"{root}/benchmarks/{rule}/{name}.tsv"
 
 
-# downloads shared by every run (rules/data.smk, rules/items.smk); a corpus kind's download is its module's
-# (workflow_scripts/corpora/)
+# downloads shared by every run (rules/data.smk, rules/items.smk); a corpus kind's or MT kind's download is its
+# module's (workflow_scripts/corpora/, workflow_scripts/mt_sources/)
 def hub_dataset(name: str = "{dataset}", root: str = DOWNLOADS) -> str:
     return f"{root}/hf/{name}"
 
 
 def hub_model_record(model: str = MODEL, role: str = "{role}", root: str = DOWNLOADS) -> str:
     return f"{root}/models/{model}.{role}.json"
-
-
-def flores_record(lang: str = LANG, root: str = DOWNLOADS) -> str:
-    return f"{root}/flores/{lang}.json"
 
 
 def items_tokenizer(root: str = DOWNLOADS) -> str:
@@ -231,7 +227,9 @@ class Layout:
         return self.config["languages"][lang]["corpus"]["kind"]
 
     def mt_kind(self, lang: str) -> str:
-        return self.config["languages"][lang].get("mt", {"kind": "l10n"})["kind"]
+        from workflow_scripts.mt_sources import mt_of
+
+        return mt_of(self.config, lang)["kind"]
 
     def data_file(self, lang: str, name: str) -> str:
         """train.txt / heldout.txt come from the corpus source; mt.tsv from the MT source."""
@@ -341,11 +339,11 @@ class Layout:
 
     def download_targets(self) -> list[str]:
         """Everything preflight lists that a compute job would otherwise fetch: hub models (into the Hugging Face
-        cache), the corpus files a local rule downloads (a url, a pinned archive), FLORES+ files (cache), the
-        evaluation datasets' mirrors and sum's metric assets."""
+        cache), the corpus files a local rule downloads (a url, a pinned archive), an MT kind's downloads (FLORES+
+        files: cache), the evaluation datasets' mirrors and sum's metric assets."""
+        from workflow_scripts import mt_sources
         from workflow_scripts.corpora import LocalFile, source_of
         from workflow_scripts.harness.datasets import items_tokenizer_needed, needed_sources
-        from workflow_scripts.hub_cache import is_hub_id
 
         config, out = self.config, []
         for m, spec in config["models"].items():
@@ -354,12 +352,14 @@ class Layout:
             chat = spec.get("chat")
             if isinstance(chat, dict) and chat.get("kind") == "hub":
                 out.append(hub_model_record(m, "chat", self.downloads))
-        for lang, spec in config["languages"].items():
+        for lang in config["languages"]:
             source = source_of(config, lang, self.downloads)
             if source is not None and not isinstance(source, LocalFile) and source.path not in out:
                 out.append(source.path)
-            if self.mt_kind(lang) == "flores" and is_hub_id(spec["mt"]["root"]):
-                out.append(flores_record(lang, self.downloads))
+            mt = mt_sources.mt_of(config, lang)
+            download = mt_sources.MT_SOURCES[mt["kind"]].download
+            fetched = download(lang, mt, self.downloads) if download else None
+            out += [fetched] if fetched else []
         for name in sorted(needed_sources(config)):
             setting = config["evaluation"]["datasets"].get(name)
             if setting and not Path(setting).is_dir():

@@ -16,6 +16,7 @@ from typing import Any
 
 from workflow_scripts.corpora import COSTS as CORPUS_COSTS
 from workflow_scripts.gpu.estimate import CLASSES
+from workflow_scripts.mt_sources import COSTS as MT_COSTS
 from workflow_scripts.plan.models import GPU_PARAMETERS, TEST_PARAMETERS, in_words, label_parameters
 from workflow_scripts.tasks import TASKS
 
@@ -53,10 +54,10 @@ class Cost:
 # afterwards. Memory per billion parameters is bytes per parameter x 1000: loading a checkpoint on the host takes 2
 # bytes per parameter in bf16, 4 in fp32, and a step that holds two models or a copy for saving holds more.
 SIZE_RESOURCES: dict[str, Cost] = {
-    # the rules of the corpus kinds: each declared with its kind (workflow_scripts/corpora/)
+    # the rules of the corpus kinds and the MT kinds: each declared with its kind (workflow_scripts/corpora/,
+    # workflow_scripts/mt_sources/)
     **{rule: Cost(cost) for rule, cost in CORPUS_COSTS.items()},
-    "flores_mt": Cost((4000, 30)),
-    "own_mt": Cost((2000, 15)),  # reads your pairs file (a few MB at most) in memory
+    **{rule: Cost(cost) for rule, cost in MT_COSTS.items()},
     "select_sum_items": Cost((8000, 30)),  # tokenizes test + validation (up to ~18K articles: Hindi) once
     # rule: base (MB, min), per billion parameters (MB, min), tests' models (MB, min)
     # the checkpoint loaded in fp32 and written in its save dtype: 8.5 bytes per parameter

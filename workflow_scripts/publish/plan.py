@@ -8,20 +8,19 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-# The licences of the built-in MT kinds (the pairs a cell is measured with), named in the model cards: LibreOffice's
-# translations are MPL-2.0, FLORES-200 is CC BY-SA 4.0; your own files carry no licence the workflow knows. A corpus
-# kind's licence (the text a cell is adapted on) is its module's (``data_licences``).
-MT_LICENCES = {"l10n": "mpl-2.0", "flores": "cc-by-sa-4.0"}
 # the hub's repository names: letters, digits, "-", "_", "."; no "--" or ".."; neither starting nor ending with "-"
 # or "."; at most 96 characters
 MAX_NAME = 96
 
 
 def data_licences(corpus_kind: str, mt_kind: str) -> tuple[str | None, str | None]:
-    """The licences of a language's corpus (its kind's, workflow_scripts/corpora/) and MT pairs; None: unknown."""
+    """The licences of a language's corpus and MT pairs, named in the model cards: their kinds' (the text a cell is
+    adapted on: workflow_scripts/corpora/; the pairs it is measured with: workflow_scripts/mt_sources/); None:
+    unknown (your own files carry no licence the workflow knows)."""
     from workflow_scripts.corpora import CORPORA
+    from workflow_scripts.mt_sources import MT_SOURCES
 
-    return CORPORA[corpus_kind].licence, MT_LICENCES.get(mt_kind)
+    return CORPORA[corpus_kind].licence, MT_SOURCES[mt_kind].licence
 
 
 def repo_id(prefix: str, model: str, lang: str, slug: str) -> str:

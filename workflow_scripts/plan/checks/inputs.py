@@ -1,5 +1,5 @@
-"""Planning-time checks of a config's input files: local models, each language's corpus (its kind's own check:
-workflow_scripts/corpora/) and MT pairs.
+"""Planning-time checks of a config's input files: local models, each language's corpus and MT pairs (each kind's own
+check: workflow_scripts/corpora/, workflow_scripts/mt_sources/).
 
 Called by ``checks.check_config``; cheap (a .deb read once and cached, a local corpus file read whole when
 small, else its first MiBs), no torch.
@@ -11,8 +11,8 @@ import struct
 from pathlib import Path
 
 from workflow_scripts.corpora import CORPORA
-from workflow_scripts.corpora.l10n import check_l10n_deb
-from workflow_scripts.io import UserError
+from workflow_scripts.hub_cache import repo_id_problem
+from workflow_scripts.mt_sources import MT_SOURCES, mt_of
 from workflow_scripts.pieces import BYTE_LEVEL_BPE, SENTENCEPIECE_BPE
 
 
@@ -24,17 +24,6 @@ def mean_line_chars(config: dict, lang: str, workdir: Path) -> float | None:
         return measure(config, lang, workdir) if measure else None
     except Exception:  # the input checks name what is wrong with the file
         return None
-
-
-def repo_id_problem(repo_id: str) -> str | None:
-    """Why ``repo_id`` is not a Hugging Face repository id (huggingface_hub's own validator), or None."""
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError as e:
-        return str(e).split(": '")[0].removesuffix(".")
-    return None
 
 
 def check_model(name: str, spec: dict, workdir: Path) -> list[str]:
@@ -96,60 +85,9 @@ def check_sources(config: dict, workdir: Path) -> list[str]:
     for lang, spec in config["languages"].items():
         corpus = spec["corpus"]
         errors += CORPORA[corpus["kind"]].check(config, lang, corpus, workdir)
-        mt = spec.get("mt", {"kind": "l10n"})
-        if mt["kind"] == "l10n":
-            errors += _check_mt_deb(config, lang, spec, workdir)
-        if mt["kind"] == "flores" and "root" not in mt:
-            errors.append(f"languages.{lang}.mt.root is required for mt kind 'flores'")
-        elif mt["kind"] == "flores" and not (workdir / mt["root"]).is_dir() and repo_id_problem(mt["root"]):
-            errors.append(
-                f"languages.{lang}.mt.root: {mt['root']!r} is neither an existing folder nor a Hugging Face dataset "
-                "id; give the folder of the flores_plus parquet files or a dataset id such as "
-                "openlanguagedata/flores_plus"
-            )
-        if mt["kind"] in ("tsv", "jsonl"):
-            errors += check_own_pairs(lang, mt, workdir)
+        mt = mt_of(config, lang)
+        errors += MT_SOURCES[mt["kind"]].check(config, lang, mt, workdir)
     return errors
-
-
-def check_own_pairs(lang: str, mt: dict, workdir: Path) -> list[str]:
-    """mt kinds tsv and jsonl: the pairs file exists and reads as the rule own_mt reads it (pairs files are small)."""
-    from workflow_scripts.corpus import read_own_pairs
-
-    key = f"languages.{lang}.mt.path"
-    if "path" not in mt:
-        return [f"{key} is required for mt kind {mt['kind']!r}: your pairs file"]
-    path = workdir / mt["path"]
-    if not path.is_file():
-        return [f"{key}: file {mt['path']!r} does not exist"]
-    try:
-        read_own_pairs(path, mt["kind"], lang)
-    except UserError as e:
-        return [f"{key}: {e}"]
-    return []
-
-
-def _check_mt_deb(config: dict, lang: str, spec: dict, workdir: Path) -> list[str]:
-    """mt kind l10n: the package of the MT pairs (mt.deb, else corpus.deb); an l10n corpus already checked it."""
-    corpus, deb = spec["corpus"], spec.get("mt", {}).get("deb")
-    key = f"languages.{lang}.mt.deb"
-    if corpus["kind"] == "l10n":
-        if deb is not None and deb != corpus.get("deb"):
-            return [
-                f"{key}: {deb!r} is not languages.{lang}.corpus.deb {corpus.get('deb')!r}; with an l10n corpus one "
-                "package gives D, the held-out set and the MT pairs, disjointly: leave mt.deb out"
-            ]
-        return []
-    if deb is None:
-        shipped = sorted((workdir / "resources" / "l10n").glob(f"libreoffice-l10n-{lang}_*.deb"))
-        example = f"e.g. {shipped[0].relative_to(workdir)}" if shipped else f"a libreoffice-l10n-{lang}_*.deb file"
-        return [
-            f"{key} is required for mt kind 'l10n' with corpus kind {corpus['kind']!r} (that corpus has no MT pairs): "
-            f"name the libreoffice-l10n package of {lang!r}, {example}, or use mt kind 'flores'"
-        ]
-    if not (workdir / deb).is_file():
-        return [f"{key}: file {deb!r} does not exist"]
-    return check_l10n_deb(workdir / deb, lang, config, key=key, n_train=0)
 
 
 # tokenizer.ggml.model -> the vocab step's route (pieces.detect_family): "gpt2" byte-level BPE, "llama" SentencePiece.

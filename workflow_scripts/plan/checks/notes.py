@@ -57,14 +57,18 @@ def _curve_beyond_steps(config: dict, grid: Grid) -> list[str]:
 
 def evaluation_sizes(config: dict) -> list[str]:
     """An ``evaluation.<task>.n`` above the items its data holds, with the count really used: the held-out set holds
-    ``data.n_heldout`` sentences (ppl), the MT test set ``data.n_mt`` pairs (mt, and speed's mt items); a FLORES set
-    holds at most that (its devtest may hold fewer: the evaluation step records n requested / n used)."""
+    ``data.n_heldout`` sentences (ppl), the MT test set ``data.n_mt`` pairs (mt, and speed's mt items); a set whose
+    rule selects its pairs (an MT kind's ``selected``: FLORES) holds at most that (its devtest may hold fewer: the
+    evaluation step records n requested / n used)."""
+    from workflow_scripts.mt_sources import MT_SOURCES, langs_of
+
     data, evaluation = config["data"], config["evaluation"]
     tasks = set(evaluation["tasks"])
-    flores = sorted(lang for lang, spec in config["languages"].items() if spec.get("mt", {}).get("kind") == "flores")
     mt_set = f"the {data['n_mt']} MT pairs of each language (data.n_mt)"
-    if flores:
-        mt_set += f"; FLORES ({', '.join(flores)}): at most that many"
+    for name, spec in MT_SOURCES.items():
+        selected = sorted(langs_of(config, name))
+        if spec.selected and selected:
+            mt_set += f"; {spec.selected} ({', '.join(selected)}): at most that many"
     sets = {
         "mt": (data["n_mt"], mt_set, "mt evaluates"),
         "ppl": (data["n_heldout"], f"the {data['n_heldout']} held-out sentences (data.n_heldout)", "ppl scores"),
@@ -84,11 +88,12 @@ def evaluation_sizes(config: dict) -> list[str]:
 def deferred_checks(config: dict, workdir: Path | None = None) -> list[str]:
     """What cannot be checked at planning time without downloading or streaming, and when it is checked (a local
     corpus file, relative to ``workdir``, is counted whole at planning up to text_file.CORPUS_COUNT_BYTES); a corpus
-    kind's notes come from its module (workflow_scripts/corpora/)."""
+    kind's notes come from its module (workflow_scripts/corpora/), an MT kind's from its own
+    (workflow_scripts/mt_sources/)."""
     from workflow_scripts.corpora import CORPORA
+    from workflow_scripts.mt_sources import MT_SOURCES, langs_of
 
     workdir = workdir or Path.cwd()
-    data = config.get("data", {})
     # each kind's notes for its languages; kinds sharing a notes function get its notes once, for all of theirs
     by_notes: dict = {}
     for lang, spec in config["languages"].items():
@@ -107,10 +112,8 @@ def deferred_checks(config: dict, workdir: Path | None = None) -> list[str]:
             "token: HF_TOKEN or `hf auth login`) and `snakemake download_all` fetches them on the login node; "
             "prepare_source_model (a chat sibling: prepare_chat_model) then reads them offline"
         )
-    flores = [lang for lang, spec in config["languages"].items() if spec.get("mt", {}).get("kind") == "flores"]
-    if flores:
-        notes.append(
-            f"languages.*.mt.root ({', '.join(flores)}): FLORES+ is checked by `python -m tools.preflight`, "
-            f"fetched by download_all and read by flores_mt (n_mt = {data.get('n_mt', '?')} of its devtest sentences)"
-        )
+    for name, spec in MT_SOURCES.items():
+        langs = langs_of(config, name)
+        if spec.notes is not None and langs:
+            notes += spec.notes(config, langs, workdir)
     return notes

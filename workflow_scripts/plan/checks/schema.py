@@ -1,9 +1,10 @@
 """The config against the JSON schema (schemas/config.schema.yaml), one short line per problem naming the key.
 
-The schema types ``init``, ``procedure``, the items of ``evaluation.tasks`` and ``languages.<l>.corpus.kind`` as
-strings: the values they admit are the registries' (``initialize.INIT_METHODS``, ``lapt.PROCEDURES``,
-``workflow_scripts.tasks.TASKS``, ``workflow_scripts.corpora.CORPORA``), added here as enums before validating, so
-that a new method, task or corpus kind is one module, and a misspelt name is refused with the list of registered ones.
+The schema types ``init``, ``procedure``, the items of ``evaluation.tasks``, ``languages.<l>.corpus.kind`` and
+``languages.<l>.mt.kind`` as strings: the values they admit are the registries' (``initialize.INIT_METHODS``,
+``lapt.PROCEDURES``, ``workflow_scripts.tasks.TASKS``, ``workflow_scripts.corpora.CORPORA``,
+``workflow_scripts.mt_sources.MT_SOURCES``), added here as enums before validating, so that a new method, task, corpus
+kind or MT kind is one module, and a misspelt name is refused with the list of registered ones.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ def registered(field: str) -> list[str]:
 
 def with_corpus_kinds(schema: dict) -> dict:
     """A copy of the schema whose ``languages.<l>.corpus.kind`` admits exactly the registered corpus kinds, described
-    by their modules, and whose ``corpus`` block has the keys a kind declares (``CorpusSpec.keys``) where it has none.
-    The config reference (tools/config_doc.py) renders this copy."""
+    by their modules, and whose ``corpus`` block has the keys a kind declares (``CorpusSpec.keys``) where it has
+    none."""
     from workflow_scripts.corpora import CORPORA, kind_description
 
     schema = copy.deepcopy(schema)
@@ -41,13 +42,32 @@ def with_corpus_kinds(schema: dict) -> dict:
     return schema
 
 
+def with_mt_kinds(schema: dict) -> dict:
+    """A copy of the schema whose ``languages.<l>.mt.kind`` admits exactly the registered MT kinds, described by their
+    modules, and whose ``mt`` block has the keys a kind declares (``MtSpec.keys``) where it has none."""
+    from workflow_scripts.mt_sources import MT_SOURCES, kind_description
+
+    schema = copy.deepcopy(schema)
+    mt = schema["properties"]["languages"]["additionalProperties"]["properties"]["mt"]["properties"]
+    mt["kind"] = {"enum": list(MT_SOURCES), "description": kind_description()}
+    for spec in MT_SOURCES.values():
+        for key, rules in spec.keys.items():
+            mt.setdefault(key, copy.deepcopy(rules))
+    return schema
+
+
+def with_data_kinds(schema: dict) -> dict:
+    """``with_corpus_kinds`` and ``with_mt_kinds``: the config reference (tools/config_doc.py) renders this copy."""
+    return with_mt_kinds(with_corpus_kinds(schema))
+
+
 def with_registries(schema: dict) -> dict:
-    """A copy of the schema whose method ``init`` and ``procedure``, ``evaluation.tasks``' items and the corpus
-    kinds admit exactly the registered names, with each registered task's own ``evaluation.<task>`` settings block
-    (``TaskSpec.settings``) where the schema has none."""
+    """A copy of the schema whose method ``init`` and ``procedure``, ``evaluation.tasks``' items, the corpus kinds
+    and the MT kinds admit exactly the registered names, with each registered task's own ``evaluation.<task>``
+    settings block (``TaskSpec.settings``) where the schema has none."""
     from workflow_scripts.tasks import TASKS
 
-    schema = with_corpus_kinds(schema)
+    schema = with_data_kinds(schema)
     for field in ("init", "procedure"):
         single, many = schema["$defs"]["method"]["properties"][field]["oneOf"]
         single["enum"] = many["items"]["enum"] = registered(field)
