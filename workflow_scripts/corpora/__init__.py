@@ -11,12 +11,12 @@ kind. Nothing here imports torch.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from workflow_scripts import registry
 
 
 @dataclass(frozen=True)
@@ -98,19 +98,12 @@ CORPORA: dict[str, CorpusSpec] = {}
 
 def register(spec: CorpusSpec) -> CorpusSpec:
     """Add a kind's spec to ``CORPORA`` (kept in ``order``); a name registered twice is an error."""
-    if spec.name in CORPORA:
-        raise ValueError(f"corpus kind {spec.name!r} is registered twice")
-    CORPORA[spec.name] = spec
-    ordered = sorted(CORPORA.values(), key=lambda s: s.order)
-    CORPORA.clear()
-    CORPORA.update((s.name, s) for s in ordered)
-    return spec
+    return registry.add(CORPORA, spec, "corpus kind")
 
 
 def discover() -> None:
     """Import every module of this folder: each registers its kind (``text_file`` none)."""
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
+    registry.import_all(__name__, __path__)
 
 
 def of(config: dict, lang: str) -> CorpusSpec:

@@ -10,13 +10,12 @@ model cards, the planning checks, preflight, the job costs and the cost table re
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workflow_scripts import registry
 from workflow_scripts.corpora import LocalFile
 
 
@@ -83,19 +82,12 @@ DEFAULT = {"kind": "l10n"}
 
 def register(spec: MtSpec) -> MtSpec:
     """Add a kind's spec to ``MT_SOURCES`` (kept in ``order``); a name registered twice is an error."""
-    if spec.name in MT_SOURCES:
-        raise ValueError(f"mt kind {spec.name!r} is registered twice")
-    MT_SOURCES[spec.name] = spec
-    ordered = sorted(MT_SOURCES.values(), key=lambda s: s.order)
-    MT_SOURCES.clear()
-    MT_SOURCES.update((s.name, s) for s in ordered)
-    return spec
+    return registry.add(MT_SOURCES, spec, "mt kind")
 
 
 def discover() -> None:
     """Import every module of this folder: each registers its kind (``pairs_file`` none)."""
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
+    registry.import_all(__name__, __path__)
 
 
 def mt_of(config: dict, lang: str) -> dict:

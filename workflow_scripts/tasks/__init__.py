@@ -9,11 +9,11 @@ evaluation task"). Nothing here imports torch. ``base`` holds what a step is mad
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from workflow_scripts import registry
 
 # The program of the tasks run through LightEval; its rule runs it offline (every dataset is a local folder).
 HARNESS = "workflow_scripts.harness"
@@ -118,20 +118,12 @@ TASKS: dict[str, TaskSpec] = {}
 
 def register(spec: TaskSpec) -> TaskSpec:
     """Add a task's spec to ``TASKS`` (kept in ``order``); a name registered twice is an error."""
-    if spec.name in TASKS:
-        raise ValueError(f"evaluation task {spec.name!r} is registered twice")
-    TASKS[spec.name] = spec
-    ordered = sorted(TASKS.values(), key=lambda s: s.order)
-    TASKS.clear()
-    TASKS.update((s.name, s) for s in ordered)
-    return spec
+    return registry.add(TASKS, spec, "evaluation task")
 
 
 def discover() -> None:
     """Import every module of this folder (but the command line, ``__main__``): each registers its task."""
-    for module in pkgutil.iter_modules(__path__):
-        if module.name != "__main__":
-            importlib.import_module(f"{__name__}.{module.name}")
+    registry.import_all(__name__, __path__)
 
 
 def cell_tasks() -> dict[str, tuple[str, ...]]:

@@ -1,0 +1,31 @@
+"""What the registries share (``tasks/``, ``corpora/``, ``mt_sources/``): a table of specs by name, kept in their
+``order``, which the modules of a package fill as the package imports them."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+Spec = TypeVar("Spec")
+
+
+def add(table: dict[str, Any], spec: Spec, what: str) -> Spec:
+    """Add ``spec`` to ``table`` (kept in its specs' ``order``); a name registered twice is an error naming ``what``
+    it is."""
+    name = spec.name  # type: ignore[attr-defined]
+    if name in table:
+        raise ValueError(f"{what} {name!r} is registered twice")
+    table[name] = spec
+    ordered = sorted(table.values(), key=lambda s: s.order)
+    table.clear()
+    table.update((s.name, s) for s in ordered)
+    return spec
+
+
+def import_all(package: str, path: Iterable[str], skip: tuple[str, ...] = ("__main__",)) -> None:
+    """Import every module of a package (but those in ``skip``): each registers what it declares."""
+    for module in pkgutil.iter_modules(path):
+        if module.name not in skip:
+            importlib.import_module(f"{package}.{module.name}")
