@@ -1,5 +1,6 @@
-"""The README and docs/ say what is: the layout table names every package, rule file and top-level folder, every page
-the README links exists, no page carries development history, and the config reference is the schema's rendering."""
+"""The README and docs/ say what is: the layout table (docs/layout.md) names every package, rule file and top-level
+folder, every page the README links exists, no page carries development history, and the config reference is the
+schema's rendering."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from tools import config_doc
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 DOCS = REPO / "docs"
+LAYOUT = DOCS / "layout.md"
 
 # Development history has no place in a user's document: session numbers, issue numbers, the machine the
 # text was written on.
@@ -24,12 +26,12 @@ HISTORY = re.compile(r"\bstop \d+|\bissues? \d+|\bthis (?:machine|session)\b", r
 def _section(text: str, title: str) -> str:
     """The body of the level-2 section ``title`` of a Markdown text."""
     match = re.search(rf"^## {re.escape(title)}\s*$(.*?)(?=^## |\Z)", text, re.MULTILINE | re.DOTALL)
-    assert match, f"README.md has no '## {title}' section"
+    assert match, f"no '## {title}' section"
     return match.group(1)
 
 
 def layout_paths(text: str) -> set[str]:
-    """Every path named in the first column of the README's layout table (backticked, as written)."""
+    """Every path named in the first column of the layout table (docs/layout.md; backticked, as written)."""
     paths: set[str] = set()
     for line in _section(text, "Layout").splitlines():
         cells = line.split("|")
@@ -48,17 +50,17 @@ def test_layout_names_every_package():
         f"{init.parent.relative_to(REPO).as_posix()}/" for init in (REPO / "workflow_scripts").rglob("__init__.py")
     }
     assert "workflow_scripts/vocab/" in packages
-    named = layout_paths(README.read_text(encoding="utf-8"))
-    assert not packages - named, f"README's layout table does not name the packages {sorted(packages - named)}"
+    named = layout_paths(LAYOUT.read_text(encoding="utf-8"))
+    assert not packages - named, f"docs/layout.md's table does not name the packages {sorted(packages - named)}"
     stale = {p for p in named if p.startswith("workflow_scripts/") and p.endswith("/")} - packages
-    assert not stale, f"README's layout table names packages that do not exist: {sorted(stale)}"
+    assert not stale, f"docs/layout.md's table names packages that do not exist: {sorted(stale)}"
 
 
 def test_layout_names_every_rule_file():
     files = {f"rules/{p.name}" for p in (REPO / "rules").glob("*.smk")}
-    named = {p for p in layout_paths(README.read_text(encoding="utf-8")) if p.startswith("rules/")}
+    named = {p for p in layout_paths(LAYOUT.read_text(encoding="utf-8")) if p.startswith("rules/")}
     assert files == named, (
-        f"rule files missing from README's layout table: {sorted(files - named)}; "
+        f"rule files missing from docs/layout.md's table: {sorted(files - named)}; "
         f"named there but absent from rules/: {sorted(named - files)}"
     )
 
@@ -74,12 +76,12 @@ def _top_level_dirs() -> set[str]:
 
 
 def test_layout_names_every_top_level_folder():
-    named = layout_paths(README.read_text(encoding="utf-8"))
+    named = layout_paths(LAYOUT.read_text(encoding="utf-8"))
     folders = _top_level_dirs()
     assert "rules/" in folders
     # A folder counts as named when the table names it or a path inside it.
     missing = {f for f in folders if not any(p == f or p.startswith(f) for p in named)}
-    assert not missing, f"README's layout table does not name the top-level folders {sorted(missing)}"
+    assert not missing, f"docs/layout.md's table does not name the top-level folders {sorted(missing)}"
 
 
 def _pages() -> list[Path]:
