@@ -29,3 +29,14 @@ def import_all(package: str, path: Iterable[str], skip: tuple[str, ...] = ("__ma
     for module in pkgutil.iter_modules(path):
         if module.name not in skip:
             importlib.import_module(f"{package}.{module.name}")
+
+
+def kind_description(table: dict[str, Any], folder: str) -> str:
+    """The config reference's words for a kind key: each registered kind's ``doc``, and where the kinds live."""
+    kinds = "; ".join(f"{name} - {spec.doc}" for name, spec in table.items())
+    return f"{kinds}. The kinds are the modules of workflow_scripts/{folder}/; planning refuses any other."
+
+
+def merged(table: dict[str, Any], field: str) -> dict[str, Any]:
+    """One mapping of every registered spec's mapping ``field`` (e.g. each kind's rule costs)."""
+    return {key: value for spec in table.values() for key, value in getattr(spec, field).items()}

@@ -124,11 +124,10 @@ def source_of(config: dict, lang: str, downloads: str) -> Source | None:
 
 def kind_description() -> str:
     """The config reference's words for ``corpus.kind``: each kind's ``doc``."""
-    kinds = "; ".join(f"{name} - {spec.doc}" for name, spec in CORPORA.items())
-    return f"{kinds}. The kinds are the modules of workflow_scripts/corpora/; planning refuses any other."
+    return registry.kind_description(CORPORA, "corpora")
 
 
 discover()
 # every rule a kind brings, with its cost (MB, minutes) and its jobs' words in the cost table
-COSTS = {rule: cost for spec in CORPORA.values() for rule, cost in spec.costs.items()}
-STEP_WORDS = {step: words for spec in CORPORA.values() for step, words in spec.steps.items()}
+COSTS = registry.merged(CORPORA, "costs")
+STEP_WORDS = registry.merged(CORPORA, "steps")

@@ -112,11 +112,10 @@ def made_by(rule: str) -> list[str]:
 
 def kind_description() -> str:
     """The config reference's words for ``mt.kind``: each kind's ``doc``."""
-    kinds = "; ".join(f"{name} - {spec.doc}" for name, spec in MT_SOURCES.items())
-    return f"{kinds}. The kinds are the modules of workflow_scripts/mt_sources/; planning refuses any other."
+    return registry.kind_description(MT_SOURCES, "mt_sources")
 
 
 discover()
 # every rule a kind brings, with its cost (MB, minutes) and its jobs' words in the cost table
-COSTS = {rule: cost for spec in MT_SOURCES.values() for rule, cost in spec.costs.items()}
-STEP_WORDS = {step: words for spec in MT_SOURCES.values() for step, words in spec.steps.items()}
+COSTS = registry.merged(MT_SOURCES, "costs")
+STEP_WORDS = registry.merged(MT_SOURCES, "steps")

@@ -27,33 +27,30 @@ def registered(field: str) -> list[str]:
     return ["none", *PROCEDURES, MUMO]
 
 
+def _with_kinds(schema: dict, block: str, kinds: dict, description: str) -> dict:
+    """A copy of the schema whose ``languages.<l>.<block>.kind`` admits exactly the registered ``kinds``, described by
+    their modules, and whose ``block`` has the keys a kind declares (its spec's ``keys``) where it has none."""
+    schema = copy.deepcopy(schema)
+    props = schema["properties"]["languages"]["additionalProperties"]["properties"][block]["properties"]
+    props["kind"] = {"enum": list(kinds), "description": description}
+    for spec in kinds.values():
+        for key, rules in spec.keys.items():
+            props.setdefault(key, copy.deepcopy(rules))
+    return schema
+
+
 def with_corpus_kinds(schema: dict) -> dict:
-    """A copy of the schema whose ``languages.<l>.corpus.kind`` admits exactly the registered corpus kinds, described
-    by their modules, and whose ``corpus`` block has the keys a kind declares (``CorpusSpec.keys``) where it has
-    none."""
+    """The schema with the registered corpus kinds (``CorpusSpec``) in ``languages.<l>.corpus``."""
     from workflow_scripts.corpora import CORPORA, kind_description
 
-    schema = copy.deepcopy(schema)
-    corpus = schema["properties"]["languages"]["additionalProperties"]["properties"]["corpus"]["properties"]
-    corpus["kind"] = {"enum": list(CORPORA), "description": kind_description()}
-    for spec in CORPORA.values():
-        for key, rules in spec.keys.items():
-            corpus.setdefault(key, copy.deepcopy(rules))
-    return schema
+    return _with_kinds(schema, "corpus", CORPORA, kind_description())
 
 
 def with_mt_kinds(schema: dict) -> dict:
-    """A copy of the schema whose ``languages.<l>.mt.kind`` admits exactly the registered MT kinds, described by their
-    modules, and whose ``mt`` block has the keys a kind declares (``MtSpec.keys``) where it has none."""
+    """The schema with the registered MT kinds (``MtSpec``) in ``languages.<l>.mt``."""
     from workflow_scripts.mt_sources import MT_SOURCES, kind_description
 
-    schema = copy.deepcopy(schema)
-    mt = schema["properties"]["languages"]["additionalProperties"]["properties"]["mt"]["properties"]
-    mt["kind"] = {"enum": list(MT_SOURCES), "description": kind_description()}
-    for spec in MT_SOURCES.values():
-        for key, rules in spec.keys.items():
-            mt.setdefault(key, copy.deepcopy(rules))
-    return schema
+    return _with_kinds(schema, "mt", MT_SOURCES, kind_description())
 
 
 def with_data_kinds(schema: dict) -> dict:
