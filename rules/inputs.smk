@@ -331,11 +331,6 @@ def step_args(task):
     return get
 
 
-def evaluated_model(wc):
-    """The model folder a method's evaluation reads."""
-    return STEPS.model(wc)
-
-
 def cell_json(wc):
     return STEPS.cell(wc)
 
