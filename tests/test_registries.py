@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from tests.conftest import REPO
@@ -197,3 +198,16 @@ def test_each_mt_kind_is_one_module_whose_facts_every_list_reads():
     for reader in readers:
         text = (REPO / reader).read_text(encoding="utf-8").lower()
         assert not re.search(r"[\"'](flores|tsv|jsonl)[\"']|\b(flores_mt|own_mt)\b", text), f"{reader} names an MT kind"
+
+
+def test_an_unregistered_kind_is_named_with_the_registered_ones():
+    from workflow_scripts import corpora, mt_sources
+    from workflow_scripts.publish.plan import data_licences
+
+    assert data_licences("l10n", "flores") == (corpora.spec("l10n").licence, mt_sources.spec("flores").licence)
+    with pytest.raises(KeyError, match="unknown MT test-set kind 'ted'") as e:
+        data_licences("l10n", "ted")
+    assert "workflow_scripts/mt_sources/" in str(e.value) and all(k in str(e.value) for k in mt_sources.MT_SOURCES)
+    with pytest.raises(KeyError, match="unknown corpus kind 'wiki'") as e:
+        corpora.spec("wiki")
+    assert "workflow_scripts/corpora/" in str(e.value) and all(k in str(e.value) for k in corpora.CORPORA)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from workflow_scripts import corpora
 from workflow_scripts.corpora import CORPORA
 from workflow_scripts.corpora import l10n as l10n_corpus
 from workflow_scripts.mt_sources import MT_SOURCES, mt_of
@@ -36,7 +37,7 @@ def data_label(layout: Any, lang: str) -> str:
     table and figure)."""
     spec = layout.config["languages"][lang]
     corpus, mt = spec["corpus"], mt_of(layout.config, lang)
-    both = CORPORA[corpus["kind"]].with_mt.get(mt["kind"])  # one name for the pair, as the corpus kind gives it
+    both = corpora.spec(corpus["kind"]).with_mt.get(mt["kind"])  # one name for the pair, as the corpus kind gives it
     if both and not corpus.get("label") and not mt.get("label"):
         return both
     return f"{corpus_label(layout.config, lang)} for adaptation and held-out text; MT: {mt_label(layout.config, lang)}"

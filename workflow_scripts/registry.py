@@ -24,6 +24,18 @@ def add(table: dict[str, Any], spec: Spec, what: str) -> Spec:
     return spec
 
 
+def lookup(table: dict[str, Any], name: str, what: str, folder: str) -> Any:
+    """The spec registered as ``name``; an unknown name is an error naming ``what`` it is, the registered names and
+    where the kinds live (a config that planning validated never gets here with one)."""
+    try:
+        return table[name]
+    except KeyError:
+        known = ", ".join(table) or "none"
+        raise KeyError(
+            f"unknown {what} {name!r} (registered: {known}; the kinds are the modules of workflow_scripts/{folder}/)"
+        ) from None
+
+
 def import_all(package: str, path: Iterable[str], skip: tuple[str, ...] = ("__main__",)) -> None:
     """Import every module of a package (but those in ``skip``): each registers what it declares."""
     for module in pkgutil.iter_modules(path):

@@ -106,9 +106,14 @@ def discover() -> None:
     registry.import_all(__name__, __path__)
 
 
+def spec(name: str) -> CorpusSpec:
+    """The spec of the corpus kind ``name``; an unknown name is an error that lists the registered kinds."""
+    return registry.lookup(CORPORA, name, "corpus kind", "corpora")
+
+
 def of(config: dict, lang: str) -> CorpusSpec:
     """The spec of a language's corpus kind."""
-    return CORPORA[config["languages"][lang]["corpus"]["kind"]]
+    return spec(config["languages"][lang]["corpus"]["kind"])
 
 
 def made_by(rule: str) -> list[str]:

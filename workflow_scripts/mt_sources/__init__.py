@@ -95,9 +95,14 @@ def mt_of(config: dict, lang: str) -> dict:
     return config["languages"][lang].get("mt", DEFAULT)
 
 
+def spec(name: str) -> MtSpec:
+    """The spec of the MT test-set kind ``name``; an unknown name is an error that lists the registered kinds."""
+    return registry.lookup(MT_SOURCES, name, "MT test-set kind", "mt_sources")
+
+
 def of(config: dict, lang: str) -> MtSpec:
     """The spec of a language's MT kind."""
-    return MT_SOURCES[mt_of(config, lang)["kind"]]
+    return spec(mt_of(config, lang)["kind"])
 
 
 def langs_of(config: dict, name: str) -> list[str]:

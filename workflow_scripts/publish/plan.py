@@ -17,10 +17,9 @@ def data_licences(corpus_kind: str, mt_kind: str) -> tuple[str | None, str | Non
     """The licences of a language's corpus and MT pairs, named in the model cards: their kinds' (the text a cell is
     adapted on: workflow_scripts/corpora/; the pairs it is measured with: workflow_scripts/mt_sources/); None:
     unknown (your own files carry no licence the workflow knows)."""
-    from workflow_scripts.corpora import CORPORA
-    from workflow_scripts.mt_sources import MT_SOURCES
+    from workflow_scripts import corpora, mt_sources
 
-    return CORPORA[corpus_kind].licence, MT_SOURCES[mt_kind].licence
+    return corpora.spec(corpus_kind).licence, mt_sources.spec(mt_kind).licence
 
 
 def repo_id(prefix: str, model: str, lang: str, slug: str) -> str:

@@ -10,16 +10,16 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from workflow_scripts.corpora import CORPORA
+from workflow_scripts import corpora, mt_sources
 from workflow_scripts.hub_cache import repo_id_problem
-from workflow_scripts.mt_sources import MT_SOURCES, mt_of
+from workflow_scripts.mt_sources import mt_of
 from workflow_scripts.pieces import BYTE_LEVEL_BPE, SENTENCEPIECE_BPE
 
 
 def mean_line_chars(config: dict, lang: str, workdir: Path) -> float | None:
     """The mean characters of a line of D's source where planning reads it whole (its kind's ``mean_line_chars``:
     an l10n package's target sentences, a local text file up to text_file.CORPUS_COUNT_BYTES); else None."""
-    measure = CORPORA[config["languages"][lang]["corpus"]["kind"]].mean_line_chars
+    measure = corpora.of(config, lang).mean_line_chars
     try:
         return measure(config, lang, workdir) if measure else None
     except Exception:  # the input checks name what is wrong with the file
@@ -84,9 +84,9 @@ def check_sources(config: dict, workdir: Path) -> list[str]:
         errors += check_model(name, spec, workdir)
     for lang, spec in config["languages"].items():
         corpus = spec["corpus"]
-        errors += CORPORA[corpus["kind"]].check(config, lang, corpus, workdir)
+        errors += corpora.spec(corpus["kind"]).check(config, lang, corpus, workdir)
         mt = mt_of(config, lang)
-        errors += MT_SOURCES[mt["kind"]].check(config, lang, mt, workdir)
+        errors += mt_sources.spec(mt["kind"]).check(config, lang, mt, workdir)
     return errors
 
 

@@ -90,14 +90,14 @@ def deferred_checks(config: dict, workdir: Path | None = None) -> list[str]:
     corpus file, relative to ``workdir``, is counted whole at planning up to text_file.CORPUS_COUNT_BYTES); a corpus
     kind's notes come from its module (workflow_scripts/corpora/), an MT kind's from its own
     (workflow_scripts/mt_sources/)."""
-    from workflow_scripts.corpora import CORPORA
+    from workflow_scripts import corpora
     from workflow_scripts.mt_sources import MT_SOURCES, langs_of
 
     workdir = workdir or Path.cwd()
     # each kind's notes for its languages; kinds sharing a notes function get its notes once, for all of theirs
     by_notes: dict = {}
     for lang, spec in config["languages"].items():
-        kind = CORPORA[spec["corpus"]["kind"]]
+        kind = corpora.spec(spec["corpus"]["kind"])
         if kind.notes is not None:
             by_notes.setdefault(kind.notes, {})[lang] = kind.order
     notes = []
