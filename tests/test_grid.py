@@ -262,19 +262,22 @@ def test_the_schema_is_parsed_once_and_afresh_when_its_file_changes(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["config.yaml", "configs/test.yaml", "configs/pilot.yaml", "configs/paper.yaml"])
-def test_defaults_are_filled_as_snakemakes_validate_fills_them(name):
+def test_defaults_are_filled_as_snakemakes_validate_fills_them(name, tmp_path):
     """Planning fills the schema's defaults itself from the parsed schema; the result is Snakemake's own
-    ``validate(set_default=True)`` on the same config, and a filled default is a copy, never the schema's object."""
+    ``validate(set_default=True)`` on the same config and the same schema (the file with the registries' names and
+    keys), and a filled default is a copy, never the schema's object."""
     import copy
 
     from snakemake.utils import validate
 
-    from workflow_scripts.plan.checks.schema import fill_defaults, load_schema
+    from workflow_scripts.plan.checks.schema import fill_defaults, load_schema, with_registries
 
     config = yaml.safe_load((REPO / name).read_text(encoding="utf-8"))
     config.pop("evaluation", None)  # most defaults live under evaluation: filled from nothing
     theirs = copy.deepcopy(config)
-    validate(theirs, schema=str(SCHEMA), set_default=True)
+    registered = tmp_path / "config.schema.yaml"
+    registered.write_text(yaml.safe_dump(with_registries(load_schema(SCHEMA))), encoding="utf-8")
+    validate(theirs, schema=str(registered), set_default=True)
     fill_defaults(config, SCHEMA)
     assert config == theirs and config != yaml.safe_load((REPO / name).read_text(encoding="utf-8"))
     schema = load_schema(SCHEMA)

@@ -211,3 +211,29 @@ def test_an_unregistered_kind_is_named_with_the_registered_ones():
     with pytest.raises(KeyError, match="unknown corpus kind 'wiki'") as e:
         corpora.spec("wiki")
     assert "workflow_scripts/corpora/" in str(e.value) and all(k in str(e.value) for k in corpora.CORPORA)
+
+
+def test_the_schema_keeps_only_kind_and_label_of_a_data_block_and_each_kind_brings_its_keys():
+    from dataclasses import replace
+
+    from workflow_scripts import corpora, mt_sources
+    from workflow_scripts.plan.checks.schema import _with_kinds
+
+    def block(schema: dict, name: str) -> dict:
+        return schema["properties"]["languages"]["additionalProperties"]["properties"][name]["properties"]
+
+    for name, table in (("corpus", corpora.CORPORA), ("mt", mt_sources.MT_SOURCES)):
+        assert set(block(SCHEMA, name)) == {"kind", "label"}, name
+        merged = block(with_registries(SCHEMA), name)
+        declared = {key for spec in table.values() for key in spec.keys}
+        assert set(merged) == {"kind", "label", *declared}, name
+    corpus = block(with_registries(SCHEMA), "corpus")
+    assert corpus["path"]["description"].endswith("Read by kinds cc100 and text.")
+    assert corpus["deb"]["description"] == "The .deb file. Read by kind l10n."
+    assert block(with_registries(SCHEMA), "mt")["path"]["minLength"] == 1
+
+    # two kinds declaring one key differently: an error naming both, not the first one's rules silently
+    odd = dict(corpora.CORPORA)
+    odd["text"] = replace(odd["text"], keys={"path": {"type": "integer"}})
+    with pytest.raises(ValueError, match="corpus kinds 'cc100' and 'text' declare the key 'path' differently"):
+        _with_kinds(SCHEMA, "corpus", odd, "")

@@ -87,15 +87,16 @@ def grid(
 
 
 def _fill_schema_defaults(config: dict) -> None:
-    """The config schema's defaults, as Snakemake fills them; skipped where snakemake is not installed (a lent GPU
-    machine), since the grid's own defaults (workflow_scripts.plan.grid) cover what the LAPT jobs need."""
+    """The config schema's defaults (with the registries' names and keys), as the workflow fills them; skipped where
+    jsonschema is not installed (a lent GPU machine), since the grid's own defaults (workflow_scripts.plan.grid) cover
+    what the LAPT jobs need."""
     try:
-        from snakemake.utils import validate
+        import jsonschema  # noqa: F401
     except ImportError:
         return
-    validate(
-        config, schema=str(Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"), set_default=True
-    )
+    from workflow_scripts.plan.checks.schema import fill_defaults
+
+    fill_defaults(config, Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml")
 
 
 def plan_table(

@@ -67,9 +67,9 @@ REPO = Path(__file__).resolve().parents[2]
 def load_config(path: Path) -> dict:
     """The configuration as the workflow sees it: the file, checked against the schema, with its defaults."""
     import yaml
-    from snakemake.utils import validate
 
     from workflow_scripts.plan.checks import config_file_problems, schema_errors
+    from workflow_scripts.plan.checks.schema import fill_defaults
 
     unreadable = config_file_problems(path) if Path(path).is_file() else [f"{path}: no such file"]
     if unreadable:
@@ -79,7 +79,7 @@ def load_config(path: Path) -> dict:
     problems = schema_errors(config, schema)
     if problems:
         raise SystemExit(f"{path}: invalid configuration:\n  - " + "\n  - ".join(problems))
-    validate(config, schema=str(schema), set_default=True)
+    fill_defaults(config, schema)
     return config
 
 

@@ -67,7 +67,8 @@ class CorpusSpec:
     ``data/<lang>/<kind>/train.txt`` and ``heldout.txt`` (kinds may share one: the rule's ``corpus`` wildcard admits
     each kind naming it). ``costs``: the rules it brings, each with its (MB, minutes) (plan/resources.py);
     ``steps``: its jobs in the cost table, by benchmark folder (the rule, or ``sample_<kind>`` for sample_cc100).
-    ``keys``: JSON-schema properties of ``languages.<l>.corpus`` it reads that the schema lacks.
+    ``keys``: JSON-schema properties of ``languages.<l>.corpus`` it reads (the schema itself has only ``kind`` and
+    ``label``); kinds sharing a key declare it alike, and the config reference names the kinds that read it.
 
     ``check(config, lang, corpus, workdir)``: the planning problems of ``languages.<lang>.corpus``, one line each,
     naming the key. ``source(lang, corpus, downloads)``: the file its rule reads (``LocalFile``, ``UrlFile``,

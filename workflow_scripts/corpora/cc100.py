@@ -20,5 +20,6 @@ register(
         source=text_file.source,
         notes=text_file.notes,
         mean_line_chars=text_file.mean_line_chars,
+        keys=text_file.KEYS,
     )
 )

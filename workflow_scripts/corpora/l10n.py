@@ -117,5 +117,6 @@ register(
         check=check,
         source=source,
         mean_line_chars=mean_line_chars,
+        keys={"deb": {"type": "string", "description": "The .deb file."}},
     )
 )

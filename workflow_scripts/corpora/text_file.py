@@ -19,6 +19,16 @@ RULE = "sample_cc100"
 CORPUS_COUNT_BYTES = 64 << 20
 CORPUS_HEAD_BYTES = 4 << 20
 CORPUS_JUDGE_LINES = 1000  # usable lines kept to judge the script
+KEYS = {
+    "path": {"type": "string", "description": "A local file; give path or url."},
+    "url": {
+        "type": "string",
+        "description": (
+            "Where to download the file, e.g. https://data.statmt.org/cc-100/th.txt.xz; fetched once by the local "
+            "rule download_cc100 into results/downloads/cc100/."
+        ),
+    },
+}
 
 
 def download(lang: str, downloads: str) -> str:

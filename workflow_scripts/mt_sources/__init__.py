@@ -46,7 +46,8 @@ class MtSpec:
     cards state (a hub licence id; None: unknown). ``rule``: the rule writing its ``data/<lang>/<kind>/mt.tsv`` (kinds
     may share one: the rule's ``mt`` wildcard admits each kind naming it). ``costs``: the rules it brings, each with
     its (MB, minutes) (plan/resources.py); ``steps``: its jobs' words in the cost table, by rule. ``keys``:
-    JSON-schema properties of ``languages.<l>.mt`` it reads that the schema lacks. ``selected``: the name warnings
+    JSON-schema properties of ``languages.<l>.mt`` it reads (the schema itself has only ``kind`` and ``label``; kinds
+    sharing a key declare it alike). ``selected``: the name warnings
     give its pairs where its rule selects at most ``data.n_mt`` of them as ``evaluation.items`` says (FLORES); None:
     every pair, in file order.
 

@@ -76,5 +76,6 @@ register(
         download=download,
         hub_id=hub_id,
         notes=notes,
+        keys={"root": {"type": "string", "description": "Hub id or local folder of the FLORES dataset."}},
     )
 )

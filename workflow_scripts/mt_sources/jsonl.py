@@ -19,5 +19,6 @@ register(
         steps=pairs_file.STEPS,
         check=pairs_file.check,
         source=pairs_file.source,
+        keys=pairs_file.KEYS,
     )
 )

@@ -43,5 +43,14 @@ register(
         licence="mpl-2.0",  # LibreOffice's translations
         rule="split_l10n",
         check=check,
+        keys={
+            "deb": {
+                "type": "string",
+                "description": (
+                    "The Debian libreoffice-l10n package of the MT test pairs; default corpus.deb. Needed where the "
+                    "corpus is not l10n (e.g. orchid for th); with an l10n corpus it must be that package."
+                ),
+            }
+        },
     )
 )

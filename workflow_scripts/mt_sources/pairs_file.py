@@ -14,6 +14,7 @@ RULE = "own_mt"
 COSTS = {RULE: (2000, 15)}  # reads your pairs file (a few MB at most) in memory
 STEPS = {RULE: "data: your MT pairs"}
 LABEL = "your pairs ({file})"
+KEYS = {"path": {"type": "string", "minLength": 1, "description": "The pairs file."}}
 
 
 def check(config: dict, lang: str, mt: dict, workdir: Path) -> list[str]:

@@ -273,12 +273,17 @@ if __name__ == "__main__":
     from pathlib import Path
 
     import yaml
-    from snakemake.utils import validate
+
+    from workflow_scripts.plan.checks.schema import fill_defaults, schema_errors
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--configfile", default="config.yaml")
     cfg = yaml.safe_load(Path(p.parse_args().configfile).read_text(encoding="utf-8"))
-    validate(cfg, schema=str(Path(__file__).parents[2] / "schemas" / "config.schema.yaml"), set_default=True)
+    schema = Path(__file__).parents[2] / "schemas" / "config.schema.yaml"
+    errors = schema_errors(cfg, schema)
+    if errors:
+        raise SystemExit("invalid configuration:\n  - " + "\n  - ".join(errors))
+    fill_defaults(cfg, schema)
     print(markdown(cfg))
     for line in problems(cfg):
         print("problem:", line)

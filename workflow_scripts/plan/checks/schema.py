@@ -29,13 +29,23 @@ def registered(field: str) -> list[str]:
 
 def _with_kinds(schema: dict, block: str, kinds: dict, description: str) -> dict:
     """A copy of the schema whose ``languages.<l>.<block>.kind`` admits exactly the registered ``kinds``, described by
-    their modules, and whose ``block`` has the keys a kind declares (its spec's ``keys``) where it has none."""
+    their modules, and whose ``block`` has the keys the kinds declare (their specs' ``keys``), each described with the
+    kinds that read it. Kinds declaring one key must declare it alike; the schema's own keys stay as they are."""
     schema = copy.deepcopy(schema)
     props = schema["properties"]["languages"]["additionalProperties"]["properties"][block]["properties"]
     props["kind"] = {"enum": list(kinds), "description": description}
-    for spec in kinds.values():
+    readers: dict[str, list[str]] = {}
+    for name, spec in kinds.items():
         for key, rules in spec.keys.items():
+            if key in props and key not in readers:
+                continue
+            if key in readers and rules != kinds[readers[key][0]].keys[key]:
+                raise ValueError(f"{block} kinds {readers[key][0]!r} and {name!r} declare the key {key!r} differently")
             props.setdefault(key, copy.deepcopy(rules))
+            readers.setdefault(key, []).append(name)
+    for key, names in readers.items():
+        said = f"kind {names[0]}" if len(names) == 1 else f"kinds {', '.join(names[:-1])} and {names[-1]}"
+        props[key]["description"] = f"{props[key].get('description', '').rstrip()} Read by {said}.".lstrip()
     return schema
 
 
