@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 from workflow_scripts.io import UserError, cli_main, setup_logging, write_json
-from workflow_scripts.languages import language_arg
 from workflow_scripts.serve.fidelity import open_gguf
 from workflow_scripts.speed.decoders import Forced
 from workflow_scripts.speed.measure import encode_items, rate_records, time_teacher_forced
@@ -209,7 +208,7 @@ def measure_vllm(
 
 
 def main(argv: list[str] | None = None) -> None:
-    from workflow_scripts.speed.items import mt_items
+    from workflow_scripts.speed.items import add_mt_item_args, mt_items
 
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--engine", choices=["llama.cpp", "vllm"], default="llama.cpp")
@@ -218,12 +217,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-new-tokens", type=int, default=64, help="vllm: greedy tokens generated per prompt")
     ap.add_argument("--model", required=True, type=Path, help="the cell's transformers folder (its tokenizer)")
     ap.add_argument("--source", required=True, type=Path, help="the source model's folder (its tokenizer)")
-    ap.add_argument("--pairs", required=True, help="mt.tsv: English and target sentences")
-    ap.add_argument("--lang", required=True, type=language_arg)
+    add_mt_item_args(ap)
     ap.add_argument("--n", type=int, default=None)
-    ap.add_argument("--reference-chars", type=int, default=0, help="first N characters of each reference (0: all)")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--cell", default="{}")
     ap.add_argument("--out", required=True)

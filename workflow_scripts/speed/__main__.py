@@ -7,8 +7,8 @@ import argparse
 
 from workflow_scripts.inference import DECODING, add_common_args, read_cell
 from workflow_scripts.io import set_threads, setup_logging
-from workflow_scripts.languages import language_arg
 from workflow_scripts.speed import __doc__ as PACKAGE_DOC
+from workflow_scripts.speed.items import add_mt_item_args
 from workflow_scripts.speed.job import run
 from workflow_scripts.speed.settings import JobSettings
 
@@ -17,7 +17,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=PACKAGE_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(p, batch_size=4)
     p.add_argument("--source-tokenizer", required=True, help="the SOURCE model's folder (its tokenizer re-counts text)")
-    p.add_argument("--pairs", required=True, help="mt TSV English<TAB>target")
+    add_mt_item_args(p)
     p.add_argument(
         "--sum-data",
         default=None,
@@ -47,10 +47,7 @@ def parser() -> argparse.ArgumentParser:
         choices=sorted(DECODING),
         help="decodings timed at --batch-size (default: every decoding)",
     )
-    p.add_argument("--lang", required=True, type=language_arg)
     p.add_argument("--max-new-tokens", type=int, default=128)
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--decodings", nargs="+", default=["greedy"], choices=sorted(DECODING))
     p.add_argument("--no-teacher-forced", action="store_true", help="skip teacher forcing")
     p.add_argument(
@@ -58,12 +55,6 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="teacher-force Source's model (--source-tokenizer's folder) item by item next to this one: "
         "a speed-up both sides of which saw the same machine load (paired_speedup)",
-    )
-    p.add_argument(
-        "--reference-chars",
-        type=int,
-        default=0,
-        help="teacher forcing: only the first N characters of each reference (0: all)",
     )
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--mumo-k", type=int, default=10, help="a MuMo --model: candidates per step (MuMo's k)")

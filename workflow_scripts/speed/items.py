@@ -3,12 +3,29 @@
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping
 from pathlib import Path
 
 from workflow_scripts.io import read_pairs
+from workflow_scripts.languages import language_arg
 from workflow_scripts.prompts import mt_query
 from workflow_scripts.speed.measure import Item
+
+
+def add_mt_item_args(p: argparse.ArgumentParser) -> None:
+    """The options of the mt items and their timing, shared by the speed step and the serving speed
+    (``serve.speed``): the pairs, the language, the reference's length, the repeats and warm-up passes."""
+    p.add_argument("--pairs", required=True, help="mt TSV English<TAB>target")
+    p.add_argument("--lang", required=True, type=language_arg)
+    p.add_argument(
+        "--reference-chars",
+        type=int,
+        default=0,
+        help="teacher forcing: only the first N characters of each reference (0: all)",
+    )
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1)
 
 
 def mt_items(pairs_file: str | Path, lang: str, n: int | None, reference_chars: int | None = None) -> list[Item]:
