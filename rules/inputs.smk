@@ -677,7 +677,7 @@ def card_data(lang):
     """A language's corpus and MT pairs in the card: kind, label, licence and hub id."""
     spec = config["languages"][lang]
     corpus, mt = spec["corpus"], mt_sources.mt_of(config, lang)
-    hub_id = mt_sources.spec(mt["kind"]).hub_id
+    hub_id = mt_sources.of(config, lang).hub_id
     mt_hub = hub_id(mt) if hub_id else None
     corpus_licence, mt_licence = publish_plan.data_licences(corpus["kind"], mt["kind"])
     return {

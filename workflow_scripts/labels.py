@@ -37,7 +37,7 @@ def data_label(layout: Any, lang: str) -> str:
     table and figure)."""
     spec = layout.config["languages"][lang]
     corpus, mt = spec["corpus"], mt_of(layout.config, lang)
-    both = corpora.spec(corpus["kind"]).with_mt.get(mt["kind"])  # one name for the pair, as the corpus kind gives it
+    both = corpora.of(layout.config, lang).with_mt.get(mt["kind"])  # one name for the pair, as the corpus kind gives it
     if both and not corpus.get("label") and not mt.get("label"):
         return both
     return f"{corpus_label(layout.config, lang)} for adaptation and held-out text; MT: {mt_label(layout.config, lang)}"

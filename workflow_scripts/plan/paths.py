@@ -357,7 +357,7 @@ class Layout:
             if source is not None and not isinstance(source, LocalFile) and source.path not in out:
                 out.append(source.path)
             mt = mt_sources.mt_of(config, lang)
-            download = mt_sources.spec(mt["kind"]).download
+            download = mt_sources.of(config, lang).download
             fetched = download(lang, mt, self.downloads) if download else None
             out += [fetched] if fetched else []
         for name in sorted(needed_sources(config)):

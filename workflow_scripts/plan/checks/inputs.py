@@ -84,9 +84,9 @@ def check_sources(config: dict, workdir: Path) -> list[str]:
         errors += check_model(name, spec, workdir)
     for lang, spec in config["languages"].items():
         corpus = spec["corpus"]
-        errors += corpora.spec(corpus["kind"]).check(config, lang, corpus, workdir)
+        errors += corpora.of(config, lang).check(config, lang, corpus, workdir)
         mt = mt_of(config, lang)
-        errors += mt_sources.spec(mt["kind"]).check(config, lang, mt, workdir)
+        errors += mt_sources.of(config, lang).check(config, lang, mt, workdir)
     return errors
 
 

@@ -96,8 +96,8 @@ def deferred_checks(config: dict, workdir: Path | None = None) -> list[str]:
     workdir = workdir or Path.cwd()
     # each kind's notes for its languages; kinds sharing a notes function get its notes once, for all of theirs
     by_notes: dict = {}
-    for lang, spec in config["languages"].items():
-        kind = corpora.spec(spec["corpus"]["kind"])
+    for lang in config["languages"]:
+        kind = corpora.of(config, lang)
         if kind.notes is not None:
             by_notes.setdefault(kind.notes, {})[lang] = kind.order
     notes = []

@@ -34,18 +34,18 @@ def _with_kinds(schema: dict, block: str, kinds: dict, description: str) -> dict
     schema = copy.deepcopy(schema)
     props = schema["properties"]["languages"]["additionalProperties"]["properties"][block]["properties"]
     props["kind"] = {"enum": list(kinds), "description": description}
-    readers: dict[str, list[str]] = {}
+    declared: dict[str, tuple[dict, list[str]]] = {}  # key: its rules, the kinds reading it
     for name, spec in kinds.items():
         for key, rules in spec.keys.items():
-            if key in props and key not in readers:
-                continue
-            if key in readers and rules != kinds[readers[key][0]].keys[key]:
-                raise ValueError(f"{block} kinds {readers[key][0]!r} and {name!r} declare the key {key!r} differently")
-            props.setdefault(key, copy.deepcopy(rules))
-            readers.setdefault(key, []).append(name)
-    for key, names in readers.items():
+            first, names = declared.setdefault(key, (rules, []))
+            if rules != first:
+                raise ValueError(f"{block} kinds {names[0]!r} and {name!r} declare the key {key!r} differently")
+            names.append(name)
+    for key, (rules, names) in declared.items():
+        if key in props:
+            continue
         said = f"kind {names[0]}" if len(names) == 1 else f"kinds {', '.join(names[:-1])} and {names[-1]}"
-        props[key]["description"] = f"{props[key].get('description', '').rstrip()} Read by {said}.".lstrip()
+        props[key] = {**copy.deepcopy(rules), "description": f"{rules.get('description', '')} Read by {said}.".lstrip()}
     return schema
 
 
